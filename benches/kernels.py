@@ -1,0 +1,260 @@
+"""Kernel and routing benchmarks against the alternatives a user would pick, in one run.
+
+Usage: .venv/bin/python benches/kernels.py [--n 10000000] [--repeat 3] [--write BENCHMARKS.md]
+
+Each case reports the best of --repeat runs as values (rows) per second, and the ratio of ours
+to each peer measured in the same process on the same data. `memcpy` copies the bytes the kernel
+reads (the physical reference); the Python-loop peers run on a prefix of the data and are scaled
+(reported as values/s, so the ratio holds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import struct
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import mmh3
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_partitioned import kernels as k
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def best(fn: Callable[[], Any], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def gen_ints(n: int) -> pa.Array:
+    """Deterministic pseudo-random int64 values (Fibonacci hashing of 0..n)."""
+    return pa.array([(i * 0x9E3779B97F4A7C15) & 0x7FFFFFFFFFFFFFFF for i in range(n)], pa.int64())
+
+
+def gen_strings(n: int, distinct: int, seed: int) -> pa.Array:
+    # 10-20 byte strings drawn from `distinct` values
+    pool = [f"v{seed}-{i:09d}-{'x' * (i % 8)}"[: 10 + (i * 7) % 11] for i in range(distinct)]
+    pool_arr = pa.array(pool, pa.string())
+    idx = pa.array([(i * 2654435761 + seed) % distinct for i in range(n)], pa.int64())
+    return pool_arr.take(idx)
+
+
+class Report:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, float, str]] = []
+
+    def add(self, case: str, impl: str, n: int, seconds: float, ours: float | None) -> float:
+        rate = n / seconds
+        ratio = "" if ours is None else f"{ours / rate:.1f}x"
+        self.rows.append((case, impl, rate, ratio))
+        print(f"{case:38s} {impl:40s} {rate / 1e6:10.2f} M/s  {ratio}", flush=True)
+        return rate
+
+    def markdown(self) -> str:
+        out = [
+            "| case | implementation | M values/s | ours vs this |",
+            "|---|---|---:|---:|",
+        ]
+        for case, impl, rate, ratio in self.rows:
+            out.append(f"| {case} | {impl} | {rate / 1e6:.2f} | {ratio or '(ours)'} |")
+        return "\n".join(out)
+
+
+def copy_bytes(arr: pa.Array | pa.Table) -> int:
+    total = 0
+    bufs = []
+    if isinstance(arr, pa.Table):
+        for col in arr.columns:
+            for chunk in col.chunks:
+                bufs.extend(b for b in chunk.buffers() if b is not None)
+    else:
+        bufs = [b for b in arr.buffers() if b is not None]
+    for b in bufs:
+        total += len(bytes(b))
+    return total
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=10_000_000)
+    ap.add_argument("--loop-n", type=int, default=300_000, help="rows for Python-loop peers")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--write", type=Path, default=None, help="update this markdown file")
+    args = ap.parse_args()
+    n, r = args.n, args.repeat
+    rep = Report()
+
+    import pyiceberg_core.transform as ice
+
+    print(f"n={n:,} simd={k.simd_level()} python={sys.version.split()[0]} pyarrow={pa.__version__}")
+
+    # --- bucket over int64 -------------------------------------------------------------------
+    ints = gen_ints(n)
+    case = "bucket(int64, 16)"
+    ours = rep.add(case, "lance_partitioned.kernels.bucket", n, best(lambda: k.bucket(ints, 16), r), None)
+    rep.add(case, "memcpy of the int64 values", n, best(lambda: copy_bytes(ints), r), ours)
+    rep.add(case, "pyiceberg_core.transform.bucket", n, best(lambda: ice.bucket(ints, 16), r), ours)
+    ln = min(args.loop_n, n)
+    py_ints = ints.slice(0, ln).to_pylist()
+    rep.add(
+        case,
+        "mmh3 in a Python loop",
+        ln,
+        best(lambda: [abs(mmh3.hash(struct.pack("<q", v), 0)) % 16 for v in py_ints], 1),
+        ours,
+    )
+
+    # --- bucket over 10-20 byte strings -----------------------------------------------------------
+    strs = gen_strings(n, 1_000_000, 1)
+    case = "bucket(utf8 10-20B, 16)"
+    ours = rep.add(case, "lance_partitioned.kernels.bucket", n, best(lambda: k.bucket(strs, 16), r), None)
+    rep.add(case, "memcpy of the string buffers", n, best(lambda: copy_bytes(strs), r), ours)
+    rep.add(case, "pyiceberg_core.transform.bucket", n, best(lambda: ice.bucket(strs, 16), r), ours)
+    py_strs = strs.slice(0, ln).to_pylist()
+    rep.add(
+        case,
+        "mmh3 in a Python loop",
+        ln,
+        best(lambda: [abs(mmh3.hash(s, 0)) % 16 for s in py_strs], 1),
+        ours,
+    )
+
+    # --- multi_bucket over two string columns ---------------------------------------------------
+    strs2 = gen_strings(n, 1_000_000, 2)
+    case = "multi_bucket(2 x utf8, 16)"
+    ours = rep.add(
+        case,
+        "lance_partitioned.kernels.multi_bucket",
+        n,
+        best(lambda: k.multi_bucket([strs, strs2], 16), r),
+        None,
+    )
+    py_strs2 = strs2.slice(0, ln).to_pylist()
+    rep.add(
+        case,
+        "mmh3 in a Python loop (concat bytes)",
+        ln,
+        best(
+            lambda: [
+                abs(mmh3.hash(a.encode() + b.encode(), 0)) % 16
+                for a, b in zip(py_strs, py_strs2, strict=True)
+            ],
+            1,
+        ),
+        ours,
+    )
+
+    # --- routing a 10M-row table ------------------------------------------------------------------
+    import polars as pl
+
+    table = pa.table(
+        {
+            "id": ints,
+            "country": gen_strings(n, 50, 3),
+            "ts": pc.cast(ints, pa.timestamp("us")),
+            "city": gen_strings(n, 100_000, 5),
+        }
+    )
+    batch = table.combine_chunks().to_batches()[0]
+    bucket_col = k.bucket(batch.column("city"), 16)
+    keys = pa.record_batch({"country": batch.column("country"), "city_bucket": bucket_col})
+    case = "route 10M rows by (country, bucket(city,16))"
+
+    def ours_route() -> int:
+        return len(k.route(batch, keys).batches)
+
+    n_parts = ours_route()
+    print(f"  partitions: {n_parts}")
+    ours = rep.add(case, "lance_partitioned.kernels.route", n, best(ours_route, r), None)
+
+    def ours_end_to_end() -> int:
+        b = k.bucket(batch.column("city"), 16)
+        kk = pa.record_batch({"country": batch.column("country"), "city_bucket": b})
+        return len(k.route(batch, kk).batches)
+
+    rep.add(case, "ours incl. computing bucket(city)", n, best(ours_end_to_end, r), ours)
+    rep.add(case, "memcpy of the table's buffers", n, best(lambda: copy_bytes(table), r), ours)
+
+    keyed = pa.Table.from_batches([batch]).append_column("city_bucket", bucket_col)
+
+    def pyarrow_route() -> int:
+        codes = pc.dictionary_encode(keyed.column("country")).combine_chunks().indices
+        combined = pc.add(
+            pc.multiply(pc.cast(codes, pa.int64()), 16),
+            pc.cast(keyed.column("city_bucket").combine_chunks(), pa.int64()),
+        )
+        order = pc.sort_indices(combined)
+        sorted_t = keyed.take(order)
+        ree = pc.run_end_encode(combined.take(order))
+        start, parts = 0, []
+        for end in ree.run_ends.to_pylist():
+            parts.append(sorted_t.slice(start, end - start))
+            start = end
+        return len(parts)
+
+    rep.add(case, "pyarrow dictionary_encode+sort_indices+take", n, best(pyarrow_route, r), ours)
+
+    df = pl.from_arrow(keyed)
+
+    def polars_route() -> int:
+        assert isinstance(df, pl.DataFrame)
+        return len(df.partition_by(["country", "city_bucket"]))
+
+    rep.add(case, "polars DataFrame.partition_by", n, best(polars_route, r), ours)
+
+    from pyiceberg.io.pyarrow import _determine_partitions
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import BucketTransform, IdentityTransform
+    from pyiceberg.types import LongType, NestedField, StringType, TimestampType
+
+    ice_schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "country", StringType(), required=False),
+        NestedField(3, "ts", TimestampType(), required=False),
+        NestedField(4, "city", StringType(), required=False),
+    )
+    ice_spec = PartitionSpec(
+        PartitionField(2, 1000, IdentityTransform(), "country"),
+        PartitionField(4, 1001, BucketTransform(16), "city_bucket"),
+    )
+    ice_table = pa.Table.from_batches([batch])
+
+    def iceberg_route() -> int:
+        return len(list(_determine_partitions(ice_spec, ice_schema, ice_table)))
+
+    rep.add(case, "pyiceberg _determine_partitions (incl. bucket)", n, best(iceberg_route, 1), ours)
+
+    md = rep.markdown()
+    print()
+    print(md)
+    if args.write:
+        header = (
+            f"Measured by `benches/kernels.py --n {n}` (best of {r}; Python-loop peers on "
+            f"{ln:,} values) on {platform.machine()}, {os.cpu_count()} cores, SIMD level "
+            f"`{k.simd_level()}`, release build, pyarrow {pa.__version__}, polars {pl.__version__}."
+        )
+        text = args.write.read_text() if args.write.exists() else ""
+        start, end = "<!-- kernels:start -->", "<!-- kernels:end -->"
+        block = f"{start}\n{header}\n\n{md}\n{end}"
+        if start in text and end in text:
+            text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]
+        else:
+            text += "\n" + block + "\n"
+        args.write.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

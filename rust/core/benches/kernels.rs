@@ -1,0 +1,101 @@
+//! Criterion benchmarks of the kernels on seeded data (release profile).
+//!
+//! Run: `cargo bench -p lance-partitioned-core --bench kernels`. Set
+//! `LANCE_PARTITIONED_PORTABLE=1` to measure the portable (non-AVX2) loops.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use lance_partitioned_core::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use lance_partitioned_core::arrow::datatypes::{DataType, Field, Schema};
+use lance_partitioned_core::hash::{self, murmur3_x86_32};
+use lance_partitioned_core::route;
+
+const N: usize = 1_000_000;
+
+/// A small deterministic generator (xorshift64*), so runs compare.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+fn ints(n: usize) -> Int64Array {
+    let mut r = Rng(42);
+    Int64Array::from_iter_values((0..n).map(|_| r.next() as i64))
+}
+
+/// Strings of 10-20 bytes.
+fn strings(n: usize, distinct: u64, seed: u64) -> StringArray {
+    let mut r = Rng(seed);
+    StringArray::from_iter_values((0..n).map(|_| {
+        let v = r.next() % distinct;
+        let s = format!("city-{v:08}-{}", "x".repeat((v % 6) as usize));
+        s[..(10 + (v % 11) as usize).min(s.len())].to_string()
+    }))
+}
+
+fn bench_hash(c: &mut Criterion) {
+    let mut g = c.benchmark_group(format!("hash_{}", hash::simd_level()));
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(20);
+    let i = ints(N);
+    let raw: Vec<u64> = i.values().iter().map(|v| *v as u64).collect();
+    g.bench_function("reference_loop_u64_no_arrow", |b| {
+        b.iter(|| {
+            let mut acc = 0u32;
+            for v in black_box(&raw) {
+                acc = acc.wrapping_add(murmur3_x86_32(&v.to_le_bytes(), 0));
+            }
+            acc
+        })
+    });
+    g.bench_function("murmur3_int64", |b| b.iter(|| hash::murmur3(black_box(&i)).unwrap()));
+    g.bench_function("bucket_int64_n16", |b| b.iter(|| hash::bucket(black_box(&i), 16).unwrap()));
+    g.bench_function("bucket_int64_n1000", |b| {
+        b.iter(|| hash::bucket(black_box(&i), 1000).unwrap())
+    });
+    let s = strings(N, 1 << 40, 7);
+    g.bench_function("bucket_utf8_10_20b", |b| b.iter(|| hash::bucket(black_box(&s), 16).unwrap()));
+    let s2 = strings(N, 1 << 40, 9);
+    g.bench_function("multi_bucket_2xutf8", |b| {
+        b.iter(|| hash::multi_bucket(&[black_box(&s), black_box(&s2)], 16).unwrap())
+    });
+    g.finish();
+}
+
+fn bench_route(c: &mut Criterion) {
+    let mut g = c.benchmark_group("route");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(10);
+    let id: ArrayRef = Arc::new(ints(N));
+    let country: ArrayRef = Arc::new(strings(N, 50, 3));
+    let city: ArrayRef = Arc::new(strings(N, 100_000, 5));
+    let batch = RecordBatch::try_from_iter(vec![
+        ("id", id),
+        ("country", Arc::clone(&country)),
+        ("city", Arc::clone(&city)),
+    ])
+    .unwrap();
+    let bucket: ArrayRef = Arc::new(hash::bucket(city.as_ref(), 16).unwrap());
+    let keys = vec![country, bucket];
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("country", DataType::Utf8, true),
+        Field::new("b", DataType::Int32, true),
+    ]));
+    g.bench_function("group_rows_country_bucket16", |b| {
+        b.iter(|| route::group_rows(black_box(&keys)).unwrap())
+    });
+    g.bench_function("route_country_bucket16", |b| {
+        b.iter(|| route::route(black_box(&batch), &keys, Arc::clone(&schema)).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_hash, bench_route);
+criterion_main!(benches);

@@ -1,0 +1,63 @@
+//! The error type of the core crate.
+//!
+//! Every fallible function in this crate returns [`Result`]. The variants map one to one onto
+//! the Python exception hierarchy (`lance_partitioned.exceptions`), so the binding crate can
+//! translate without inspecting messages.
+
+use crate::arrow::error::ArrowError;
+use crate::datafusion::error::DataFusionError;
+
+/// Errors raised by the kernels, the spec model and the expression engine.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A partition spec or schema is malformed or inconsistent (unknown transform, missing
+    /// source field, result_type mismatch, ...).
+    #[error("{0}")]
+    Spec(String),
+    /// A partition expression cannot be parsed, refers to unknown columns, or uses a feature
+    /// that partition expressions must not use (volatile functions, subqueries, aggregates).
+    #[error("{0}")]
+    Expression(String),
+    /// A kernel was given an Arrow type it does not support.
+    #[error("{0}")]
+    UnsupportedType(String),
+    /// An argument is out of range or inconsistent (n <= 0, width <= 0, length mismatch).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// An error reported by arrow-rs.
+    #[error("arrow error: {0}")]
+    Arrow(#[from] ArrowError),
+    /// An error reported by DataFusion while evaluating an expression.
+    #[error("datafusion error: {0}")]
+    DataFusion(Box<DataFusionError>),
+    /// An invariant of this crate was violated; always a bug.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<DataFusionError> for Error {
+    fn from(e: DataFusionError) -> Self {
+        Error::DataFusion(Box::new(e))
+    }
+}
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Shorthand for `Err(Error::InvalidArgument(format!(...)))`.
+macro_rules! invalid_arg {
+    ($($arg:tt)*) => { Err($crate::error::Error::InvalidArgument(format!($($arg)*))) };
+}
+/// Shorthand for `Err(Error::UnsupportedType(format!(...)))`.
+macro_rules! unsupported {
+    ($($arg:tt)*) => { Err($crate::error::Error::UnsupportedType(format!($($arg)*))) };
+}
+/// Shorthand for `Err(Error::Spec(format!(...)))`.
+macro_rules! spec_err {
+    ($($arg:tt)*) => { Err($crate::error::Error::Spec(format!($($arg)*))) };
+}
+/// Shorthand for `Err(Error::Expression(format!(...)))`.
+macro_rules! expr_err {
+    ($($arg:tt)*) => { Err($crate::error::Error::Expression(format!($($arg)*))) };
+}
+pub(crate) use {expr_err, invalid_arg, spec_err, unsupported};

@@ -1,0 +1,19 @@
+//! Pure Rust core of lance-partitioned: the vectorised kernels (hashing, transforms,
+//! expressions, routing) and the partition spec model. No Python here; the `rust/python`
+//! crate binds this to `lance_partitioned._native`.
+//!
+//! Arrow and DataFusion are taken from the `lance` crate's re-exports so that one major of
+//! each is in the dependency graph.
+
+pub use lance::deps::datafusion;
+pub use lance::deps::datafusion::arrow;
+
+pub mod error;
+pub mod expr;
+pub mod hash;
+pub mod route;
+pub mod spec;
+pub mod transform;
+pub mod types;
+
+pub use error::{Error, Result};

@@ -1,0 +1,444 @@
+//! Routing: group the rows of a batch by their partition key tuple.
+//!
+//! [`group_rows`] assigns every row a dense group id (groups numbered in order of first
+//! appearance; NULL is a key like any other). [`route`] then builds one stable permutation with
+//! a counting sort, gathers the batch once, and describes each group as a contiguous slice of
+//! the permuted batch, so a writer gets one batch per partition with no per-row work beyond a
+//! single gather.
+//!
+//! Per key column, values are first mapped to dense codes with the cheapest method the type
+//! allows (a direct table for small integer ranges and booleans, a hash table over the raw
+//! bytes for strings and binaries, dictionary keys for dictionaries, Arrow's row format for
+//! anything else); the per-column codes are then combined into one group id.
+
+use std::sync::Arc;
+
+use crate::arrow::array::{
+    downcast_primitive_array, Array, ArrayRef, AsArray, PrimitiveArray, RecordBatch,
+    UInt32Array,
+};
+use crate::arrow::compute::{take, take_record_batch};
+use crate::arrow::datatypes::{ArrowNativeType, ArrowPrimitiveType, DataType, Schema};
+use crate::arrow::row::{RowConverter, SortField};
+use crate::datafusion::common::HashMap;
+use crate::error::{invalid_arg, Result};
+
+/// Dense group ids for the rows of one batch.
+#[derive(Debug, Clone)]
+pub struct Grouping {
+    /// Group id of every row, in `0..num_groups`.
+    pub group_of_row: Vec<u32>,
+    /// Index of the first row of each group.
+    pub first_row: Vec<u32>,
+}
+
+impl Grouping {
+    /// Number of distinct key tuples.
+    pub fn num_groups(&self) -> usize {
+        self.first_row.len()
+    }
+}
+
+/// Dense per-column codes and their number.
+struct Codes {
+    codes: Vec<u32>,
+    cardinality: u32,
+}
+
+/// Assigns dense codes in order of first appearance from a per-row raw code, using a direct
+/// table when the raw codes are small.
+fn densify_small(raw: impl Iterator<Item = usize>, len: usize, table_size: usize) -> Codes {
+    let mut table = vec![u32::MAX; table_size];
+    let mut codes = Vec::with_capacity(len);
+    let mut next = 0u32;
+    for r in raw {
+        let slot = &mut table[r];
+        if *slot == u32::MAX {
+            *slot = next;
+            next += 1;
+        }
+        codes.push(*slot);
+    }
+    Codes {
+        codes,
+        cardinality: next,
+    }
+}
+
+/// Dense codes through a hash map keyed by `K`; NULL rows get their own code.
+fn densify_hashed<K: std::hash::Hash + Eq + Copy>(
+    len: usize,
+    is_null: impl Fn(usize) -> bool,
+    key: impl Fn(usize) -> K,
+) -> Codes {
+    let mut map: HashMap<K, u32> = HashMap::default();
+    let mut codes = Vec::with_capacity(len);
+    let mut null_code = u32::MAX;
+    let mut next = 0u32;
+    // Runs of equal keys are common (clustered input): remember the previous key.
+    let mut last: Option<(K, u32)> = None;
+    for i in 0..len {
+        if is_null(i) {
+            if null_code == u32::MAX {
+                null_code = next;
+                next += 1;
+            }
+            codes.push(null_code);
+            continue;
+        }
+        let k = key(i);
+        if let Some((lk, lc)) = last {
+            if lk == k {
+                codes.push(lc);
+                continue;
+            }
+        }
+        let c = *map.entry(k).or_insert_with(|| {
+            next += 1;
+            next - 1
+        });
+        last = Some((k, c));
+        codes.push(c);
+    }
+    Codes {
+        codes,
+        cardinality: next,
+    }
+}
+
+fn primitive_codes<T: ArrowPrimitiveType>(a: &PrimitiveArray<T>) -> Codes
+where
+    T::Native: std::hash::Hash + Eq,
+{
+    let len = a.len();
+    let nulls = a.logical_nulls();
+    let is_null = |i: usize| nulls.as_ref().is_some_and(|n| n.is_null(i));
+    // Small integer ranges: a direct table instead of hashing.
+    let vals = a.values();
+    let as_i128 = |v: T::Native| v.to_i64().map(|x| x as i128);
+    if len > 0 && T::Native::from_usize(1).is_some() {
+        let mut min = i128::MAX;
+        let mut max = i128::MIN;
+        let mut integral = true;
+        for i in 0..len {
+            if is_null(i) {
+                continue;
+            }
+            match as_i128(vals[i]) {
+                Some(v) => {
+                    min = min.min(v);
+                    max = max.max(v);
+                }
+                None => {
+                    integral = false;
+                    break;
+                }
+            }
+        }
+        let is_int = matches!(
+            a.data_type(),
+            DataType::Int8
+                | DataType::Int16
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::UInt8
+                | DataType::UInt16
+                | DataType::UInt32
+                | DataType::UInt64
+                | DataType::Date32
+                | DataType::Date64
+                | DataType::Timestamp(_, _)
+        );
+        if is_int && integral && min <= max && max - min < (1 << 16).max(len as i128) {
+            let span = (max - min) as usize + 1;
+            // slot 0 is NULL, values start at 1
+            let raw = (0..len).map(|i| {
+                if is_null(i) {
+                    0
+                } else {
+                    (as_i128(vals[i]).unwrap_or(min) - min) as usize + 1
+                }
+            });
+            return densify_small(raw, len, span + 1);
+        }
+        if is_int && integral && min > max {
+            // all NULL
+            return densify_small((0..len).map(|_| 0), len, 1);
+        }
+    }
+    // Floats and wide ranges: hash the bit pattern (so -0.0 and 0.0, and NaN payloads, are
+    // distinct keys, exactly as their partition values are distinct values).
+    let width = std::mem::size_of::<T::Native>();
+    let bytes = a.values().inner().as_slice();
+    match width {
+        1 | 2 | 4 | 8 => densify_hashed(len, is_null, |i| {
+            let mut k = [0u8; 8];
+            k[..width].copy_from_slice(&bytes[i * width..(i + 1) * width]);
+            u64::from_le_bytes(k)
+        }),
+        _ => densify_hashed(len, is_null, |i| {
+            let mut k = [0u8; 32];
+            k[..width].copy_from_slice(&bytes[i * width..(i + 1) * width]);
+            k
+        }),
+    }
+}
+
+fn column_codes(a: &dyn Array) -> Result<Codes> {
+    let len = a.len();
+    let nulls = a.logical_nulls();
+    let is_null = |i: usize| nulls.as_ref().is_some_and(|n| n.is_null(i));
+    use DataType::*;
+    Ok(match a.data_type() {
+        Null => densify_small((0..len).map(|_| 0), len, 1),
+        Boolean => {
+            let b = a.as_boolean();
+            densify_small(
+                (0..len).map(|i| if is_null(i) { 0 } else { 1 + b.value(i) as usize }),
+                len,
+                3,
+            )
+        }
+        Utf8 => {
+            let s = a.as_string::<i32>();
+            densify_hashed(len, is_null, |i| s.value(i).as_bytes())
+        }
+        LargeUtf8 => {
+            let s = a.as_string::<i64>();
+            densify_hashed(len, is_null, |i| s.value(i).as_bytes())
+        }
+        Utf8View => {
+            let s = a.as_string_view();
+            densify_hashed(len, is_null, |i| s.value(i).as_bytes())
+        }
+        Binary => {
+            let s = a.as_binary::<i32>();
+            densify_hashed(len, is_null, |i| s.value(i))
+        }
+        LargeBinary => {
+            let s = a.as_binary::<i64>();
+            densify_hashed(len, is_null, |i| s.value(i))
+        }
+        BinaryView => {
+            let s = a.as_binary_view();
+            densify_hashed(len, is_null, |i| s.value(i))
+        }
+        FixedSizeBinary(_) => {
+            let s = a.as_fixed_size_binary();
+            densify_hashed(len, is_null, |i| s.value(i))
+        }
+        Dictionary(_, _) => {
+            // Map dictionary values to dense codes (values may repeat), then gather by key.
+            let dict = a.as_any_dictionary();
+            let value_codes = column_codes(dict.values().as_ref())?;
+            let keys = dict.normalized_keys();
+            let nv = value_codes.codes.len();
+            // value code c -> code c + 1; NULL (null key or null value) -> 0
+            let vnulls = dict.values().logical_nulls();
+            let raw = (0..len).map(|i| {
+                let k = keys[i];
+                if is_null(i) || k >= nv || vnulls.as_ref().is_some_and(|n| n.is_null(k)) {
+                    0
+                } else {
+                    value_codes.codes[k] as usize + 1
+                }
+            });
+            densify_small(raw, len, value_codes.cardinality as usize + 1)
+        }
+        dt if dt.is_primitive() => {
+            downcast_primitive_array!(
+                a => primitive_codes(a),
+                _ => unreachable_codes(a)?
+            )
+        }
+        _ => unreachable_codes(a)?,
+    })
+}
+
+/// Any other type: Arrow's row format gives a byte key per row.
+fn unreachable_codes(a: &dyn Array) -> Result<Codes> {
+    let conv = RowConverter::new(vec![SortField::new(a.data_type().clone())])?;
+    let rows = conv.convert_columns(&[crate::arrow::array::make_array(a.to_data())])?;
+    let len = a.len();
+    Ok(densify_hashed(len, |_| false, |i| rows.row(i).data()))
+}
+
+/// Groups rows by the tuple of their values in `keys` (all of equal length).
+///
+/// # Errors
+/// `InvalidArgument` for no key columns or columns of different lengths.
+pub fn group_rows(keys: &[ArrayRef]) -> Result<Grouping> {
+    let Some(first) = keys.first() else {
+        return invalid_arg!("route needs at least one key column");
+    };
+    let len = first.len();
+    for (i, k) in keys.iter().enumerate() {
+        if k.len() != len {
+            return invalid_arg!(
+                "key columns must have the same length: key 0 has {len} rows, key {i} has {}",
+                k.len()
+            );
+        }
+    }
+    if len > u32::MAX as usize {
+        return invalid_arg!("a batch to route may hold at most {} rows", u32::MAX);
+    }
+    let mut combined: Option<Codes> = None;
+    for k in keys {
+        let c = column_codes(k.as_ref())?;
+        combined = Some(match combined {
+            None => c,
+            Some(prev) => combine(prev, c),
+        });
+    }
+    let codes = combined.map(|c| c.codes).unwrap_or_default();
+    // Codes are already dense in order of first appearance; record the first rows.
+    let mut first_row = Vec::new();
+    for (i, c) in codes.iter().enumerate() {
+        if *c as usize == first_row.len() {
+            first_row.push(i as u32);
+        }
+    }
+    Ok(Grouping {
+        group_of_row: codes,
+        first_row,
+    })
+}
+
+/// Combines two code columns into dense codes of the pair, in order of first appearance.
+fn combine(a: Codes, b: Codes) -> Codes {
+    let len = a.codes.len();
+    let product = a.cardinality as u64 * b.cardinality as u64;
+    let pair = |i: usize| a.codes[i] as u64 * b.cardinality as u64 + b.codes[i] as u64;
+    if product <= (1u64 << 22).max(2 * len as u64) {
+        densify_small((0..len).map(|i| pair(i) as usize), len, product as usize)
+    } else {
+        densify_hashed(len, |_| false, pair)
+    }
+}
+
+/// A batch grouped by partition key: `batch` holds the rows reordered so that each group is
+/// contiguous (stable order inside a group); group `g` is rows `offsets[g]..offsets[g + 1]`
+/// and has key `keys.slice(g, 1)`.
+#[derive(Debug, Clone)]
+pub struct Routed {
+    /// One row per distinct key tuple, in order of first appearance.
+    pub keys: RecordBatch,
+    /// The input rows, permuted so that groups are contiguous.
+    pub batch: RecordBatch,
+    /// Group boundaries into `batch`; `offsets.len() == keys.num_rows() + 1`.
+    pub offsets: Vec<usize>,
+}
+
+impl Routed {
+    /// The rows of group `g` (a zero-copy slice).
+    pub fn group(&self, g: usize) -> RecordBatch {
+        self.batch
+            .slice(self.offsets[g], self.offsets[g + 1] - self.offsets[g])
+    }
+}
+
+/// The stable permutation that makes groups contiguous, and the group offsets.
+pub fn permutation(g: &Grouping) -> (UInt32Array, Vec<usize>) {
+    let n = g.num_groups();
+    let mut offsets = vec![0usize; n + 1];
+    for &c in &g.group_of_row {
+        offsets[c as usize + 1] += 1;
+    }
+    for i in 0..n {
+        offsets[i + 1] += offsets[i];
+    }
+    let mut pos: Vec<usize> = offsets[..n].to_vec();
+    let mut perm = vec![0u32; g.group_of_row.len()];
+    for (row, &c) in g.group_of_row.iter().enumerate() {
+        let p = &mut pos[c as usize];
+        perm[*p] = row as u32;
+        *p += 1;
+    }
+    (UInt32Array::from(perm), offsets)
+}
+
+/// Groups the rows of `batch` by the key columns `keys` (one value per row each; typically
+/// the output of [`crate::spec::CompiledSpec::partition_values`]).
+///
+/// `key_schema` names the key columns in the returned `keys` batch.
+///
+/// # Errors
+/// `InvalidArgument` when the key columns do not have one value per row of `batch`.
+pub fn route(batch: &RecordBatch, keys: &[ArrayRef], key_schema: Arc<Schema>) -> Result<Routed> {
+    for (i, k) in keys.iter().enumerate() {
+        if k.len() != batch.num_rows() {
+            return invalid_arg!(
+                "key column {i} has {} rows but the batch has {}",
+                k.len(),
+                batch.num_rows()
+            );
+        }
+    }
+    if key_schema.fields().len() != keys.len() {
+        return invalid_arg!("key schema does not match the key columns");
+    }
+    if batch.num_rows() == 0 {
+        return Ok(Routed {
+            keys: RecordBatch::new_empty(key_schema),
+            batch: batch.clone(),
+            offsets: vec![0],
+        });
+    }
+    let g = group_rows(keys)?;
+    let firsts = UInt32Array::from(g.first_row.clone());
+    let key_cols = keys
+        .iter()
+        .map(|k| take(k.as_ref(), &firsts, None))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let keys_batch = RecordBatch::try_new(key_schema, key_cols)?;
+    if g.num_groups() == 1 {
+        return Ok(Routed {
+            keys: keys_batch,
+            batch: batch.clone(),
+            offsets: vec![0, batch.num_rows()],
+        });
+    }
+    let (perm, offsets) = permutation(&g);
+    let permuted = take_record_batch(batch, &perm)?;
+    Ok(Routed {
+        keys: keys_batch,
+        batch: permuted,
+        offsets,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arrow::array::{Float64Array, Int32Array, Int64Array, StringArray};
+    use crate::arrow::datatypes::Field;
+
+    #[test]
+    fn groups_in_order_of_first_appearance_with_null_as_key() {
+        let a: ArrayRef = Arc::new(StringArray::from(vec![
+            Some("b"),
+            None,
+            Some("a"),
+            Some("b"),
+            None,
+        ]));
+        let b: ArrayRef = Arc::new(Int32Array::from(vec![1, 1, 1, 2, 1]));
+        let g = group_rows(&[a, b]).unwrap();
+        assert_eq!(g.group_of_row, vec![0, 1, 2, 3, 1]);
+        assert_eq!(g.first_row, vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn route_permutes_stably() {
+        let k: ArrayRef = Arc::new(Int64Array::from(vec![3, 1, 3, 1, 1_000_000_000]));
+        let f: ArrayRef = Arc::new(Float64Array::from(vec![0.0, 1.0, 2.0, 3.0, 4.0]));
+        let batch = RecordBatch::try_from_iter(vec![("v", f)]).unwrap();
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true)]));
+        let r = route(&batch, &[k], schema).unwrap();
+        assert_eq!(r.offsets, vec![0, 2, 4, 5]);
+        let v = r.batch.column(0).as_primitive::<crate::arrow::datatypes::Float64Type>();
+        assert_eq!(v.values().to_vec(), vec![0.0, 2.0, 1.0, 3.0, 4.0]);
+        assert_eq!(r.group(1).num_rows(), 2);
+    }
+}

@@ -1,0 +1,412 @@
+//! The partition spec model (`partition_spec_v<N>` JSON) and the computation of all partition
+//! values of one spec version for a whole batch.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::arrow::array::{new_null_array, Array, ArrayRef, RecordBatch};
+use crate::arrow::compute::kernels::cast::{cast_with_options, CastOptions};
+use crate::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use crate::arrow::util::display::FormatOptions;
+use crate::error::{spec_err, Error, Result};
+use crate::expr::{compile_cached, CompiledExpr};
+use crate::transform::Transform;
+use crate::types::{field_id, JsonDataType};
+
+/// The spec's `transform` object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransformJson {
+    /// Transform type name.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Number of buckets (bucket, multi_bucket).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub num_buckets: Option<i64>,
+    /// Truncation width (truncate).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub width: Option<i64>,
+}
+
+/// One partition field of a spec.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionField {
+    /// Stable identifier; names the manifest column `partition_field_<field_id>`.
+    pub field_id: String,
+    /// `lance:field_id`s of the source columns, in `col0..colN` order.
+    pub source_ids: Vec<i32>,
+    /// A well-known transform (exactly one of `transform` / `expression`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub transform: Option<TransformJson>,
+    /// A DataFusion SQL expression over `col0..colN`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub expression: Option<String>,
+    /// Declared result type.
+    pub result_type: JsonDataType,
+}
+
+/// A partition spec version (`partition_spec_v<N>`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionSpec {
+    /// Spec version id, the `N` of `partition_spec_v<N>`.
+    pub id: i32,
+    /// Partition fields, outermost namespace level first.
+    pub fields: Vec<PartitionField>,
+}
+
+impl PartitionSpec {
+    /// Parses a spec from JSON.
+    ///
+    /// # Errors
+    /// `Spec` for malformed JSON.
+    pub fn from_json(text: &str) -> Result<Self> {
+        serde_json::from_str(text)
+            .map_err(|e| Error::Spec(format!("malformed partition spec JSON: {e}")))
+    }
+
+    /// Serialises the spec to JSON.
+    ///
+    /// # Errors
+    /// Never in practice; serialisation of this model cannot fail.
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string(self).map_err(|e| Error::Internal(e.to_string()))
+    }
+}
+
+impl TransformJson {
+    /// The validated transform.
+    ///
+    /// # Errors
+    /// `Spec` for unknown names, missing or out-of-range parameters.
+    pub fn parse(&self, field: &str) -> Result<Transform> {
+        let param = |name: &str, v: Option<i64>| -> Result<i32> {
+            match v {
+                None => spec_err!(
+                    "partition field {field:?}: transform {} needs {name}",
+                    self.kind
+                ),
+                Some(n) if n <= 0 || n > i32::MAX as i64 => spec_err!(
+                    "partition field {field:?}: {name} must be in 1..=2147483647, got {n}"
+                ),
+                Some(n) => Ok(n as i32),
+            }
+        };
+        Ok(match self.kind.as_str() {
+            "identity" => Transform::Identity,
+            "year" => Transform::Year,
+            "month" => Transform::Month,
+            "day" => Transform::Day,
+            "hour" => Transform::Hour,
+            "bucket" => Transform::Bucket(param("num_buckets", self.num_buckets)?),
+            "multi_bucket" => Transform::MultiBucket(param("num_buckets", self.num_buckets)?),
+            "truncate" => Transform::Truncate(param("width", self.width)?),
+            other => {
+                return spec_err!(
+                    "partition field {field:?}: unknown transform {other:?} (expected identity, \
+                     year, month, day, hour, bucket, multi_bucket or truncate)"
+                )
+            }
+        })
+    }
+}
+
+/// How a compiled field computes its value.
+#[derive(Debug)]
+enum Compute {
+    Transform(Transform),
+    Expression(Arc<CompiledExpr>),
+}
+
+/// A source column of a partition field, resolved against the namespace schema.
+#[derive(Debug, Clone)]
+struct SourceColumn {
+    /// The namespace column name; `None` when the field id is not in the schema (the column
+    /// was dropped: its values read as NULL).
+    name: Option<String>,
+    /// The namespace type values are cast to before computing (D2).
+    data_type: DataType,
+}
+
+#[derive(Debug)]
+struct CompiledField {
+    field_id: String,
+    sources: Vec<SourceColumn>,
+    compute: Compute,
+    result_type: DataType,
+}
+
+/// A spec version compiled against a namespace schema: validated once, then applied to many
+/// batches.
+#[derive(Debug)]
+pub struct CompiledSpec {
+    spec: PartitionSpec,
+    fields: Vec<CompiledField>,
+    output: SchemaRef,
+}
+
+impl CompiledSpec {
+    /// Validates `spec` against `schema` (D7) and prepares it for evaluation.
+    ///
+    /// Checks: a non-empty, unique `field_id` per field; exactly one of `transform` /
+    /// `expression`; at least one source; every source id present in the schema (unless
+    /// `allow_missing_sources`, used when reading data written before a column was dropped);
+    /// the transform accepts the source types; parameters in range; the computed type equals
+    /// `result_type`.
+    ///
+    /// # Errors
+    /// `Spec` naming the offending field; `Expression` for a bad expression.
+    pub fn compile(spec: &PartitionSpec, schema: &Schema, allow_missing_sources: bool) -> Result<Self> {
+        let mut by_id: HashMap<i32, &Field> = HashMap::new();
+        for f in schema.fields() {
+            if let Some(id) = field_id(f) {
+                if by_id.insert(id, f.as_ref()).is_some() {
+                    return spec_err!("schema field id {id} is used by more than one column");
+                }
+            }
+        }
+        let mut seen = HashSet::new();
+        let mut fields = Vec::with_capacity(spec.fields.len());
+        for pf in &spec.fields {
+            let fid = &pf.field_id;
+            if fid.is_empty() {
+                return spec_err!("partition field ids must not be empty");
+            }
+            if !seen.insert(fid.clone()) {
+                return spec_err!("partition field id {fid:?} appears twice in spec {}", spec.id);
+            }
+            if pf.source_ids.is_empty() {
+                return spec_err!("partition field {fid:?} has no source_ids");
+            }
+            let mut sources = Vec::with_capacity(pf.source_ids.len());
+            for sid in &pf.source_ids {
+                match by_id.get(sid) {
+                    Some(f) => sources.push(SourceColumn {
+                        name: Some(f.name().clone()),
+                        data_type: f.data_type().clone(),
+                    }),
+                    None if allow_missing_sources => sources.push(SourceColumn {
+                        name: None,
+                        data_type: DataType::Null,
+                    }),
+                    None => {
+                        return spec_err!(
+                            "partition field {fid:?}: source id {sid} is not a field id of the \
+                             schema (lance:field_id)"
+                        )
+                    }
+                }
+            }
+            let types: Vec<DataType> = sources.iter().map(|s| s.data_type.clone()).collect();
+            let declared = pf.result_type.to_arrow().map_err(|e| {
+                Error::Spec(format!("partition field {fid:?}: bad result_type: {e}"))
+            })?;
+            let (compute, computed) = match (&pf.transform, &pf.expression) {
+                (Some(t), None) => {
+                    let t = t.parse(fid)?;
+                    let rt = t.result_type(&types).map_err(|e| {
+                        Error::Spec(format!("partition field {fid:?}: {e}"))
+                    })?;
+                    (Compute::Transform(t), rt)
+                }
+                (None, Some(sql)) => {
+                    let c = compile_cached(sql, &types).map_err(|e| match e {
+                        Error::Expression(m) => {
+                            Error::Expression(format!("partition field {fid:?}: {m}"))
+                        }
+                        other => other,
+                    })?;
+                    let rt = c.return_type().clone();
+                    (Compute::Expression(c), rt)
+                }
+                (Some(_), Some(_)) => {
+                    return spec_err!(
+                        "partition field {fid:?} has both a transform and an expression; \
+                         exactly one is allowed"
+                    )
+                }
+                (None, None) => {
+                    return spec_err!(
+                        "partition field {fid:?} has neither a transform nor an expression"
+                    )
+                }
+            };
+            let any_missing = sources.iter().any(|s| s.name.is_none());
+            if !any_missing && computed != declared {
+                return spec_err!(
+                    "partition field {fid:?}: result_type is {declared} but the {} computes {computed}",
+                    if pf.transform.is_some() { "transform" } else { "expression" }
+                );
+            }
+            fields.push(CompiledField {
+                field_id: fid.clone(),
+                sources,
+                compute,
+                result_type: declared,
+            });
+        }
+        let output = Arc::new(Schema::new(
+            fields
+                .iter()
+                .map(|f| Field::new(&f.field_id, f.result_type.clone(), true))
+                .collect::<Vec<_>>(),
+        ));
+        Ok(Self {
+            spec: spec.clone(),
+            fields,
+            output,
+        })
+    }
+
+    /// The spec this was compiled from.
+    pub fn spec(&self) -> &PartitionSpec {
+        &self.spec
+    }
+
+    /// The schema of [`CompiledSpec::partition_values`]' output: one nullable column per
+    /// field, named by `field_id`, typed by `result_type`.
+    pub fn output_schema(&self) -> SchemaRef {
+        Arc::clone(&self.output)
+    }
+
+    /// Every partition value of every row of `batch`, one column per field.
+    ///
+    /// Input columns are matched to the namespace schema by name and cast to the namespace
+    /// type first (D2), so the values never depend on how the writer typed its data. A source
+    /// column missing from the batch (or dropped from the schema) reads as NULL.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when a column cannot be cast losslessly to its namespace type;
+    /// `Expression` when an expression fails.
+    pub fn partition_values(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let rows = batch.num_rows();
+        let mut cache: HashMap<&str, ArrayRef> = HashMap::new();
+        let mut columns = Vec::with_capacity(self.fields.len());
+        for f in &self.fields {
+            let mut inputs = Vec::with_capacity(f.sources.len());
+            for s in &f.sources {
+                let arr = match &s.name {
+                    None => new_null_array(&DataType::Null, rows),
+                    Some(name) => match cache.get(name.as_str()) {
+                        Some(a) => Arc::clone(a),
+                        None => {
+                            let a = match batch.column_by_name(name) {
+                                None => new_null_array(&s.data_type, rows),
+                                Some(col) => to_namespace_type(col, &s.data_type, name)?,
+                            };
+                            cache.insert(name.as_str(), Arc::clone(&a));
+                            a
+                        }
+                    },
+                };
+                inputs.push(arr);
+            }
+            let out = match &f.compute {
+                Compute::Transform(t) => t.apply(&inputs)?,
+                Compute::Expression(e) => {
+                    if inputs.iter().any(|a| a.data_type() == &DataType::Null) {
+                        // A dropped source: compile for the runtime types.
+                        let types: Vec<DataType> =
+                            inputs.iter().map(|a| a.data_type().clone()).collect();
+                        compile_cached(e.sql(), &types)?.evaluate(&inputs)?
+                    } else {
+                        e.evaluate(&inputs)?
+                    }
+                }
+            };
+            let out = if out.data_type() == &f.result_type {
+                out
+            } else {
+                cast_with_options(out.as_ref(), &f.result_type, &strict_cast())?
+            };
+            columns.push(out);
+        }
+        Ok(RecordBatch::try_new_with_options(
+            Arc::clone(&self.output),
+            columns,
+            &crate::arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
+        )?)
+    }
+}
+
+fn strict_cast() -> CastOptions<'static> {
+    CastOptions {
+        safe: false,
+        format_options: FormatOptions::default(),
+    }
+}
+
+/// Casts `col` to the namespace type `to` (D2), refusing lossy casts.
+fn to_namespace_type(col: &ArrayRef, to: &DataType, name: &str) -> Result<ArrayRef> {
+    if col.data_type() == to {
+        return Ok(Arc::clone(col));
+    }
+    cast_with_options(col.as_ref(), to, &strict_cast()).map_err(|e| {
+        Error::InvalidArgument(format!(
+            "column {name:?} of type {} cannot be cast to its namespace type {to}: {e}",
+            col.data_type()
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arrow::array::{AsArray, Int32Array, Int64Array, StringArray};
+    use crate::arrow::datatypes::Int32Type;
+
+    fn schema() -> Schema {
+        let f = |name: &str, t: DataType, id: &str| {
+            Field::new(name, t, true)
+                .with_metadata(HashMap::from([("lance:field_id".to_string(), id.to_string())]))
+        };
+        Schema::new(vec![
+            f("id", DataType::Int64, "0"),
+            f("country", DataType::Utf8, "1"),
+            f("city", DataType::Utf8, "2"),
+        ])
+    }
+
+    const SPEC: &str = r#"{"id":1,"fields":[
+        {"field_id":"country","source_ids":[1],"transform":{"type":"identity"},"result_type":{"type":"utf8"}},
+        {"field_id":"id_bucket","source_ids":[0],"transform":{"type":"bucket","num_buckets":16},"result_type":{"type":"int32"}},
+        {"field_id":"region","source_ids":[1,2],"expression":"concat(col0, '/', left(col1, 2))","result_type":{"type":"utf8"}}
+    ]}"#;
+
+    #[test]
+    fn computes_all_fields_and_casts_to_namespace_types() {
+        let spec = PartitionSpec::from_json(SPEC).unwrap();
+        let c = CompiledSpec::compile(&spec, &schema(), false).unwrap();
+        // id arrives as int32: it must hash as int64 (D2).
+        let batch = RecordBatch::try_from_iter(vec![
+            ("id", Arc::new(Int32Array::from(vec![5, 0])) as ArrayRef),
+            ("country", Arc::new(StringArray::from(vec!["US", "FR"])) as ArrayRef),
+            ("city", Arc::new(StringArray::from(vec!["Boston", "Paris"])) as ArrayRef),
+        ])
+        .unwrap();
+        let out = c.partition_values(&batch).unwrap();
+        assert_eq!(out.num_columns(), 3);
+        let b = out.column(1).as_primitive::<Int32Type>();
+        let expected = crate::hash::bucket(&Int64Array::from(vec![5i64, 0]), 16).unwrap();
+        assert_eq!(b, &expected);
+        assert_eq!(b.value(0), 7); // int64 5 -> bucket16 7 (hash-vectors.md)
+        assert_eq!(out.column(2).as_string::<i32>().value(0), "US/Bo");
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let bad = [
+            (r#"{"field_id":"x","source_ids":[9],"transform":{"type":"identity"},"result_type":{"type":"utf8"}}"#, "source id 9"),
+            (r#"{"field_id":"x","source_ids":[1],"transform":{"type":"hour"},"result_type":{"type":"int32"}}"#, "hour"),
+            (r#"{"field_id":"x","source_ids":[1],"transform":{"type":"bucket","num_buckets":0},"result_type":{"type":"int32"}}"#, "num_buckets"),
+            (r#"{"field_id":"x","source_ids":[1],"transform":{"type":"identity"},"result_type":{"type":"int32"}}"#, "result_type"),
+            (r#"{"field_id":"x","source_ids":[1],"transform":{"type":"identity"},"expression":"col0","result_type":{"type":"utf8"}}"#, "exactly one"),
+            (r#"{"field_id":"x","source_ids":[1],"transform":{"type":"frobnicate"},"result_type":{"type":"utf8"}}"#, "unknown transform"),
+        ];
+        for (field, needle) in bad {
+            let spec = PartitionSpec::from_json(&format!(r#"{{"id":1,"fields":[{field}]}}"#)).unwrap();
+            let err = CompiledSpec::compile(&spec, &schema(), false).unwrap_err().to_string();
+            assert!(err.contains(needle) && err.contains("\"x\""), "{err}");
+        }
+    }
+}

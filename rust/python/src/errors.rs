@@ -1,0 +1,111 @@
+//! The Python exception hierarchy, created here and re-exported by
+//! `lance_partitioned.exceptions`, and the guard that keeps panics from crossing the FFI
+//! boundary.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use lance_partitioned_core::arrow::error::ArrowError as CoreArrowError;
+use lance_partitioned_core::Error;
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+create_exception!(
+    _native,
+    LancePartitionedError,
+    PyException,
+    "Base class of every error raised by lance_partitioned."
+);
+create_exception!(
+    _native,
+    SpecError,
+    LancePartitionedError,
+    "A partition spec or schema is malformed or inconsistent."
+);
+create_exception!(
+    _native,
+    ExpressionError,
+    LancePartitionedError,
+    "A partition expression is malformed, unbound, or not deterministic and stateless."
+);
+create_exception!(
+    _native,
+    UnsupportedTypeError,
+    LancePartitionedError,
+    "A kernel was given an Arrow type it does not support."
+);
+create_exception!(
+    _native,
+    InvalidArgumentError,
+    LancePartitionedError,
+    "An argument is out of range or inconsistent (n <= 0, width <= 0, length mismatch, ...)."
+);
+create_exception!(
+    _native,
+    ArrowError,
+    LancePartitionedError,
+    "Arrow reported an error (for example a failed cast or a malformed array)."
+);
+create_exception!(
+    _native,
+    InternalError,
+    LancePartitionedError,
+    "A bug in lance_partitioned (including a caught Rust panic). Please report it."
+);
+
+/// Converts a core error into the matching Python exception.
+pub fn to_py(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Error::Spec(_) => SpecError::new_err(msg),
+        Error::Expression(_) => ExpressionError::new_err(msg),
+        Error::UnsupportedType(_) => UnsupportedTypeError::new_err(msg),
+        Error::InvalidArgument(_) => InvalidArgumentError::new_err(msg),
+        Error::Arrow(_) => ArrowError::new_err(msg),
+        Error::DataFusion(_) => ExpressionError::new_err(msg),
+        Error::Internal(_) => InternalError::new_err(msg),
+    }
+}
+
+/// An `InvalidArgumentError`.
+pub fn invalid_arg(msg: impl Into<String>) -> PyErr {
+    InvalidArgumentError::new_err(msg.into())
+}
+
+/// An `ArrowError`.
+pub fn arrow_err(e: CoreArrowError) -> PyErr {
+    ArrowError::new_err(e.to_string())
+}
+
+/// Runs `f` without the GIL, turning a core error into its Python exception and a panic into
+/// `InternalError`.
+pub fn run<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> lance_partitioned_core::Result<T> + Send,
+) -> PyResult<T> {
+    let out = py.detach(|| catch_unwind(AssertUnwindSafe(f)));
+    match out {
+        Ok(r) => r.map_err(to_py),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            Err(InternalError::new_err(format!("Rust panic: {what}")))
+        }
+    }
+}
+
+/// Registers the exception classes on the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("LancePartitionedError", py.get_type::<LancePartitionedError>())?;
+    m.add("SpecError", py.get_type::<SpecError>())?;
+    m.add("ExpressionError", py.get_type::<ExpressionError>())?;
+    m.add("UnsupportedTypeError", py.get_type::<UnsupportedTypeError>())?;
+    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    m.add("ArrowError", py.get_type::<ArrowError>())?;
+    m.add("InternalError", py.get_type::<InternalError>())?;
+    Ok(())
+}

@@ -1,0 +1,124 @@
+//! Arrow PyCapsule interface: zero-copy import of anything exposing `__arrow_c_array__` or
+//! `__arrow_c_schema__`, and export to pyarrow. (Streams and chunked arrays are split into
+//! arrays by the Python wrappers.)
+
+use std::ffi::CStr;
+use std::sync::Arc;
+
+use lance_partitioned_core::arrow::array::{
+    make_array, Array, ArrayRef, RecordBatch, RecordBatchOptions, StructArray,
+};
+use lance_partitioned_core::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use lance_partitioned_core::arrow::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyTuple};
+
+use crate::errors::{arrow_err, invalid_arg};
+
+const SCHEMA_NAME: &CStr = c"arrow_schema";
+const ARRAY_NAME: &CStr = c"arrow_array";
+
+fn capsule_ptr<T>(cap: &Bound<'_, PyAny>, name: &CStr) -> PyResult<*mut T> {
+    let cap = cap.cast::<PyCapsule>().map_err(|_| {
+        invalid_arg(format!(
+            "expected a PyCapsule named {:?}",
+            name.to_string_lossy()
+        ))
+    })?;
+    Ok(cap.pointer_checked(Some(name))?.as_ptr() as *mut T)
+}
+
+/// Imports one array (with its field) from an object implementing `__arrow_c_array__`.
+pub fn import_array(obj: &Bound<'_, PyAny>) -> PyResult<(ArrayRef, Field)> {
+    if !obj.hasattr("__arrow_c_array__")? {
+        return Err(invalid_arg(format!(
+            "expected an Arrow array (an object with __arrow_c_array__), got {}",
+            obj.get_type().name()?
+        )));
+    }
+    let tuple = obj.call_method0("__arrow_c_array__")?;
+    let tuple = tuple
+        .cast::<PyTuple>()
+        .map_err(|_| invalid_arg("__arrow_c_array__ must return a tuple"))?;
+    if tuple.len() != 2 {
+        return Err(invalid_arg("__arrow_c_array__ must return two capsules"));
+    }
+    let schema_ptr = capsule_ptr::<FFI_ArrowSchema>(&tuple.get_item(0)?, SCHEMA_NAME)?;
+    let array_ptr = capsule_ptr::<FFI_ArrowArray>(&tuple.get_item(1)?, ARRAY_NAME)?;
+    // SAFETY: the capsules follow the Arrow PyCapsule protocol: valid, initialised C data
+    // interface structs. `from_raw` moves the array out (the producer's copy is marked
+    // released); the schema is only borrowed and released by its capsule.
+    let (data, field) = unsafe {
+        let ffi_array = FFI_ArrowArray::from_raw(array_ptr);
+        let ffi_schema = &*schema_ptr;
+        let field = Field::try_from(ffi_schema).map_err(arrow_err)?;
+        let mut data = from_ffi(ffi_array, ffi_schema).map_err(arrow_err)?;
+        data.align_buffers();
+        (data, field)
+    };
+    Ok((make_array(data), field))
+}
+
+/// Imports a record batch from an object implementing `__arrow_c_array__` (a struct array).
+pub fn import_batch(obj: &Bound<'_, PyAny>) -> PyResult<RecordBatch> {
+    let (array, field) = import_array(obj)?;
+    let DataType::Struct(fields) = field.data_type() else {
+        return Err(invalid_arg(format!(
+            "expected a record batch (a struct array), got an array of type {}",
+            field.data_type()
+        )));
+    };
+    let schema = Arc::new(Schema::new_with_metadata(
+        fields.clone(),
+        field.metadata().clone(),
+    ));
+    let s = array
+        .as_any()
+        .downcast_ref::<StructArray>()
+        .ok_or_else(|| invalid_arg("record batch did not import as a struct array"))?;
+    RecordBatch::try_new_with_options(
+        schema,
+        s.columns().to_vec(),
+        &RecordBatchOptions::new().with_row_count(Some(s.len())),
+    )
+    .map_err(arrow_err)
+}
+
+/// Imports a schema from an object implementing `__arrow_c_schema__`.
+pub fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<Schema> {
+    let cap = obj.call_method0("__arrow_c_schema__")?;
+    let ptr = capsule_ptr::<FFI_ArrowSchema>(&cap, SCHEMA_NAME)?;
+    // SAFETY: a valid schema per the PyCapsule protocol; only borrowed.
+    let ffi = unsafe { &*ptr };
+    Schema::try_from(ffi).map_err(arrow_err)
+}
+
+fn to_pyarrow<'py>(
+    py: Python<'py>,
+    class: &str,
+    schema: FFI_ArrowSchema,
+    array: FFI_ArrowArray,
+) -> PyResult<Bound<'py, PyAny>> {
+    let schema_cap = PyCapsule::new_with_value(py, schema, SCHEMA_NAME)?;
+    let array_cap = PyCapsule::new_with_value(py, array, ARRAY_NAME)?;
+    let pa = py.import("pyarrow")?;
+    pa.getattr(class)?
+        .call_method1("_import_from_c_capsule", (schema_cap, array_cap))
+}
+
+/// Exports an array to a `pyarrow.Array` (zero copy).
+pub fn export_array<'py>(py: Python<'py>, array: &ArrayRef) -> PyResult<Bound<'py, PyAny>> {
+    let data = array.to_data();
+    let schema = FFI_ArrowSchema::try_from(data.data_type()).map_err(arrow_err)?;
+    let ffi = FFI_ArrowArray::new(&data);
+    to_pyarrow(py, "Array", schema, ffi)
+}
+
+/// Exports a record batch to a `pyarrow.RecordBatch` (zero copy, metadata kept).
+pub fn export_batch<'py>(py: Python<'py>, batch: &RecordBatch) -> PyResult<Bound<'py, PyAny>> {
+    let schema: SchemaRef = batch.schema();
+    let ffi_schema = FFI_ArrowSchema::try_from(schema.as_ref()).map_err(arrow_err)?;
+    let s = StructArray::from(batch.clone());
+    let ffi = FFI_ArrowArray::new(&s.to_data());
+    to_pyarrow(py, "RecordBatch", ffi_schema, ffi)
+}
