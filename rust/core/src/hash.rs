@@ -33,7 +33,7 @@ use crate::arrow::array::{
 use crate::arrow::buffer::{NullBuffer, ScalarBuffer};
 use crate::arrow::compute::kernels::cast::cast;
 use crate::arrow::datatypes::{
-    ArrowDictionaryKeyType, ArrowNativeType, ByteArrayType, ByteViewType, DataType, Int16Type,
+    ArrowDictionaryKeyType, ArrowNativeType, ByteArrayType, DataType, Int16Type,
     Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use crate::arrow::util::display::{ArrayFormatter, FormatOptions};

@@ -106,10 +106,7 @@ fn densify_hashed<K: std::hash::Hash + Eq + Copy>(
     }
 }
 
-fn primitive_codes<T: ArrowPrimitiveType>(a: &PrimitiveArray<T>) -> Codes
-where
-    T::Native: std::hash::Hash + Eq,
-{
+fn primitive_codes<T: ArrowPrimitiveType>(a: &PrimitiveArray<T>) -> Codes {
     let len = a.len();
     let nulls = a.logical_nulls();
     let is_null = |i: usize| nulls.as_ref().is_some_and(|n| n.is_null(i));

@@ -232,7 +232,7 @@ impl CompiledSpec {
                 }
             };
             let any_missing = sources.iter().any(|s| s.name.is_none());
-            if !any_missing && computed != declared {
+            if !any_missing && !consistent_types(&computed, &declared) {
                 return spec_err!(
                     "partition field {fid:?}: result_type is {declared} but the {} computes {computed}",
                     if pf.transform.is_some() { "transform" } else { "expression" }
@@ -327,6 +327,19 @@ impl CompiledSpec {
             &crate::arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
         )?)
     }
+}
+
+/// Whether a computed type is consistent with a declared `result_type`: equal, or of the same
+/// string (utf8 / large_utf8 / utf8_view) or binary family, whose layouts DataFusion picks
+/// freely from version to version. Values are cast to the declared type.
+fn consistent_types(computed: &DataType, declared: &DataType) -> bool {
+    use DataType::*;
+    let family = |t: &DataType| match t {
+        Utf8 | LargeUtf8 | Utf8View => 1,
+        Binary | LargeBinary | BinaryView => 2,
+        _ => 0,
+    };
+    computed == declared || (family(computed) != 0 && family(computed) == family(declared))
 }
 
 fn strict_cast() -> CastOptions<'static> {

@@ -73,8 +73,10 @@ impl Transform {
         }
     }
 
-    /// The derived DataFusion expression of the spec's transform table.
-    pub fn derived_expression(&self, num_sources: usize) -> String {
+    /// The derived DataFusion expression of the spec's transform table, for sources of the
+    /// given types (`truncate` derives `left(col0, W)` for strings).
+    pub fn derived_expression(&self, sources: &[DataType]) -> String {
+        let num_sources = sources.len();
         match self {
             Transform::Identity => "col0".to_string(),
             Transform::Year => "date_part('year', col0)".to_string(),
@@ -86,7 +88,12 @@ impl Transform {
                 let cols: Vec<String> = (0..num_sources).map(|i| format!("col{i}")).collect();
                 format!("abs(murmur3_multi({})) % {n}", cols.join(", "))
             }
-            Transform::Truncate(w) => format!("col0 - (col0 % {w})"),
+            Transform::Truncate(w) => match sources.first() {
+                Some(DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) => {
+                    format!("left(col0, {w})")
+                }
+                _ => format!("col0 - (col0 % {w})"),
+            },
         }
     }
 

@@ -30,7 +30,7 @@ fn eq_after_cast(ours: &ArrayRef, theirs: &ArrayRef) -> Result<(), TestCaseError
 
 fn check_transform(t: &Transform, a: ArrayRef) -> Result<(), TestCaseError> {
     let ours = t.apply(&[a.clone()]).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let sql = t.derived_expression(1);
+    let sql = t.derived_expression(&[a.data_type().clone()]);
     match expr::evaluate(&sql, &[a]) {
         Ok(theirs) => eq_after_cast(&ours, &theirs),
         Err(e) => {
@@ -172,7 +172,7 @@ proptest! {
         let y: ArrayRef = Arc::new(Int32Array::from(b[..len].to_vec()));
         let t = Transform::MultiBucket(n);
         let ours = t.apply(&[x.clone(), y.clone()]).unwrap();
-        if let Ok(theirs) = expr::evaluate(&t.derived_expression(2), &[x.clone(), y.clone()]) {
+        if let Ok(theirs) = expr::evaluate(&t.derived_expression(&[x.data_type().clone(), y.data_type().clone()]), &[x.clone(), y.clone()]) {
             eq_after_cast(&ours, &theirs)?;
         }
         let h = hash::murmur3_multi(&[x.as_ref(), y.as_ref()]).unwrap();
