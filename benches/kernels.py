@@ -103,7 +103,9 @@ def main() -> None:
     # --- bucket over int64 -------------------------------------------------------------------
     ints = gen_ints(n)
     case = "bucket(int64, 16)"
-    ours = rep.add(case, "lance_partitioned.kernels.bucket", n, best(lambda: k.bucket(ints, 16), r), None)
+    ours = rep.add(
+        case, "lance_partitioned.kernels.bucket", n, best(lambda: k.bucket(ints, 16), r), None
+    )
     rep.add(case, "memcpy of the int64 values", n, best(lambda: copy_bytes(ints), r), ours)
     rep.add(case, "pyiceberg_core.transform.bucket", n, best(lambda: ice.bucket(ints, 16), r), ours)
     ln = min(args.loop_n, n)
@@ -119,7 +121,9 @@ def main() -> None:
     # --- bucket over 10-20 byte strings -----------------------------------------------------------
     strs = gen_strings(n, 1_000_000, 1)
     case = "bucket(utf8 10-20B, 16)"
-    ours = rep.add(case, "lance_partitioned.kernels.bucket", n, best(lambda: k.bucket(strs, 16), r), None)
+    ours = rep.add(
+        case, "lance_partitioned.kernels.bucket", n, best(lambda: k.bucket(strs, 16), r), None
+    )
     rep.add(case, "memcpy of the string buffers", n, best(lambda: copy_bytes(strs), r), ours)
     rep.add(case, "pyiceberg_core.transform.bucket", n, best(lambda: ice.bucket(strs, 16), r), ours)
     py_strs = strs.slice(0, ln).to_pylist()

@@ -6,8 +6,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from golden_data import GOLDEN, array_of
 
+from golden_data import GOLDEN, array_of
 from lance_partitioned import kernels as k
 
 
@@ -37,9 +37,6 @@ def test_transforms(row: dict[str, Any]) -> None:
         assert out.type == a.type
         assert out.equals(array_of(row["type"], row["expected"]))
         return
-    if t == "bucket":
-        out = k.bucket(a, p["num_buckets"])
-    else:
-        out = getattr(k, t)(a)
+    out = k.bucket(a, p["num_buckets"]) if t == "bucket" else getattr(k, t)(a)
     assert out.type == pa.int32()
     assert out.to_pylist() == [row["expected"]]

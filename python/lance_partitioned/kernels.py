@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 
@@ -57,17 +57,19 @@ __all__ = [
     "year",
 ]
 
-ArrayLike = Any
+ArrayLike: TypeAlias = Any
 """Anything exposing ``__arrow_c_array__`` or ``__arrow_c_stream__``."""
 
-ArrayResult = pa.Array | pa.ChunkedArray
+AnyArray: TypeAlias = "pa.Array[Any]"
+AnyChunked: TypeAlias = "pa.ChunkedArray[Any]"
+ArrayResult: TypeAlias = "pa.Array[Any] | pa.ChunkedArray[Any]"
 
 
 def _is_array(obj: object) -> bool:
     return hasattr(obj, "__arrow_c_array__") and not isinstance(obj, pa.RecordBatch)
 
 
-def _as_chunked(obj: ArrayLike) -> pa.ChunkedArray:
+def _as_chunked(obj: ArrayLike) -> AnyChunked:
     if isinstance(obj, pa.ChunkedArray):
         return obj
     if hasattr(obj, "__arrow_c_stream__"):
@@ -78,7 +80,7 @@ def _as_chunked(obj: ArrayLike) -> pa.ChunkedArray:
     )
 
 
-def _map_chunks(obj: ArrayLike, fn: Callable[[ArrayLike], pa.Array]) -> ArrayResult:
+def _map_chunks(obj: ArrayLike, fn: Callable[[ArrayLike], AnyArray]) -> ArrayResult:
     """Applies a single-array native kernel to an array or to each chunk of a stream."""
     if _is_array(obj):
         return fn(obj)
@@ -107,7 +109,7 @@ def murmur3(array: ArrayLike) -> ArrayResult:
     return _map_chunks(array, _native.murmur3)
 
 
-def murmur3_multi(*arrays: ArrayLike) -> pa.Array:
+def murmur3_multi(*arrays: ArrayLike) -> AnyArray:
     """MurmurHash3 of the concatenated bytes of the non-NULL arguments of each row."""
     return _native.murmur3_multi(_flat_many(arrays))
 
@@ -118,7 +120,7 @@ def bucket(array: ArrayLike, n: int) -> ArrayResult:
     return _map_chunks(array, lambda a: _native.bucket(a, n))
 
 
-def multi_bucket(arrays: Sequence[ArrayLike], n: int) -> pa.Array:
+def multi_bucket(arrays: Sequence[ArrayLike], n: int) -> AnyArray:
     """``|murmur3_multi(*arrays)| mod n`` as int32 in ``[0, n)``."""
     _check_positive("n", n)
     return _native.multi_bucket(_flat_many(arrays), n)
@@ -159,12 +161,12 @@ def truncate(array: ArrayLike, width: int) -> ArrayResult:
     return _map_chunks(array, lambda a: _native.truncate(a, width))
 
 
-def evaluate(expression: str, arrays: Sequence[ArrayLike]) -> pa.Array:
+def evaluate(expression: str, arrays: Sequence[ArrayLike]) -> AnyArray:
     """Evaluates a DataFusion SQL expression over ``col0..colN`` bound to ``arrays``."""
     return _native.evaluate(expression, _flat_many(arrays))
 
 
-def evaluate_scalar(expression: str, values: Sequence[Any]) -> pa.Scalar:
+def evaluate_scalar(expression: str, values: Sequence[Any]) -> pa.Scalar[Any]:
     """Evaluates a DataFusion SQL expression on one value per source column.
 
     ``values`` may be pyarrow scalars (their type is kept) or Python values (typed by
@@ -176,15 +178,17 @@ def evaluate_scalar(expression: str, values: Sequence[Any]) -> pa.Scalar:
     for v in values:
         s = v if isinstance(v, pa.Scalar) else pa.scalar(v)
         arrays.append(pa.array([s.as_py()], type=s.type))
-    result: pa.Array = _native.evaluate(expression, arrays)
-    return result[0]
+    result: AnyArray = _native.evaluate(expression, arrays)
+    scalar: pa.Scalar[Any] = result[0]
+    return scalar
 
 
 def expression_type(expression: str, types: Sequence[pa.DataType]) -> pa.DataType:
     """The type ``expression`` returns when ``col{i}`` has ``types[i]``."""
     schema = pa.schema([pa.field(f"col{i}", t) for i, t in enumerate(types)])
     out: pa.RecordBatch = _native.expression_type(expression, schema)
-    return out.schema.field(0).type
+    result: pa.DataType = out.schema.field(0).type
+    return result
 
 
 def _spec_text(spec: str | Mapping[str, Any]) -> str:
@@ -276,7 +280,9 @@ def route(
         )
     else:
         arrays = [_as_pyarrow(v) for v in keys]
-        key_batch = pa.RecordBatch.from_arrays(arrays, names=[f"key{i}" for i in range(len(arrays))])
+        key_batch = pa.RecordBatch.from_arrays(
+            arrays, names=[f"key{i}" for i in range(len(arrays))]
+        )
     key_out, permuted, offsets = _native.route_batch(batch, key_batch)
     batches = [
         permuted.slice(offsets[i], offsets[i + 1] - offsets[i]) for i in range(len(offsets) - 1)
@@ -284,7 +290,7 @@ def route(
     return RoutedBatch(keys=key_out, batches=batches, permuted=permuted, offsets=offsets)
 
 
-def _as_pyarrow(obj: ArrayLike) -> pa.Array:
+def _as_pyarrow(obj: ArrayLike) -> AnyArray:
     if isinstance(obj, pa.Array):
         return obj
     if _is_array(obj):

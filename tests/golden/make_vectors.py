@@ -103,9 +103,19 @@ MULTI = [
     ([T("int32"), T("utf8")], [1, "US"], struct.pack("<i", 1) + b"US", 1065972804),
     ([T("int32"), T("utf8")], [None, "US"], b"US", -629525236),
     ([T("int32"), T("utf8")], [None, None], None, None),
-    ([T("utf8"), T("int64"), T("utf8")], ["abc", 7, "d"], b"abc" + struct.pack("<q", 7) + b"d", None),
+    (
+        [T("utf8"), T("int64"), T("utf8")],
+        ["abc", 7, "d"],
+        b"abc" + struct.pack("<q", 7) + b"d",
+        None,
+    ),
     ([T("utf8"), T("utf8"), T("utf8")], ["", "x", None], b"x", None),
-    ([T("date32"), T("binary")], [20432, {"hex": "0102"}], struct.pack("<i", 20432) + b"\x01\x02", None),
+    (
+        [T("date32"), T("binary")],
+        [20432, {"hex": "0102"}],
+        struct.pack("<i", 20432) + b"\x01\x02",
+        None,
+    ),
 ]
 
 # transform vectors: (transform, params, source type, value, expected value)
@@ -115,9 +125,21 @@ TRANSFORMS = [
     ("day", {}, T("date32"), 19723, 1),
     ("hour", {}, T("timestamp", unit="us", timezone="+08:00"), 0, 8),
     ("hour", {}, T("timestamp", unit="us"), 0, 0),
-    ("year", {}, T("timestamp", unit="us", timezone="+08:00"), 1735660800000000, 2025),  # 2024-12-31T16:00Z
+    (
+        "year",
+        {},
+        T("timestamp", unit="us", timezone="+08:00"),
+        1735660800000000,
+        2025,
+    ),  # 2024-12-31T16:00Z
     ("year", {}, T("timestamp", unit="us"), 1735660800000000, 2024),
-    ("day", {}, T("timestamp", unit="s", timezone="America/New_York"), 1765324800, 9),  # 2025-12-10T00:00Z
+    (
+        "day",
+        {},
+        T("timestamp", unit="s", timezone="America/New_York"),
+        1765324800,
+        9,
+    ),  # 2025-12-10T00:00Z
     ("month", {}, T("date64"), 1765324800000, 12),
     ("day", {}, T("date32"), -1, 31),  # 1969-12-31
     ("truncate", {"width": 3}, T("utf8"), "abcdef", "abc"),
@@ -139,10 +161,14 @@ def main() -> None:
     for typ, val, data, expected in SEED:
         got = h(data)
         assert got == expected, (typ, val, got, expected)
-        hashes.append({"type": typ, "value": val, "murmur3": got, "bucket16": b16(got), "source": "spec"})
+        hashes.append(
+            {"type": typ, "value": val, "murmur3": got, "bucket16": b16(got), "source": "spec"}
+        )
     for typ, val, data in EXT:
         got = h(data)
-        hashes.append({"type": typ, "value": val, "murmur3": got, "bucket16": b16(got), "source": "mmh3"})
+        hashes.append(
+            {"type": typ, "value": val, "murmur3": got, "bucket16": b16(got), "source": "mmh3"}
+        )
     multi = []
     for types, vals, data, expected in MULTI:
         got = None if data is None else h(data)
@@ -154,10 +180,14 @@ def main() -> None:
         for t, p, typ, v, e in TRANSFORMS
     ]
     OUT.write_text(
-        json.dumps({"hash": hashes, "multi": multi, "transforms": transforms}, indent=1, ensure_ascii=False)
+        json.dumps(
+            {"hash": hashes, "multi": multi, "transforms": transforms}, indent=1, ensure_ascii=False
+        )
         + "\n"
     )
-    print(f"wrote {OUT}: {len(hashes)} hash, {len(multi)} multi, {len(transforms)} transform vectors")
+    print(
+        f"wrote {OUT}: {len(hashes)} hash, {len(multi)} multi, {len(transforms)} transform vectors"
+    )
 
 
 if __name__ == "__main__":

@@ -55,13 +55,19 @@ fn bench_hash(c: &mut Criterion) {
             acc
         })
     });
-    g.bench_function("murmur3_int64", |b| b.iter(|| hash::murmur3(black_box(&i)).unwrap()));
-    g.bench_function("bucket_int64_n16", |b| b.iter(|| hash::bucket(black_box(&i), 16).unwrap()));
+    g.bench_function("murmur3_int64", |b| {
+        b.iter(|| hash::murmur3(black_box(&i)).unwrap())
+    });
+    g.bench_function("bucket_int64_n16", |b| {
+        b.iter(|| hash::bucket(black_box(&i), 16).unwrap())
+    });
     g.bench_function("bucket_int64_n1000", |b| {
         b.iter(|| hash::bucket(black_box(&i), 1000).unwrap())
     });
     let s = strings(N, 1 << 40, 7);
-    g.bench_function("bucket_utf8_10_20b", |b| b.iter(|| hash::bucket(black_box(&s), 16).unwrap()));
+    g.bench_function("bucket_utf8_10_20b", |b| {
+        b.iter(|| hash::bucket(black_box(&s), 16).unwrap())
+    });
     let s2 = strings(N, 1 << 40, 9);
     g.bench_function("multi_bucket_2xutf8", |b| {
         b.iter(|| hash::multi_bucket(&[black_box(&s), black_box(&s2)], 16).unwrap())

@@ -399,8 +399,11 @@ mod tests {
         let out = evaluate("murmur3(col0)", &[s(&["hello", "US"])]).unwrap();
         let out = out.as_any().downcast_ref::<Int32Array>().unwrap();
         assert_eq!(out.values().to_vec(), vec![613153351, -629525236]);
-        let out = evaluate("concat(col0, '/', left(col1, 2))", &[s(&["US"]), s(&["Boston"])])
-            .unwrap();
+        let out = evaluate(
+            "concat(col0, '/', left(col1, 2))",
+            &[s(&["US"]), s(&["Boston"])],
+        )
+        .unwrap();
         let out = crate::arrow::compute::cast(&out, &DataType::Utf8).unwrap();
         let out = out.as_any().downcast_ref::<StringArray>().unwrap();
         assert_eq!(out.value(0), "US/Bo");

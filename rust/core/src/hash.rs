@@ -33,8 +33,8 @@ use crate::arrow::array::{
 use crate::arrow::buffer::{NullBuffer, ScalarBuffer};
 use crate::arrow::compute::kernels::cast::cast;
 use crate::arrow::datatypes::{
-    ArrowDictionaryKeyType, ArrowNativeType, ByteArrayType, DataType, Int16Type,
-    Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+    ArrowDictionaryKeyType, ArrowNativeType, ByteArrayType, DataType, Int16Type, Int32Type,
+    Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use crate::arrow::util::display::{ArrayFormatter, FormatOptions};
 use crate::error::{invalid_arg, unsupported, Result};
@@ -417,11 +417,36 @@ fn display_strings(array: &dyn Array) -> Result<StringArray> {
 pub fn is_hashable(dt: &DataType) -> bool {
     use DataType::*;
     match dt {
-        Null | Boolean | Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64
-        | Float16 | Float32 | Float64 | Date32 | Date64 | Timestamp(_, _) | Time32(_)
-        | Time64(_) | Duration(_) | Utf8 | LargeUtf8 | Utf8View | Binary | LargeBinary
-        | BinaryView | FixedSizeBinary(_) | Decimal32(_, _) | Decimal64(_, _)
-        | Decimal128(_, _) | Decimal256(_, _) => true,
+        Null
+        | Boolean
+        | Int8
+        | Int16
+        | Int32
+        | Int64
+        | UInt8
+        | UInt16
+        | UInt32
+        | UInt64
+        | Float16
+        | Float32
+        | Float64
+        | Date32
+        | Date64
+        | Timestamp(_, _)
+        | Time32(_)
+        | Time64(_)
+        | Duration(_)
+        | Utf8
+        | LargeUtf8
+        | Utf8View
+        | Binary
+        | LargeBinary
+        | BinaryView
+        | FixedSizeBinary(_)
+        | Decimal32(_, _)
+        | Decimal64(_, _)
+        | Decimal128(_, _)
+        | Decimal256(_, _) => true,
         Dictionary(_, v) => is_hashable(v),
         _ => false,
     }
@@ -434,7 +459,9 @@ fn classify(array: &dyn Array) -> Result<Source<'_>> {
         Int8 | UInt8 => Source::W1(raw_values::<u8>(array)?),
         Int16 | UInt16 | Float16 => Source::W2(raw_values::<u16>(array)?),
         Int32 | UInt32 | Float32 | Date32 => Source::W4(raw_values::<u32>(array)?),
-        Int64 | UInt64 | Float64 | Date64 | Timestamp(_, _) => Source::W8(raw_values::<u64>(array)?),
+        Int64 | UInt64 | Float64 | Date64 | Timestamp(_, _) => {
+            Source::W8(raw_values::<u64>(array)?)
+        }
         Utf8 => {
             let (o, v) = byte_offsets(array.as_string::<i32>());
             Source::Bytes32(o, v)
@@ -453,10 +480,15 @@ fn classify(array: &dyn Array) -> Result<Source<'_>> {
         }
         Utf8View => Source::View(ViewRef::Utf8(array.as_string_view())),
         BinaryView => Source::View(ViewRef::Binary(array.as_binary_view())),
-        Boolean | Time32(_) | Time64(_) | Duration(_) | FixedSizeBinary(_) | Decimal32(_, _)
-        | Decimal64(_, _) | Decimal128(_, _) | Decimal256(_, _) => {
-            Source::Display(display_strings(array)?)
-        }
+        Boolean
+        | Time32(_)
+        | Time64(_)
+        | Duration(_)
+        | FixedSizeBinary(_)
+        | Decimal32(_, _)
+        | Decimal64(_, _)
+        | Decimal128(_, _)
+        | Decimal256(_, _) => Source::Display(display_strings(array)?),
         Dictionary(_, _) => {
             return Err(crate::error::Error::Internal(
                 "dictionary arrays must be decoded before classification".into(),
@@ -708,10 +740,12 @@ fn feed_column(states: &mut [Stream], any: &mut [bool], array: &dyn Array) -> Re
         Source::W2(v) => each!(|s: &mut Stream, i: usize| s.feed(&v[i].to_le_bytes())),
         Source::W4(v) => each!(|s: &mut Stream, i: usize| s.feed_u32(v[i])),
         Source::W8(v) => each!(|s: &mut Stream, i: usize| s.feed_u64(v[i])),
-        Source::Bytes32(o, v) => each!(|s: &mut Stream, i: usize| s
-            .feed(&v[o[i] as usize..o[i + 1] as usize])),
-        Source::Bytes64(o, v) => each!(|s: &mut Stream, i: usize| s
-            .feed(&v[o[i] as usize..o[i + 1] as usize])),
+        Source::Bytes32(o, v) => {
+            each!(|s: &mut Stream, i: usize| s.feed(&v[o[i] as usize..o[i + 1] as usize]))
+        }
+        Source::Bytes64(o, v) => {
+            each!(|s: &mut Stream, i: usize| s.feed(&v[o[i] as usize..o[i + 1] as usize]))
+        }
         Source::View(v) => each!(|s: &mut Stream, i: usize| s.feed(v.bytes(i))),
         Source::Display(d) => {
             let o = d.value_offsets();
@@ -789,7 +823,11 @@ mod tests {
     fn scalar_matches_reference_for_all_lengths() {
         let data: Vec<u8> = (0..64u32).map(|i| (i * 37 + 11) as u8).collect();
         for len in 0..data.len() {
-            assert_eq!(murmur3_x86_32(&data[..len], 0), reference(&data[..len]), "len {len}");
+            assert_eq!(
+                murmur3_x86_32(&data[..len], 0),
+                reference(&data[..len]),
+                "len {len}"
+            );
         }
     }
 
@@ -843,7 +881,16 @@ mod tests {
             1 << 31,
             u32::MAX,
         ];
-        let mut dividends = vec![0u32, 1, 2, 3, 1 << 31, (1 << 31) - 1, u32::MAX, u32::MAX - 1];
+        let mut dividends = vec![
+            0u32,
+            1,
+            2,
+            3,
+            1 << 31,
+            (1 << 31) - 1,
+            u32::MAX,
+            u32::MAX - 1,
+        ];
         let mut x = 0x9e37_79b9u32;
         for _ in 0..20_000 {
             x ^= x << 13;

@@ -14,8 +14,7 @@
 use std::sync::Arc;
 
 use crate::arrow::array::{
-    downcast_primitive_array, Array, ArrayRef, AsArray, PrimitiveArray, RecordBatch,
-    UInt32Array,
+    downcast_primitive_array, Array, ArrayRef, AsArray, PrimitiveArray, RecordBatch, UInt32Array,
 };
 use crate::arrow::compute::{take, take_record_batch};
 use crate::arrow::datatypes::{ArrowNativeType, ArrowPrimitiveType, DataType, Schema};
@@ -191,7 +190,13 @@ fn column_codes(a: &dyn Array) -> Result<Codes> {
         Boolean => {
             let b = a.as_boolean();
             densify_small(
-                (0..len).map(|i| if is_null(i) { 0 } else { 1 + b.value(i) as usize }),
+                (0..len).map(|i| {
+                    if is_null(i) {
+                        0
+                    } else {
+                        1 + b.value(i) as usize
+                    }
+                }),
                 len,
                 3,
             )
@@ -434,7 +439,10 @@ mod tests {
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true)]));
         let r = route(&batch, &[k], schema).unwrap();
         assert_eq!(r.offsets, vec![0, 2, 4, 5]);
-        let v = r.batch.column(0).as_primitive::<crate::arrow::datatypes::Float64Type>();
+        let v = r
+            .batch
+            .column(0)
+            .as_primitive::<crate::arrow::datatypes::Float64Type>();
         assert_eq!(v.values().to_vec(), vec![0.0, 2.0, 1.0, 3.0, 4.0]);
         assert_eq!(r.group(1).num_rows(), 2);
     }

@@ -156,7 +156,11 @@ impl CompiledSpec {
     ///
     /// # Errors
     /// `Spec` naming the offending field; `Expression` for a bad expression.
-    pub fn compile(spec: &PartitionSpec, schema: &Schema, allow_missing_sources: bool) -> Result<Self> {
+    pub fn compile(
+        spec: &PartitionSpec,
+        schema: &Schema,
+        allow_missing_sources: bool,
+    ) -> Result<Self> {
         let mut by_id: HashMap<i32, &Field> = HashMap::new();
         for f in schema.fields() {
             if let Some(id) = field_id(f) {
@@ -173,7 +177,10 @@ impl CompiledSpec {
                 return spec_err!("partition field ids must not be empty");
             }
             if !seen.insert(fid.clone()) {
-                return spec_err!("partition field id {fid:?} appears twice in spec {}", spec.id);
+                return spec_err!(
+                    "partition field id {fid:?} appears twice in spec {}",
+                    spec.id
+                );
             }
             if pf.source_ids.is_empty() {
                 return spec_err!("partition field {fid:?} has no source_ids");
@@ -204,9 +211,9 @@ impl CompiledSpec {
             let (compute, computed) = match (&pf.transform, &pf.expression) {
                 (Some(t), None) => {
                     let t = t.parse(fid)?;
-                    let rt = t.result_type(&types).map_err(|e| {
-                        Error::Spec(format!("partition field {fid:?}: {e}"))
-                    })?;
+                    let rt = t
+                        .result_type(&types)
+                        .map_err(|e| Error::Spec(format!("partition field {fid:?}: {e}")))?;
                     (Compute::Transform(t), rt)
                 }
                 (None, Some(sql)) => {
@@ -370,8 +377,10 @@ mod tests {
 
     fn schema() -> Schema {
         let f = |name: &str, t: DataType, id: &str| {
-            Field::new(name, t, true)
-                .with_metadata(HashMap::from([("lance:field_id".to_string(), id.to_string())]))
+            Field::new(name, t, true).with_metadata(HashMap::from([(
+                "lance:field_id".to_string(),
+                id.to_string(),
+            )]))
         };
         Schema::new(vec![
             f("id", DataType::Int64, "0"),
@@ -393,8 +402,14 @@ mod tests {
         // id arrives as int32: it must hash as int64 (D2).
         let batch = RecordBatch::try_from_iter(vec![
             ("id", Arc::new(Int32Array::from(vec![5, 0])) as ArrayRef),
-            ("country", Arc::new(StringArray::from(vec!["US", "FR"])) as ArrayRef),
-            ("city", Arc::new(StringArray::from(vec!["Boston", "Paris"])) as ArrayRef),
+            (
+                "country",
+                Arc::new(StringArray::from(vec!["US", "FR"])) as ArrayRef,
+            ),
+            (
+                "city",
+                Arc::new(StringArray::from(vec!["Boston", "Paris"])) as ArrayRef,
+            ),
         ])
         .unwrap();
         let out = c.partition_values(&batch).unwrap();
@@ -409,16 +424,37 @@ mod tests {
     #[test]
     fn validation_names_the_field() {
         let bad = [
-            (r#"{"field_id":"x","source_ids":[9],"transform":{"type":"identity"},"result_type":{"type":"utf8"}}"#, "source id 9"),
-            (r#"{"field_id":"x","source_ids":[1],"transform":{"type":"hour"},"result_type":{"type":"int32"}}"#, "hour"),
-            (r#"{"field_id":"x","source_ids":[1],"transform":{"type":"bucket","num_buckets":0},"result_type":{"type":"int32"}}"#, "num_buckets"),
-            (r#"{"field_id":"x","source_ids":[1],"transform":{"type":"identity"},"result_type":{"type":"int32"}}"#, "result_type"),
-            (r#"{"field_id":"x","source_ids":[1],"transform":{"type":"identity"},"expression":"col0","result_type":{"type":"utf8"}}"#, "exactly one"),
-            (r#"{"field_id":"x","source_ids":[1],"transform":{"type":"frobnicate"},"result_type":{"type":"utf8"}}"#, "unknown transform"),
+            (
+                r#"{"field_id":"x","source_ids":[9],"transform":{"type":"identity"},"result_type":{"type":"utf8"}}"#,
+                "source id 9",
+            ),
+            (
+                r#"{"field_id":"x","source_ids":[1],"transform":{"type":"hour"},"result_type":{"type":"int32"}}"#,
+                "hour",
+            ),
+            (
+                r#"{"field_id":"x","source_ids":[1],"transform":{"type":"bucket","num_buckets":0},"result_type":{"type":"int32"}}"#,
+                "num_buckets",
+            ),
+            (
+                r#"{"field_id":"x","source_ids":[1],"transform":{"type":"identity"},"result_type":{"type":"int32"}}"#,
+                "result_type",
+            ),
+            (
+                r#"{"field_id":"x","source_ids":[1],"transform":{"type":"identity"},"expression":"col0","result_type":{"type":"utf8"}}"#,
+                "exactly one",
+            ),
+            (
+                r#"{"field_id":"x","source_ids":[1],"transform":{"type":"frobnicate"},"result_type":{"type":"utf8"}}"#,
+                "unknown transform",
+            ),
         ];
         for (field, needle) in bad {
-            let spec = PartitionSpec::from_json(&format!(r#"{{"id":1,"fields":[{field}]}}"#)).unwrap();
-            let err = CompiledSpec::compile(&spec, &schema(), false).unwrap_err().to_string();
+            let spec =
+                PartitionSpec::from_json(&format!(r#"{{"id":1,"fields":[{field}]}}"#)).unwrap();
+            let err = CompiledSpec::compile(&spec, &schema(), false)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(needle) && err.contains("\"x\""), "{err}");
         }
     }

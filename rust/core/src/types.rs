@@ -387,7 +387,11 @@ mod tests {
             FixedSizeList(Arc::new(Field::new("item", Float32, true)), 3),
             Struct(Fields::from(vec![
                 Field::new("a", Int32, true),
-                Field::new("b", Timestamp(TimeUnit::Millisecond, Some("UTC".into())), true),
+                Field::new(
+                    "b",
+                    Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+                    true,
+                ),
             ])),
         ];
         for t in types {
@@ -405,7 +409,8 @@ mod tests {
             t.to_arrow().unwrap(),
             DataType::Timestamp(TimeUnit::Microsecond, None)
         );
-        let t: JsonDataType = serde_json::from_str(r#"{"type":"decimal128","length":10002}"#).unwrap();
+        let t: JsonDataType =
+            serde_json::from_str(r#"{"type":"decimal128","length":10002}"#).unwrap();
         assert_eq!(t.to_arrow().unwrap(), DataType::Decimal128(10, 2));
         let t: JsonDataType = serde_json::from_str(r#"{"type":"nope"}"#).unwrap();
         assert!(t.to_arrow().is_err());

@@ -29,7 +29,9 @@ fn eq_after_cast(ours: &ArrayRef, theirs: &ArrayRef) -> Result<(), TestCaseError
 }
 
 fn check_transform(t: &Transform, a: ArrayRef) -> Result<(), TestCaseError> {
-    let ours = t.apply(&[a.clone()]).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let ours = t
+        .apply(std::slice::from_ref(&a))
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
     let sql = t.derived_expression(&[a.data_type().clone()]);
     match expr::evaluate(&sql, &[a]) {
         Ok(theirs) => eq_after_cast(&ours, &theirs),

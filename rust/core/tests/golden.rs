@@ -22,9 +22,17 @@ fn murmur3_and_bucket16_match_golden_vectors() {
         let dt = data_type(&row["type"]);
         let a = array_of(&dt, &row["value"]);
         let h = hash::murmur3(a.as_ref()).unwrap();
-        assert_eq!(h.value(0), row["murmur3"].as_i64().unwrap() as i32, "murmur3 {row}");
+        assert_eq!(
+            h.value(0),
+            row["murmur3"].as_i64().unwrap() as i32,
+            "murmur3 {row}"
+        );
         let b = hash::bucket(a.as_ref(), 16).unwrap();
-        assert_eq!(b.value(0), row["bucket16"].as_i64().unwrap() as i32, "bucket16 {row}");
+        assert_eq!(
+            b.value(0),
+            row["bucket16"].as_i64().unwrap() as i32,
+            "bucket16 {row}"
+        );
     }
 }
 

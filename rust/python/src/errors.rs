@@ -11,43 +11,43 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
 create_exception!(
-    _native,
+    lance_partitioned.exceptions,
     LancePartitionedError,
     PyException,
     "Base class of every error raised by lance_partitioned."
 );
 create_exception!(
-    _native,
+    lance_partitioned.exceptions,
     SpecError,
     LancePartitionedError,
     "A partition spec or schema is malformed or inconsistent."
 );
 create_exception!(
-    _native,
+    lance_partitioned.exceptions,
     ExpressionError,
     LancePartitionedError,
     "A partition expression is malformed, unbound, or not deterministic and stateless."
 );
 create_exception!(
-    _native,
+    lance_partitioned.exceptions,
     UnsupportedTypeError,
     LancePartitionedError,
     "A kernel was given an Arrow type it does not support."
 );
 create_exception!(
-    _native,
+    lance_partitioned.exceptions,
     InvalidArgumentError,
     LancePartitionedError,
     "An argument is out of range or inconsistent (n <= 0, width <= 0, length mismatch, ...)."
 );
 create_exception!(
-    _native,
+    lance_partitioned.exceptions,
     ArrowError,
     LancePartitionedError,
     "Arrow reported an error (for example a failed cast or a malformed array)."
 );
 create_exception!(
-    _native,
+    lance_partitioned.exceptions,
     InternalError,
     LancePartitionedError,
     "A bug in lance_partitioned (including a caught Rust panic). Please report it."
@@ -100,11 +100,20 @@ pub fn run<T: Send>(
 /// Registers the exception classes on the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add("LancePartitionedError", py.get_type::<LancePartitionedError>())?;
+    m.add(
+        "LancePartitionedError",
+        py.get_type::<LancePartitionedError>(),
+    )?;
     m.add("SpecError", py.get_type::<SpecError>())?;
     m.add("ExpressionError", py.get_type::<ExpressionError>())?;
-    m.add("UnsupportedTypeError", py.get_type::<UnsupportedTypeError>())?;
-    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    m.add(
+        "UnsupportedTypeError",
+        py.get_type::<UnsupportedTypeError>(),
+    )?;
+    m.add(
+        "InvalidArgumentError",
+        py.get_type::<InvalidArgumentError>(),
+    )?;
     m.add("ArrowError", py.get_type::<ArrowError>())?;
     m.add("InternalError", py.get_type::<InternalError>())?;
     Ok(())

@@ -50,7 +50,10 @@ fn murmur3_multi<'py>(py: Python<'py>, arrays: &Bound<'py, PyAny>) -> PyResult<B
 #[pyfunction]
 fn bucket<'py>(py: Python<'py>, array: &Bound<'py, PyAny>, n: i64) -> PyResult<Bound<'py, PyAny>> {
     let (a, _) = import_array(array)?;
-    let out = run(py, || Ok(Arc::new(hash::bucket(a.as_ref(), n)?) as ArrayRef))?;
+    let out = run(
+        py,
+        || Ok(Arc::new(hash::bucket(a.as_ref(), n)?) as ArrayRef),
+    )?;
     export_array(py, &out)
 }
 
@@ -128,7 +131,9 @@ fn expression_type<'py>(
     let s = import_schema(schema)?;
     let types: Vec<_> = s.fields().iter().map(|f| f.data_type().clone()).collect();
     let sql = expression.to_string();
-    let dt = run(py, || Ok(expr::compile_cached(&sql, &types)?.return_type().clone()))?;
+    let dt = run(py, || {
+        Ok(expr::compile_cached(&sql, &types)?.return_type().clone())
+    })?;
     let out = Arc::new(Schema::new(vec![Field::new("result", dt, true)]));
     let batch = lance_partitioned_core::arrow::array::RecordBatch::new_empty(out);
     export_batch(py, &batch)

@@ -12,7 +12,10 @@ use lance_partitioned_core::types::JsonDataType;
 use serde_json::Value;
 
 pub fn golden() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/golden/vectors.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/golden/vectors.json"
+    );
     let text = std::fs::read_to_string(path).expect("golden vectors file");
     serde_json::from_str(&text).expect("golden vectors JSON")
 }
@@ -52,9 +55,15 @@ pub fn array_of(dt: &DataType, v: &Value) -> ArrayRef {
             let raw = Int64Array::from(vec![v.as_i64().expect("ts")]);
             cast(&raw, &Timestamp(*unit, tz.clone())).expect("cast")
         }
-        Time32(TimeUnit::Second) => Arc::new(Time32SecondArray::from(vec![v.as_i64().unwrap() as i32])),
-        Time32(_) => Arc::new(Time32MillisecondArray::from(vec![v.as_i64().unwrap() as i32])),
-        Time64(TimeUnit::Microsecond) => Arc::new(Time64MicrosecondArray::from(vec![v.as_i64().unwrap()])),
+        Time32(TimeUnit::Second) => {
+            Arc::new(Time32SecondArray::from(vec![v.as_i64().unwrap() as i32]))
+        }
+        Time32(_) => Arc::new(Time32MillisecondArray::from(vec![
+            v.as_i64().unwrap() as i32
+        ])),
+        Time64(TimeUnit::Microsecond) => {
+            Arc::new(Time64MicrosecondArray::from(vec![v.as_i64().unwrap()]))
+        }
         Time64(_) => Arc::new(Time64NanosecondArray::from(vec![v.as_i64().unwrap()])),
         Utf8 | LargeUtf8 | Utf8View => {
             cast(&StringArray::from(vec![v.as_str().expect("str")]), dt).expect("cast")
