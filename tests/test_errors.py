@@ -164,3 +164,10 @@ def test_lossy_cast_to_namespace_type_is_an_error() -> None:
     batch = pa.record_batch({"id": pa.array(["not a number"])})
     with pytest.raises(exc.InvalidArgumentError, match="namespace type"):
         k.partition_values(batch, spec, SCHEMA)
+
+
+def test_rust_panic_becomes_internal_error() -> None:
+    from lance_partitioned import _native
+
+    with pytest.raises(exc.InternalError, match="deliberate panic"):
+        _native._panic_for_tests()

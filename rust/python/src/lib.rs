@@ -215,6 +215,15 @@ fn route_batch<'py>(
     ))
 }
 
+/// Panics inside the guarded Rust section; proves that no panic crosses into Python (the
+/// test suite expects `InternalError`). Not part of the public API.
+#[pyfunction]
+fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
+    run(py, || -> lance_partitioned_core::Result<()> {
+        panic!("deliberate panic for the FFI guard test")
+    })
+}
+
 /// The SIMD level the hashing loops use on this machine ("avx2" or "portable").
 #[pyfunction]
 fn simd_level() -> &'static str {
@@ -237,5 +246,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_spec, m)?)?;
     m.add_function(wrap_pyfunction!(route_batch, m)?)?;
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())
 }
