@@ -185,6 +185,42 @@ fn primitive_codes<T: ArrowPrimitiveType>(a: &PrimitiveArray<T>) -> Codes {
     }
 }
 
+/// Codes for an offsets/values (utf8, binary) column. When every value is at most 15 bytes
+/// long (country codes, categories, date strings: the usual partition keys) the value itself,
+/// packed with its length into a `u128` by one unaligned load and a mask, is the hash key, so
+/// there is no variable-length hashing or comparison per row.
+fn offset_codes<O: ArrowNativeType>(
+    offsets: &[O],
+    values: &[u8],
+    len: usize,
+    is_null: impl Fn(usize) -> bool,
+) -> Codes {
+    let bytes = |i: usize| &values[offsets[i].as_usize()..offsets[i + 1].as_usize()];
+    let short = offsets
+        .windows(2)
+        .all(|w| w[1].as_usize() - w[0].as_usize() <= 15);
+    if !short {
+        return densify_hashed(len, is_null, bytes);
+    }
+    densify_hashed(len, is_null, |i| {
+        let (s, e) = (offsets[i].as_usize(), offsets[i + 1].as_usize());
+        let n = e - s;
+        let word = match values.get(s..s + 16) {
+            Some(w) => {
+                let mut b = [0u8; 16];
+                b.copy_from_slice(w);
+                u128::from_le_bytes(b) & ((1u128 << (8 * n)) - 1)
+            }
+            None => {
+                let mut b = [0u8; 16];
+                b[..n].copy_from_slice(&values[s..e]);
+                u128::from_le_bytes(b)
+            }
+        };
+        word | ((n as u128) << 120)
+    })
+}
+
 fn column_codes(a: &dyn Array) -> Result<Codes> {
     let len = a.len();
     let nulls = a.logical_nulls();
@@ -208,11 +244,11 @@ fn column_codes(a: &dyn Array) -> Result<Codes> {
         }
         Utf8 => {
             let s = a.as_string::<i32>();
-            densify_hashed(len, is_null, |i| s.value(i).as_bytes())
+            offset_codes(s.value_offsets(), s.value_data(), len, is_null)
         }
         LargeUtf8 => {
             let s = a.as_string::<i64>();
-            densify_hashed(len, is_null, |i| s.value(i).as_bytes())
+            offset_codes(s.value_offsets(), s.value_data(), len, is_null)
         }
         Utf8View => {
             let s = a.as_string_view();
@@ -220,11 +256,11 @@ fn column_codes(a: &dyn Array) -> Result<Codes> {
         }
         Binary => {
             let s = a.as_binary::<i32>();
-            densify_hashed(len, is_null, |i| s.value(i))
+            offset_codes(s.value_offsets(), s.value_data(), len, is_null)
         }
         LargeBinary => {
             let s = a.as_binary::<i64>();
-            densify_hashed(len, is_null, |i| s.value(i))
+            offset_codes(s.value_offsets(), s.value_data(), len, is_null)
         }
         BinaryView => {
             let s = a.as_binary_view();
