@@ -93,9 +93,31 @@ pub fn murmur3_x86_32(data: &[u8], seed: u32) -> u32 {
     fmix(h ^ data.len() as u32)
 }
 
+/// MurmurHash3 of a 64-bit value's little-endian bytes.
+#[inline(always)]
+pub(crate) fn murmur_u64(v: u64) -> u32 {
+    v.murmur()
+}
+
+/// MurmurHash3 of a 32-bit value's little-endian bytes.
+#[inline(always)]
+pub(crate) fn murmur_u32(v: u32) -> u32 {
+    v.murmur()
+}
+
 /// A fixed-width value whose little-endian bytes are hashed (D1).
-pub(crate) trait HashNative: Copy {
+pub(crate) trait HashNative: Copy + 'static {
     fn murmur(self) -> u32;
+
+    /// The explicit SSE2 loop for this width, when there is one (non-AVX2 x86-64).
+    fn sse2_hash(_src: &[Self]) -> Option<Vec<i32>> {
+        None
+    }
+
+    /// The explicit SSE2 bucket loop for this width, when there is one.
+    fn sse2_bucket(_src: &[Self], _r: &FastRem) -> Option<Vec<i32>> {
+        None
+    }
 }
 
 impl HashNative for u8 {
@@ -115,6 +137,14 @@ impl HashNative for u32 {
     fn murmur(self) -> u32 {
         fmix(mix_h1(0, self) ^ 4)
     }
+    #[cfg(target_arch = "x86_64")]
+    fn sse2_hash(src: &[Self]) -> Option<Vec<i32>> {
+        Some(crate::sse2::hash_u32(src))
+    }
+    #[cfg(target_arch = "x86_64")]
+    fn sse2_bucket(src: &[Self], r: &FastRem) -> Option<Vec<i32>> {
+        Some(crate::sse2::bucket_u32(src, r))
+    }
 }
 impl HashNative for u64 {
     #[inline(always)]
@@ -122,6 +152,14 @@ impl HashNative for u64 {
         let h = mix_h1(0, self as u32);
         let h = mix_h1(h, (self >> 32) as u32);
         fmix(h ^ 8)
+    }
+    #[cfg(target_arch = "x86_64")]
+    fn sse2_hash(src: &[Self]) -> Option<Vec<i32>> {
+        Some(crate::sse2::hash_u64(src))
+    }
+    #[cfg(target_arch = "x86_64")]
+    fn sse2_bucket(src: &[Self], r: &FastRem) -> Option<Vec<i32>> {
+        Some(crate::sse2::bucket_u64(src, r))
     }
 }
 
@@ -175,6 +213,11 @@ impl FastRem {
     /// The divisor.
     pub fn divisor(&self) -> u32 {
         self.d
+    }
+
+    /// `(divisor, magic, shift, is_power_of_two)`, for the SIMD loops.
+    pub(crate) fn parts(&self) -> (u32, u32, u32, bool) {
+        (self.d, self.magic, self.shift, self.pow2)
     }
 
     #[inline(always)]
@@ -297,6 +340,9 @@ fn hash_fixed<T: HashNative>(src: &[T]) -> Vec<i32> {
         // SAFETY: AVX2 support was just detected at run time.
         return unsafe { avx2::hash_loop(src) };
     }
+    if let Some(out) = T::sse2_hash(src) {
+        return out;
+    }
     hash_loop(src)
 }
 
@@ -311,6 +357,9 @@ fn bucket_fixed<T: HashNative>(src: &[T], r: &FastRem) -> Vec<i32> {
                 avx2::bucket_loop::<T, false>(src, r)
             }
         };
+    }
+    if let Some(out) = T::sse2_bucket(src, r) {
+        return out;
     }
     if r.pow2 {
         bucket_loop::<T, true>(src, r)

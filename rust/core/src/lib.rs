@@ -13,6 +13,8 @@ pub mod expr;
 pub mod hash;
 pub mod route;
 pub mod spec;
+#[cfg(target_arch = "x86_64")]
+mod sse2;
 pub mod transform;
 pub mod types;
 

@@ -1,0 +1,267 @@
+//! Explicit SSE2 loops (4 lanes) for hashing 32- and 64-bit values on x86-64 CPUs without
+//! AVX2. SSE2 is part of the x86-64 baseline, so these need no run-time detection. SSE2 has no
+//! packed 32-bit multiply (`pmulld` is SSE4.1), so `mullo` multiplies even and odd lanes with
+//! `pmuludq` and recombines; LLVM does not vectorise the scalar loop this way on its own.
+
+use std::arch::x86_64::*;
+
+use crate::hash::FastRem;
+
+const C1: i32 = 0xcc9e_2d51_u32 as i32;
+const C2: i32 = 0x1b87_3593_u32 as i32;
+const N1: i32 = 0xe654_6b64_u32 as i32;
+const F1: i32 = 0x85eb_ca6b_u32 as i32;
+const F2: i32 = 0xc2b2_ae35_u32 as i32;
+
+/// Low 32 bits of the lane-wise product.
+#[inline]
+#[target_feature(enable = "sse2")]
+fn mullo(a: __m128i, b: __m128i) -> __m128i {
+    let even = _mm_mul_epu32(a, b);
+    let odd = _mm_mul_epu32(_mm_srli_epi64::<32>(a), _mm_srli_epi64::<32>(b));
+    _mm_unpacklo_epi32(
+        _mm_shuffle_epi32::<0b00_00_10_00>(even),
+        _mm_shuffle_epi32::<0b00_00_10_00>(odd),
+    )
+}
+
+/// High 32 bits of the lane-wise unsigned product with a broadcast `m`.
+#[inline]
+#[target_feature(enable = "sse2")]
+fn mulhi(a: __m128i, m: __m128i) -> __m128i {
+    let even = _mm_mul_epu32(a, m);
+    let odd = _mm_mul_epu32(_mm_srli_epi64::<32>(a), m);
+    let hi_mask = _mm_set_epi32(-1, 0, -1, 0);
+    _mm_or_si128(_mm_srli_epi64::<32>(even), _mm_and_si128(odd, hi_mask))
+}
+
+#[inline]
+#[target_feature(enable = "sse2")]
+fn rotl<const L: i32, const R: i32>(x: __m128i) -> __m128i {
+    _mm_or_si128(_mm_slli_epi32::<L>(x), _mm_srli_epi32::<R>(x))
+}
+
+#[inline]
+#[target_feature(enable = "sse2")]
+fn mix_h1(h: __m128i, k: __m128i) -> __m128i {
+    let k = mullo(k, _mm_set1_epi32(C1));
+    let k = rotl::<15, 17>(k);
+    let k = mullo(k, _mm_set1_epi32(C2));
+    let h = rotl::<13, 19>(_mm_xor_si128(h, k));
+    // h * 5 + n
+    _mm_add_epi32(_mm_add_epi32(_mm_slli_epi32::<2>(h), h), _mm_set1_epi32(N1))
+}
+
+#[inline]
+#[target_feature(enable = "sse2")]
+fn fmix(h: __m128i) -> __m128i {
+    let h = _mm_xor_si128(h, _mm_srli_epi32::<16>(h));
+    let h = mullo(h, _mm_set1_epi32(F1));
+    let h = _mm_xor_si128(h, _mm_srli_epi32::<13>(h));
+    let h = mullo(h, _mm_set1_epi32(F2));
+    _mm_xor_si128(h, _mm_srli_epi32::<16>(h))
+}
+
+#[inline]
+#[target_feature(enable = "sse2")]
+fn hash_u64x4(a: __m128i, b: __m128i) -> __m128i {
+    // a = [v0, v1], b = [v2, v3] as u64; gather low and high words of the 4 values
+    let lo = _mm_castps_si128(_mm_shuffle_ps::<0b10_00_10_00>(
+        _mm_castsi128_ps(a),
+        _mm_castsi128_ps(b),
+    ));
+    let hi = _mm_castps_si128(_mm_shuffle_ps::<0b11_01_11_01>(
+        _mm_castsi128_ps(a),
+        _mm_castsi128_ps(b),
+    ));
+    let h = mix_h1(_mm_setzero_si128(), lo);
+    let h = mix_h1(h, hi);
+    fmix(_mm_xor_si128(h, _mm_set1_epi32(8)))
+}
+
+#[inline]
+#[target_feature(enable = "sse2")]
+fn hash_u32x4(v: __m128i) -> __m128i {
+    fmix(_mm_xor_si128(
+        mix_h1(_mm_setzero_si128(), v),
+        _mm_set1_epi32(4),
+    ))
+}
+
+/// `|h| mod d` per lane (D3: `|i32::MIN|` is 2^31, an unsigned value).
+#[inline]
+#[target_feature(enable = "sse2")]
+fn bucket(h: __m128i, r: &Rem) -> __m128i {
+    let sign = _mm_srai_epi32::<31>(h);
+    let n = _mm_sub_epi32(_mm_xor_si128(h, sign), sign);
+    if r.pow2 {
+        return _mm_and_si128(n, r.mask);
+    }
+    let q = mulhi(n, r.magic);
+    let t = _mm_add_epi32(_mm_srli_epi32::<1>(_mm_sub_epi32(n, q)), q);
+    let quot = _mm_srl_epi32(t, r.shift);
+    _mm_sub_epi32(n, mullo(quot, r.d))
+}
+
+struct Rem {
+    pow2: bool,
+    mask: __m128i,
+    magic: __m128i,
+    shift: __m128i,
+    d: __m128i,
+}
+
+impl Rem {
+    #[target_feature(enable = "sse2")]
+    fn new(r: &FastRem) -> Self {
+        let (d, magic, shift, pow2) = r.parts();
+        Rem {
+            pow2,
+            mask: _mm_set1_epi32(d.wrapping_sub(1) as i32),
+            magic: _mm_set1_epi32(magic as i32),
+            shift: _mm_cvtsi32_si128(shift as i32),
+            d: _mm_set1_epi32(d as i32),
+        }
+    }
+}
+
+#[inline]
+#[target_feature(enable = "sse2")]
+fn load(src: &[u32], i: usize) -> __m128i {
+    let s: &[u32; 4] = src[i..i + 4].try_into().unwrap_or(&[0; 4]);
+    // SAFETY: `s` is 16 readable bytes; the load is unaligned.
+    unsafe { _mm_loadu_si128(s.as_ptr() as *const __m128i) }
+}
+
+#[inline]
+#[target_feature(enable = "sse2")]
+fn store(out: &mut [i32], i: usize, v: __m128i) {
+    if let Some(d) = out.get_mut(i..i + 4) {
+        // SAFETY: `d` is 16 writable bytes; the store is unaligned.
+        unsafe { _mm_storeu_si128(d.as_mut_ptr() as *mut __m128i, v) }
+    }
+}
+
+fn words64(src: &[u64]) -> &[u32] {
+    // SAFETY: u64 is two u32 in memory; alignment of u32 <= u64.
+    unsafe { std::slice::from_raw_parts(src.as_ptr() as *const u32, src.len() * 2) }
+}
+
+/// Hashes (and with `rem`, buckets) 64-bit values 4 at a time; the tail is scalar.
+#[target_feature(enable = "sse2")]
+fn run64(src: &[u64], rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
+    let mut out = vec![0i32; src.len()];
+    let w = words64(src);
+    let full = src.len() / 4 * 4;
+    let mut i = 0;
+    while i < full {
+        let h = hash_u64x4(load(w, 2 * i), load(w, 2 * i + 4));
+        let v = match rem {
+            Some((rv, _)) => bucket(h, rv),
+            None => h,
+        };
+        store(&mut out, i, v);
+        i += 4;
+    }
+    for j in full..src.len() {
+        let h = crate::hash::murmur_u64(src[j]);
+        out[j] = match rem {
+            Some((_, r)) => r.rem((h as i32).unsigned_abs()) as i32,
+            None => h as i32,
+        };
+    }
+    out
+}
+
+/// Hashes (and with `rem`, buckets) 32-bit values 4 at a time; the tail is scalar.
+#[target_feature(enable = "sse2")]
+fn run32(src: &[u32], rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
+    let mut out = vec![0i32; src.len()];
+    let full = src.len() / 4 * 4;
+    let mut i = 0;
+    while i < full {
+        let h = hash_u32x4(load(src, i));
+        let v = match rem {
+            Some((rv, _)) => bucket(h, rv),
+            None => h,
+        };
+        store(&mut out, i, v);
+        i += 4;
+    }
+    for j in full..src.len() {
+        let h = crate::hash::murmur_u32(src[j]);
+        out[j] = match rem {
+            Some((_, r)) => r.rem((h as i32).unsigned_abs()) as i32,
+            None => h as i32,
+        };
+    }
+    out
+}
+
+// SAFETY (all four below): SSE2 is part of the x86-64 baseline, so the target feature of the
+// called functions is always present.
+
+/// `murmur3` of 64-bit values, 4 at a time.
+pub(crate) fn hash_u64(src: &[u64]) -> Vec<i32> {
+    unsafe { run64(src, None) }
+}
+
+/// `murmur3` of 32-bit values, 4 at a time.
+pub(crate) fn hash_u32(src: &[u32]) -> Vec<i32> {
+    unsafe { run32(src, None) }
+}
+
+/// `bucket` of 64-bit values, 4 at a time.
+pub(crate) fn bucket_u64(src: &[u64], r: &FastRem) -> Vec<i32> {
+    unsafe {
+        let rv = Rem::new(r);
+        run64(src, Some((&rv, r)))
+    }
+}
+
+/// `bucket` of 32-bit values, 4 at a time.
+pub(crate) fn bucket_u32(src: &[u32], r: &FastRem) -> Vec<i32> {
+    unsafe {
+        let rv = Rem::new(r);
+        run32(src, Some((&rv, r)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse2_equals_scalar() {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        let mut v64 = vec![0u64, 1, 5, u64::MAX, 2_841_062_569];
+        for _ in 0..1001 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            v64.push(x);
+        }
+        let v32: Vec<u32> = v64
+            .iter()
+            .map(|v| *v as u32)
+            .chain([(-2_089_875_627i32) as u32])
+            .collect();
+        let h64 = hash_u64(&v64);
+        let h32 = hash_u32(&v32);
+        for (v, h) in v64.iter().zip(&h64) {
+            assert_eq!(*h, crate::hash::murmur_u64(*v) as i32);
+        }
+        for (v, h) in v32.iter().zip(&h32) {
+            assert_eq!(*h, crate::hash::murmur_u32(*v) as i32);
+        }
+        for d in [1u32, 2, 3, 7, 16, 1000, 65_537, (1 << 31) - 1, 1 << 31] {
+            let r = FastRem::new(d).unwrap();
+            for (got, h) in bucket_u64(&v64, &r).iter().zip(&h64) {
+                assert_eq!(*got as u32, h.unsigned_abs() % d, "d={d}");
+            }
+            for (got, h) in bucket_u32(&v32, &r).iter().zip(&h32) {
+                assert_eq!(*got as u32, h.unsigned_abs() % d, "d={d}");
+            }
+        }
+    }
+}
