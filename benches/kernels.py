@@ -160,6 +160,22 @@ def main() -> None:
         ours,
     )
 
+    # --- year/hour of a UTC timestamp ----------------------------------------------------------
+    ts_utc = pc.cast(pc.divide(ints, 4096), pa.timestamp("us", tz="UTC"))
+    case = "year(timestamp[us, UTC])"
+    ours = rep.add(case, "lance_partitioned.kernels.year", n, best(lambda: k.year(ts_utc), r), None)
+    rep.add(case, "pyarrow.compute.year", n, best(lambda: pc.year(ts_utc), r), ours)
+    rep.add(
+        case,
+        "pyiceberg_core.transform.year (years since 1970)",
+        n,
+        best(lambda: ice.year(ts_utc), r),
+        ours,
+    )
+    case = "hour(timestamp[us, UTC])"
+    ours = rep.add(case, "lance_partitioned.kernels.hour", n, best(lambda: k.hour(ts_utc), r), None)
+    rep.add(case, "pyarrow.compute.hour", n, best(lambda: pc.hour(ts_utc), r), ours)
+
     # --- routing a 10M-row table ------------------------------------------------------------------
     import polars as pl
 

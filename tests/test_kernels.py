@@ -6,8 +6,10 @@ import datetime as dt
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from lance_partitioned import kernels as k
+from lance_partitioned.exceptions import InvalidArgumentError
 
 
 class CapsuleArray:
@@ -228,3 +230,23 @@ def test_route_by_partition_values_and_empty_batch() -> None:
     empty = k.route(batch.slice(0, 0), keys.slice(0, 0))
     assert len(empty) == 0
     assert empty.keys.num_rows == 0
+
+
+def test_route_threads_give_identical_results() -> None:
+    n = 5000
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "s": [f"v{i % 37}" * (i % 3) if i % 11 else None for i in range(n)],
+            "b": pa.array([i % 2 == 0 for i in range(n)]),
+            "l": pa.array([[i] * (i % 3) for i in range(n)]),
+        }
+    )
+    keys = [pa.array([i % 13 for i in range(n)], pa.int32())]
+    one = k.route(batch, keys, threads=1)
+    many = k.route(batch, keys, threads=4)
+    assert one.offsets == many.offsets
+    assert one.permuted.equals(many.permuted)
+    assert one.keys.equals(many.keys)
+    with pytest.raises(InvalidArgumentError):
+        k.route(batch, keys, threads=0)

@@ -27,6 +27,7 @@ Semantics (see DESIGN.md and the spec):
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -262,13 +263,19 @@ class RoutedBatch:
 
 
 def route(
-    batch: pa.RecordBatch, keys: pa.RecordBatch | Sequence[ArrayLike] | Mapping[str, ArrayLike]
+    batch: pa.RecordBatch,
+    keys: pa.RecordBatch | Sequence[ArrayLike] | Mapping[str, ArrayLike],
+    threads: int | None = None,
 ) -> RoutedBatch:
     """Groups the rows of ``batch`` by their key tuple (one stable permutation, then slices).
 
     ``keys`` is a RecordBatch of key columns (e.g. the output of :func:`partition_values`), a
     sequence of arrays (named ``key0..``) or a mapping of name to array; every key column has
     one value per row of ``batch``.
+
+    ``threads`` bounds how many threads move columns (columns are independent): ``None``
+    uses the machine's cores for batches of at least 100,000 rows, ``1`` stays on the calling
+    thread (use that inside Spark tasks, which already run one per core).
     """
     if isinstance(batch, pa.Table):
         raise InvalidArgumentError("route takes a RecordBatch; route a Table batch by batch")
@@ -283,7 +290,11 @@ def route(
         key_batch = pa.RecordBatch.from_arrays(
             arrays, names=[f"key{i}" for i in range(len(arrays))]
         )
-    key_out, permuted, offsets = _native.route_batch(batch, key_batch)
+    if threads is None:
+        threads = (os.cpu_count() or 1) if batch.num_rows >= 100_000 else 1
+    elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise InvalidArgumentError(f"threads must be a positive int or None, got {threads!r}")
+    key_out, permuted, offsets = _native.route_batch(batch, key_batch, threads)
     batches = [
         permuted.slice(offsets[i], offsets[i + 1] - offsets[i]) for i in range(len(offsets) - 1)
     ]

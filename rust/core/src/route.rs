@@ -11,7 +11,8 @@
 //! bytes for strings and binaries, dictionary keys for dictionaries, Arrow's row format for
 //! anything else); the per-column codes are then combined into one group id.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::arrow::array::{
     downcast_primitive_array, make_array, Array, ArrayData, ArrayRef, AsArray,
@@ -25,7 +26,7 @@ use crate::arrow::datatypes::{
 };
 use crate::arrow::row::{RowConverter, SortField};
 use crate::datafusion::common::HashMap;
-use crate::error::{invalid_arg, Result};
+use crate::error::{invalid_arg, Error, Result};
 
 /// Dense group ids for the rows of one batch.
 #[derive(Debug, Clone)]
@@ -537,7 +538,7 @@ fn reorder(
     dest: &[u32],
     g: &Grouping,
     offsets: &[usize],
-    perm: &mut Option<UInt32Array>,
+    perm: &OnceLock<UInt32Array>,
 ) -> Result<ArrayRef> {
     use crate::arrow::datatypes::{BinaryType, LargeBinaryType, LargeUtf8Type, Utf8Type};
     use DataType::*;
@@ -557,7 +558,7 @@ fn reorder(
             scatter_bytes::<LargeBinaryType>(a.as_ref(), dest, &g.group_of_row, &offsets[1..])
         }
         _ => {
-            let p = perm.get_or_insert_with(|| permutation_of(dest));
+            let p = perm.get_or_init(|| permutation_of(dest));
             take(a.as_ref(), p, None)?
         }
     })
@@ -571,6 +572,21 @@ fn reorder(
 /// # Errors
 /// `InvalidArgument` when the key columns do not have one value per row of `batch`.
 pub fn route(batch: &RecordBatch, keys: &[ArrayRef], key_schema: Arc<Schema>) -> Result<Routed> {
+    route_with_threads(batch, keys, key_schema, 1)
+}
+
+/// [`route`], moving the columns on up to `threads` threads (columns are independent; the
+/// grouping itself is one pass). `threads <= 1` does everything on the calling thread: use
+/// that where one task per core already runs (Spark executors).
+///
+/// # Errors
+/// As [`route`].
+pub fn route_with_threads(
+    batch: &RecordBatch,
+    keys: &[ArrayRef],
+    key_schema: Arc<Schema>,
+    threads: usize,
+) -> Result<Routed> {
     for (i, k) in keys.iter().enumerate() {
         if k.len() != batch.num_rows() {
             return invalid_arg!(
@@ -605,12 +621,38 @@ pub fn route(batch: &RecordBatch, keys: &[ArrayRef], key_schema: Arc<Schema>) ->
         });
     }
     let (dest, offsets) = destinations(&g);
-    let mut perm = None;
-    let columns = batch
-        .columns()
-        .iter()
-        .map(|c| reorder(c, &dest, &g, &offsets, &mut perm))
-        .collect::<Result<Vec<_>>>()?;
+    let perm = OnceLock::new();
+    let cols = batch.columns();
+    let threads = threads.clamp(1, cols.len().max(1));
+    let columns = if threads == 1 {
+        cols.iter()
+            .map(|c| reorder(c, &dest, &g, &offsets, &perm))
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        let next = AtomicUsize::new(0);
+        let done: Vec<Mutex<Option<Result<ArrayRef>>>> =
+            cols.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(c) = cols.get(i) else { break };
+                    let r = reorder(c, &dest, &g, &offsets, &perm);
+                    if let Ok(mut slot) = done[i].lock() {
+                        *slot = Some(r);
+                    }
+                });
+            }
+        });
+        done.into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| Err(Error::Internal("a routing thread failed".into())))
+            })
+            .collect::<Result<Vec<_>>>()?
+    };
     let permuted = RecordBatch::try_new_with_options(
         batch.schema(),
         columns,

@@ -197,16 +197,20 @@ fn compiled_spec(
     Ok(compiled)
 }
 
-/// route(batch, keys) -> (keys RecordBatch, permuted RecordBatch, offsets)
+/// route(batch, keys, threads) -> (keys RecordBatch, permuted RecordBatch, offsets)
 #[pyfunction]
+#[pyo3(signature = (batch, keys, threads = 1))]
 fn route_batch<'py>(
     py: Python<'py>,
     batch: &Bound<'py, PyAny>,
     keys: &Bound<'py, PyAny>,
+    threads: usize,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyList>)> {
     let b = import_batch(batch)?;
     let k = import_batch(keys)?;
-    let routed = run(py, || route::route(&b, k.columns(), k.schema()))?;
+    let routed = run(py, || {
+        route::route_with_threads(&b, k.columns(), k.schema(), threads)
+    })?;
     let offsets = PyList::new(py, routed.offsets.iter().copied())?;
     Ok((
         export_batch(py, &routed.keys)?,
