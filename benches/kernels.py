@@ -195,9 +195,15 @@ def main() -> None:
     def ours_route() -> int:
         return len(k.route(batch, keys).batches)
 
+    def ours_route_1() -> int:
+        return len(k.route(batch, keys, threads=1).batches)
+
     n_parts = ours_route()
     print(f"  partitions: {n_parts}")
-    ours = rep.add(case, "lance_partitioned.kernels.route", n, best(ours_route, r), None)
+    ours = rep.add(
+        case, "lance_partitioned.kernels.route (all cores)", n, best(ours_route, r), None
+    )
+    rep.add(case, "ours, threads=1", n, best(ours_route_1, r), ours)
 
     def ours_end_to_end() -> int:
         b = k.bucket(batch.column("city"), 16)
