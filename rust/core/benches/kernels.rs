@@ -113,5 +113,81 @@ fn bench_route(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_hash, bench_route);
+fn bench_transforms(c: &mut Criterion) {
+    use lance_partitioned_core::arrow::array::{Array, TimestampMicrosecondArray};
+    use lance_partitioned_core::expr;
+    use lance_partitioned_core::spec::{CompiledSpec, PartitionSpec};
+    use lance_partitioned_core::transform;
+    let mut g = c.benchmark_group("transform");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(20);
+    let i = ints(N);
+    let ts_utc: ArrayRef = Arc::new(
+        TimestampMicrosecondArray::from_iter_values(i.values().iter().map(|v| v >> 12))
+            .with_timezone("UTC"),
+    );
+    let ts_ny: ArrayRef = Arc::new(
+        TimestampMicrosecondArray::from_iter_values(i.values().iter().map(|v| v >> 12))
+            .with_timezone("America/New_York"),
+    );
+    g.bench_function("year_ts_utc", |b| {
+        b.iter(|| transform::year(black_box(ts_utc.as_ref())).unwrap())
+    });
+    g.bench_function("hour_ts_utc", |b| {
+        b.iter(|| transform::hour(black_box(ts_utc.as_ref())).unwrap())
+    });
+    g.bench_function("year_ts_named_zone", |b| {
+        b.iter(|| transform::year(black_box(ts_ny.as_ref())).unwrap())
+    });
+    let s: ArrayRef = Arc::new(strings(N, 1 << 40, 11));
+    g.bench_function("truncate_utf8_w4", |b| {
+        b.iter(|| transform::truncate(black_box(s.as_ref()), 4).unwrap())
+    });
+    g.bench_function("truncate_int64_w1000", |b| {
+        b.iter(|| transform::truncate(black_box(&i as &dyn Array), 1000).unwrap())
+    });
+    let cols = vec![Arc::clone(&s), Arc::clone(&s)];
+    g.bench_function("evaluate_concat_left_expression", |b| {
+        b.iter(|| expr::evaluate("concat(col0, '/', left(col1, 2))", black_box(&cols)).unwrap())
+    });
+    let schema = Schema::new(vec![
+        Field::new("id", DataType::Int64, true)
+            .with_metadata([("lance:field_id".to_string(), "0".to_string())].into()),
+        Field::new(
+            "ts",
+            DataType::Timestamp(
+                lance_partitioned_core::arrow::datatypes::TimeUnit::Microsecond,
+                Some("UTC".into()),
+            ),
+            true,
+        )
+        .with_metadata([("lance:field_id".to_string(), "1".to_string())].into()),
+        Field::new("city", DataType::Utf8, true)
+            .with_metadata([("lance:field_id".to_string(), "2".to_string())].into()),
+    ]);
+    let spec = PartitionSpec::from_json(
+        r#"{"id":1,"fields":[
+        {"field_id":"y","source_ids":[1],"transform":{"type":"year"},"result_type":{"type":"int32"}},
+        {"field_id":"m","source_ids":[1],"transform":{"type":"month"},"result_type":{"type":"int32"}},
+        {"field_id":"d","source_ids":[1],"transform":{"type":"day"},"result_type":{"type":"int32"}},
+        {"field_id":"b","source_ids":[2],"transform":{"type":"bucket","num_buckets":16},"result_type":{"type":"int32"}}]}"#,
+    )
+    .unwrap();
+    let compiled = CompiledSpec::compile(&spec, &schema, false).unwrap();
+    let batch = RecordBatch::try_new(
+        Arc::new(schema.clone()),
+        vec![
+            Arc::new(i.clone()) as ArrayRef,
+            Arc::clone(&ts_utc),
+            Arc::clone(&s),
+        ],
+    )
+    .unwrap();
+    g.bench_function("partition_values_year_month_day_bucket", |b| {
+        b.iter(|| compiled.partition_values(black_box(&batch)).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_hash, bench_transforms, bench_route);
 criterion_main!(benches);
