@@ -147,15 +147,19 @@ fn words64(src: &[u64]) -> &[u32] {
     unsafe { std::slice::from_raw_parts(src.as_ptr() as *const u32, src.len() * 2) }
 }
 
-/// Hashes (and with `rem`, buckets) 64-bit values 4 at a time; the tail is scalar.
+/// Hashes (and with `rem`, buckets) `n` values 4 at a time, reading 32-bit words: one word
+/// per value, or two (little-endian halves of a 64-bit value) when `WIDE`. The tail is scalar.
 #[target_feature(enable = "sse2")]
-fn run64(src: &[u64], rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
-    let mut out = vec![0i32; src.len()];
-    let w = words64(src);
-    let full = src.len() / 4 * 4;
+fn run<const WIDE: bool>(w: &[u32], n: usize, rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
+    let mut out = vec![0i32; n];
+    let full = n / 4 * 4;
     let mut i = 0;
     while i < full {
-        let h = hash_u64x4(load(w, 2 * i), load(w, 2 * i + 4));
+        let h = if WIDE {
+            hash_u64x4(load(w, 2 * i), load(w, 2 * i + 4))
+        } else {
+            hash_u32x4(load(w, i))
+        };
         let v = match rem {
             Some((rv, _)) => bucket(h, rv),
             None => h,
@@ -163,34 +167,13 @@ fn run64(src: &[u64], rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
         store(&mut out, i, v);
         i += 4;
     }
-    for j in full..src.len() {
-        let h = crate::hash::murmur_u64(src[j]);
-        out[j] = match rem {
-            Some((_, r)) => r.rem((h as i32).unsigned_abs()) as i32,
-            None => h as i32,
+    for (j, o) in out.iter_mut().enumerate().skip(full) {
+        let h = if WIDE {
+            crate::hash::murmur_u64(w[2 * j] as u64 | (w[2 * j + 1] as u64) << 32)
+        } else {
+            crate::hash::murmur_u32(w[j])
         };
-    }
-    out
-}
-
-/// Hashes (and with `rem`, buckets) 32-bit values 4 at a time; the tail is scalar.
-#[target_feature(enable = "sse2")]
-fn run32(src: &[u32], rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
-    let mut out = vec![0i32; src.len()];
-    let full = src.len() / 4 * 4;
-    let mut i = 0;
-    while i < full {
-        let h = hash_u32x4(load(src, i));
-        let v = match rem {
-            Some((rv, _)) => bucket(h, rv),
-            None => h,
-        };
-        store(&mut out, i, v);
-        i += 4;
-    }
-    for j in full..src.len() {
-        let h = crate::hash::murmur_u32(src[j]);
-        out[j] = match rem {
+        *o = match rem {
             Some((_, r)) => r.rem((h as i32).unsigned_abs()) as i32,
             None => h as i32,
         };
@@ -203,19 +186,19 @@ fn run32(src: &[u32], rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
 
 /// `murmur3` of 64-bit values, 4 at a time.
 pub(crate) fn hash_u64(src: &[u64]) -> Vec<i32> {
-    unsafe { run64(src, None) }
+    unsafe { run::<true>(words64(src), src.len(), None) }
 }
 
 /// `murmur3` of 32-bit values, 4 at a time.
 pub(crate) fn hash_u32(src: &[u32]) -> Vec<i32> {
-    unsafe { run32(src, None) }
+    unsafe { run::<false>(src, src.len(), None) }
 }
 
 /// `bucket` of 64-bit values, 4 at a time.
 pub(crate) fn bucket_u64(src: &[u64], r: &FastRem) -> Vec<i32> {
     unsafe {
         let rv = Rem::new(r);
-        run64(src, Some((&rv, r)))
+        run::<true>(words64(src), src.len(), Some((&rv, r)))
     }
 }
 
@@ -223,7 +206,7 @@ pub(crate) fn bucket_u64(src: &[u64], r: &FastRem) -> Vec<i32> {
 pub(crate) fn bucket_u32(src: &[u32], r: &FastRem) -> Vec<i32> {
     unsafe {
         let rv = Rem::new(r);
-        run32(src, Some((&rv, r)))
+        run::<false>(src, src.len(), Some((&rv, r)))
     }
 }
 
