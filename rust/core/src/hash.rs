@@ -118,6 +118,22 @@ pub(crate) trait HashNative: Copy + 'static {
     fn sse2_bucket(_src: &[Self], _r: &FastRem) -> Option<Vec<i32>> {
         None
     }
+
+    /// An explicit AVX2 hash loop for this width, when the compiler's is not good enough.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    unsafe fn avx2_hash(_src: &[Self]) -> Option<Vec<i32>> {
+        None
+    }
+
+    /// An explicit AVX2 bucket loop for this width.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    unsafe fn avx2_bucket(_src: &[Self], _r: &FastRem) -> Option<Vec<i32>> {
+        None
+    }
 }
 
 impl HashNative for u8 {
@@ -160,6 +176,16 @@ impl HashNative for u64 {
     #[cfg(target_arch = "x86_64")]
     fn sse2_bucket(src: &[Self], r: &FastRem) -> Option<Vec<i32>> {
         Some(crate::sse2::bucket_u64(src, r))
+    }
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn avx2_hash(src: &[Self]) -> Option<Vec<i32>> {
+        // SAFETY: forwarded from the caller.
+        Some(unsafe { crate::avx2x::hash_u64(src) })
+    }
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn avx2_bucket(src: &[Self], r: &FastRem) -> Option<Vec<i32>> {
+        // SAFETY: forwarded from the caller.
+        Some(unsafe { crate::avx2x::bucket_u64(src, r) })
     }
 }
 
@@ -338,7 +364,7 @@ fn hash_fixed<T: HashNative>(src: &[T]) -> Vec<i32> {
     #[cfg(target_arch = "x86_64")]
     if has_avx2() {
         // SAFETY: AVX2 support was just detected at run time.
-        return unsafe { avx2::hash_loop(src) };
+        return unsafe { T::avx2_hash(src).unwrap_or_else(|| avx2::hash_loop(src)) };
     }
     if let Some(out) = T::sse2_hash(src) {
         return out;
@@ -351,7 +377,9 @@ fn bucket_fixed<T: HashNative>(src: &[T], r: &FastRem) -> Vec<i32> {
     if has_avx2() {
         // SAFETY: AVX2 support was just detected at run time.
         return unsafe {
-            if r.pow2 {
+            if let Some(out) = T::avx2_bucket(src, r) {
+                out
+            } else if r.pow2 {
                 avx2::bucket_loop::<T, true>(src, r)
             } else {
                 avx2::bucket_loop::<T, false>(src, r)

@@ -8,6 +8,8 @@
 pub use lance::deps::datafusion;
 pub use lance::deps::datafusion::arrow;
 
+#[cfg(target_arch = "x86_64")]
+mod avx2x;
 pub mod error;
 pub mod expr;
 pub mod hash;
