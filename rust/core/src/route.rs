@@ -475,53 +475,53 @@ fn scatter_fixed(a: &dyn Array, dest: &[u32], width: usize) -> Result<Option<Arr
     Ok(Some(make_array(d)))
 }
 
-/// Scatters a utf8/binary array. `group_of_row` and `group_rows_end` (row offsets of the
-/// groups) let short values be copied with one fixed 16-byte move instead of a `memcpy`
-/// call: the over-copy is allowed only while it stays inside the value's own group region,
-/// whose later bytes are written afterwards in row order.
+/// Scatters a utf8/binary array in two passes: the byte total of every group (a small,
+/// cache-resident array), then one pass that copies each value to its group's byte cursor and
+/// records its end offset at the row's destination. Short values are moved with one fixed
+/// 16-byte copy instead of a `memcpy` call when the over-copy stays inside the value's own
+/// group region (whose later bytes are written afterwards, in row order).
 fn scatter_bytes<T: ByteArrayType>(
     a: &dyn Array,
     dest: &[u32],
     group_of_row: &[u32],
-    group_rows_end: &[usize],
+    num_groups: usize,
 ) -> ArrayRef {
     const WIDE: usize = 16;
     let arr = a.as_bytes::<T>();
     let offsets = arr.value_offsets();
     let data = arr.value_data();
     let n = dest.len();
-    // lengths at their destination, then a prefix sum gives the new offsets
+    // byte range of each group in the output
+    let mut group_start = vec![0usize; num_groups + 1];
+    for (i, &g) in group_of_row.iter().enumerate() {
+        group_start[g as usize + 1] += offsets[i + 1].as_usize() - offsets[i].as_usize();
+    }
+    for g in 0..num_groups {
+        group_start[g + 1] += group_start[g];
+    }
+    let total = group_start[num_groups];
+    let mut cursor: Vec<usize> = group_start[..num_groups].to_vec();
     let mut out_offsets = vec![T::Offset::default(); n + 1];
-    for (i, &d) in dest.iter().enumerate() {
-        out_offsets[d as usize + 1] = offsets[i + 1] - offsets[i];
-    }
-    let mut acc = T::Offset::default();
-    for o in out_offsets.iter_mut() {
-        acc += *o;
-        *o = acc;
-    }
-    let total = out_offsets[n].as_usize();
-    let group_bytes_end: Vec<usize> = group_rows_end
-        .iter()
-        .map(|&r| out_offsets[r].as_usize())
-        .collect();
     let mut out_data = vec![0u8; total];
-    for (i, &d) in dest.iter().enumerate() {
+    for (i, (&d, &g)) in dest.iter().zip(group_of_row).enumerate() {
         let (s, e) = (offsets[i].as_usize(), offsets[i + 1].as_usize());
-        let o = out_offsets[d as usize].as_usize();
         let len = e - s;
-        let limit = group_bytes_end[group_of_row[i] as usize];
+        let o = cursor[g as usize];
+        let limit = group_start[g as usize + 1];
         if len <= WIDE && o + WIDE <= limit && s + WIDE <= data.len() {
             out_data[o..o + WIDE].copy_from_slice(&data[s..s + WIDE]);
         } else {
             out_data[o..o + len].copy_from_slice(&data[s..e]);
         }
+        cursor[g as usize] = o + len;
+        // offsets fit: the total equals the input's byte length, which fit `T::Offset`
+        out_offsets[d as usize + 1] = T::Offset::from_usize(o + len).unwrap_or_default();
     }
     let nulls = scatter_nulls(a, dest);
-    // SAFETY: the offsets are monotonic and end at `out_data.len()` (a prefix sum of the
-    // input's value lengths), and every value's bytes are a copy of a valid input value
-    // (valid UTF-8 for strings; over-copied bytes are overwritten by the following values
-    // of the same group), so the array invariants hold without re-validation.
+    // SAFETY: rows of one group are contiguous in the output and their bytes are laid out in
+    // the same order from the group's start, so the offsets are monotonic, start at 0 and end
+    // at `out_data.len()`; every value's bytes are a copy of a valid input value (valid UTF-8
+    // for strings; over-copied bytes are overwritten by the following values of the group).
     Arc::new(unsafe {
         GenericByteArray::<T>::new_unchecked(
             OffsetBuffer::new_unchecked(ScalarBuffer::from(out_offsets)),
@@ -543,20 +543,17 @@ fn reorder(
     use crate::arrow::datatypes::{BinaryType, LargeBinaryType, LargeUtf8Type, Utf8Type};
     use DataType::*;
     let dt = a.data_type();
+    let groups = offsets.len() - 1;
     if let Some(width) = dt.primitive_width() {
         if let Some(out) = scatter_fixed(a.as_ref(), dest, width)? {
             return Ok(out);
         }
     }
     Ok(match dt {
-        Utf8 => scatter_bytes::<Utf8Type>(a.as_ref(), dest, &g.group_of_row, &offsets[1..]),
-        LargeUtf8 => {
-            scatter_bytes::<LargeUtf8Type>(a.as_ref(), dest, &g.group_of_row, &offsets[1..])
-        }
-        Binary => scatter_bytes::<BinaryType>(a.as_ref(), dest, &g.group_of_row, &offsets[1..]),
-        LargeBinary => {
-            scatter_bytes::<LargeBinaryType>(a.as_ref(), dest, &g.group_of_row, &offsets[1..])
-        }
+        Utf8 => scatter_bytes::<Utf8Type>(a.as_ref(), dest, &g.group_of_row, groups),
+        LargeUtf8 => scatter_bytes::<LargeUtf8Type>(a.as_ref(), dest, &g.group_of_row, groups),
+        Binary => scatter_bytes::<BinaryType>(a.as_ref(), dest, &g.group_of_row, groups),
+        LargeBinary => scatter_bytes::<LargeBinaryType>(a.as_ref(), dest, &g.group_of_row, groups),
         _ => {
             let p = perm.get_or_init(|| permutation_of(dest));
             take(a.as_ref(), p, None)?
