@@ -106,7 +106,7 @@ fn load(src: &[u64], i: usize) -> __m256i {
 #[target_feature(enable = "avx2")]
 fn run(src: &[u64], rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
     let n = src.len();
-    let mut out = vec![0i32; n];
+    let mut out = crate::mem::zeroed::<i32>(n);
     let full = n / 8 * 8;
     let mut i = 0;
     while i < full {

@@ -285,7 +285,7 @@ fn bucket_of<const POW2: bool>(h: u32, r: &FastRem) -> i32 {
 
 #[inline(always)]
 fn hash_loop<T: HashNative>(src: &[T]) -> Vec<i32> {
-    let mut out = vec![0i32; src.len()];
+    let mut out = crate::mem::zeroed::<i32>(src.len());
     for (d, s) in out.iter_mut().zip(src) {
         *d = s.murmur() as i32;
     }
@@ -294,7 +294,7 @@ fn hash_loop<T: HashNative>(src: &[T]) -> Vec<i32> {
 
 #[inline(always)]
 fn bucket_loop<T: HashNative, const POW2: bool>(src: &[T], r: &FastRem) -> Vec<i32> {
-    let mut out = vec![0i32; src.len()];
+    let mut out = crate::mem::zeroed::<i32>(src.len());
     for (d, s) in out.iter_mut().zip(src) {
         *d = bucket_of::<POW2>(s.murmur(), r);
     }
@@ -583,7 +583,7 @@ fn bytes_loop<O: ArrowNativeType>(
     values: &[u8],
     f: impl Fn(u32) -> i32,
 ) -> Vec<i32> {
-    let mut out = vec![0i32; offsets.len().saturating_sub(1)];
+    let mut out = crate::mem::zeroed::<i32>(offsets.len().saturating_sub(1));
     for (d, w) in out.iter_mut().zip(offsets.windows(2)) {
         let (s, e) = (w[0].as_usize(), w[1].as_usize());
         *d = f(murmur3_x86_32(values.get(s..e).unwrap_or_default(), 0));

@@ -13,6 +13,7 @@ mod avx2x;
 pub mod error;
 pub mod expr;
 pub mod hash;
+mod mem;
 pub mod route;
 pub mod spec;
 #[cfg(target_arch = "x86_64")]

@@ -419,7 +419,7 @@ fn permutation_of(dest: &[u32]) -> UInt32Array {
 /// Rows are read sequentially and written into one sequential stream per partition (a radix
 /// partition), which is much friendlier to caches than a random gather.
 fn scatter_values<T: Copy + Default>(values: &[T], dest: &[u32]) -> Vec<T> {
-    let mut out = vec![T::default(); values.len()];
+    let mut out = crate::mem::zeroed::<T>(values.len());
     for (v, &d) in values.iter().zip(dest) {
         out[d as usize] = *v;
     }
@@ -501,8 +501,8 @@ fn scatter_bytes<T: ByteArrayType>(
     }
     let total = group_start[num_groups];
     let mut cursor: Vec<usize> = group_start[..num_groups].to_vec();
-    let mut out_offsets = vec![T::Offset::default(); n + 1];
-    let mut out_data = vec![0u8; total];
+    let mut out_offsets = crate::mem::zeroed::<T::Offset>(n + 1);
+    let mut out_data = crate::mem::zeroed::<u8>(total);
     for (i, (&d, &g)) in dest.iter().zip(group_of_row).enumerate() {
         let (s, e) = (offsets[i].as_usize(), offsets[i + 1].as_usize());
         let len = e - s;

@@ -151,7 +151,7 @@ fn words64(src: &[u64]) -> &[u32] {
 /// per value, or two (little-endian halves of a 64-bit value) when `WIDE`. The tail is scalar.
 #[target_feature(enable = "sse2")]
 fn run<const WIDE: bool>(w: &[u32], n: usize, rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
-    let mut out = vec![0i32; n];
+    let mut out = crate::mem::zeroed::<i32>(n);
     let full = n / 4 * 4;
     let mut i = 0;
     while i < full {
