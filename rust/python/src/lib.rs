@@ -197,6 +197,26 @@ fn compiled_spec(
     Ok(compiled)
 }
 
+/// schema_to_json(schema) -> JsonArrowSchema text (with `unit`/`timezone` extension keys).
+#[pyfunction]
+fn schema_to_json(py: Python<'_>, schema: &Bound<'_, PyAny>) -> PyResult<String> {
+    let s = import_schema(schema)?;
+    run(py, || {
+        let js = types::JsonSchema::from_arrow(&s)?;
+        serde_json::to_string(&js)
+            .map_err(|e| lance_partitioned_core::Error::Internal(e.to_string()))
+    })
+}
+
+/// schema_from_json(text) -> pyarrow.Schema
+#[pyfunction]
+fn schema_from_json<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    let t = text.to_string();
+    let schema = run(py, || types::schema_from_json(&t))?;
+    let batch = lance_partitioned_core::arrow::array::RecordBatch::new_empty(Arc::new(schema));
+    export_batch(py, &batch)?.getattr("schema")
+}
+
 /// route(batch, keys, threads) -> (keys RecordBatch, permuted RecordBatch, offsets)
 #[pyfunction]
 #[pyo3(signature = (batch, keys, threads = 1))]
@@ -249,6 +269,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(partition_values, m)?)?;
     m.add_function(wrap_pyfunction!(validate_spec, m)?)?;
     m.add_function(wrap_pyfunction!(route_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(schema_to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(schema_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())

@@ -1,0 +1,342 @@
+"""Typed partition specs and namespace schemas.
+
+A :class:`PartitionSpec` is a list of :class:`PartitionField` s. A field names its source
+columns (resolved to ``lance:field_id`` s against the namespace schema) and either a well-known
+:class:`Transform` or a DataFusion SQL ``expression`` over ``col0..colN``::
+
+    import pyarrow as pa
+    import lance_partitioned as lp
+
+    schema = lp.assign_field_ids(pa.schema([...]))
+    spec = lp.PartitionSpec([
+        lp.PartitionField("event_year", source="event_date", transform=lp.Year()),
+        lp.PartitionField("country", source="country", transform=lp.Identity()),
+        lp.PartitionField("user_bucket", source=["user_id"], transform=lp.Bucket(16)),
+        lp.PartitionField("region", source=["country", "city"],
+                          expression="concat(col0, '/', left(col1, 2))",
+                          result_type=pa.string()),
+    ])
+    spec.to_dict(schema, spec_id=1)   # the partition_spec_v1 JSON object, validated
+
+Validation (exactly one of transform/expression, sources exist, the transform accepts the
+source types, positive parameters, ``result_type`` consistent with what is computed) happens
+in Rust and raises :class:`~lance_partitioned.exceptions.SpecError` or
+:class:`~lance_partitioned.exceptions.ExpressionError` naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pyarrow as pa
+
+from lance_partitioned import _native
+from lance_partitioned.exceptions import SpecError
+
+__all__ = [
+    "FIELD_ID_KEY",
+    "Bucket",
+    "Day",
+    "Hour",
+    "Identity",
+    "Month",
+    "MultiBucket",
+    "PartitionField",
+    "PartitionSpec",
+    "Transform",
+    "Truncate",
+    "Year",
+    "assign_field_ids",
+    "field_ids",
+    "schema_from_json",
+    "schema_to_json",
+    "type_from_json",
+    "type_to_json",
+]
+
+FIELD_ID_KEY = "lance:field_id"
+
+
+# --------------------------------------------------------------------------------------------
+# Transforms
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Transform:
+    """A well-known partition transform (the spec's ``transform`` object)."""
+
+    name: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.name}
+
+    def result_type(self, sources: Sequence[pa.DataType]) -> pa.DataType:
+        """The result type for the given source types (validated again in Rust)."""
+        return pa.int32()
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> Transform:
+        kind = d.get("type")
+        simple: dict[str, type[Transform]] = {
+            "identity": Identity,
+            "year": Year,
+            "month": Month,
+            "day": Day,
+            "hour": Hour,
+        }
+        if kind in simple:
+            return simple[kind]()
+        if kind == "bucket":
+            return Bucket(int(d.get("num_buckets", 0)))
+        if kind == "multi_bucket":
+            return MultiBucket(int(d.get("num_buckets", 0)))
+        if kind == "truncate":
+            return Truncate(int(d.get("width", 0)))
+        raise SpecError(f"unknown transform {kind!r}")
+
+
+@dataclass(frozen=True)
+class Identity(Transform):
+    """The source value itself (``col0``); result type = source type."""
+
+    name: ClassVar[str] = "identity"
+
+    def result_type(self, sources: Sequence[pa.DataType]) -> pa.DataType:
+        return sources[0] if sources else pa.null()
+
+
+@dataclass(frozen=True)
+class Year(Transform):
+    """``date_part('year', col0)`` as int32."""
+
+    name: ClassVar[str] = "year"
+
+
+@dataclass(frozen=True)
+class Month(Transform):
+    """``date_part('month', col0)`` (1-12) as int32."""
+
+    name: ClassVar[str] = "month"
+
+
+@dataclass(frozen=True)
+class Day(Transform):
+    """``date_part('day', col0)`` (day of month, 1-31) as int32."""
+
+    name: ClassVar[str] = "day"
+
+
+@dataclass(frozen=True)
+class Hour(Transform):
+    """``date_part('hour', col0)`` (0-23) of a timestamp as int32."""
+
+    name: ClassVar[str] = "hour"
+
+
+@dataclass(frozen=True)
+class Bucket(Transform):
+    """``abs(murmur3(col0)) % num_buckets`` as int32."""
+
+    num_buckets: int
+    name: ClassVar[str] = "bucket"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.name, "num_buckets": self.num_buckets}
+
+
+@dataclass(frozen=True)
+class MultiBucket(Transform):
+    """``abs(murmur3_multi(col0, col1, ...)) % num_buckets`` as int32."""
+
+    num_buckets: int
+    name: ClassVar[str] = "multi_bucket"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.name, "num_buckets": self.num_buckets}
+
+
+@dataclass(frozen=True)
+class Truncate(Transform):
+    """``left(col0, width)`` for strings, ``col0 - (col0 % width)`` for numbers."""
+
+    width: int
+    name: ClassVar[str] = "truncate"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.name, "width": self.width}
+
+    def result_type(self, sources: Sequence[pa.DataType]) -> pa.DataType:
+        return sources[0] if sources else pa.null()
+
+
+# --------------------------------------------------------------------------------------------
+# Schemas and types
+# --------------------------------------------------------------------------------------------
+
+
+def schema_to_json(schema: pa.Schema) -> str:
+    """The JsonArrowSchema text of a pyarrow schema (field metadata, incl. ids, kept)."""
+    return _native.schema_to_json(schema)
+
+
+def schema_from_json(text: str | Mapping[str, Any]) -> pa.Schema:
+    """A pyarrow schema from JsonArrowSchema text (or its parsed dict)."""
+    return _native.schema_from_json(text if isinstance(text, str) else json.dumps(text))
+
+
+def type_to_json(data_type: pa.DataType) -> dict[str, Any]:
+    """The JsonArrowDataType object of a pyarrow type."""
+    parsed: dict[str, Any] = json.loads(schema_to_json(pa.schema([pa.field("t", data_type)])))
+    result: dict[str, Any] = parsed["fields"][0]["type"]
+    return result
+
+
+def type_from_json(obj: Mapping[str, Any]) -> pa.DataType:
+    """A pyarrow type from a JsonArrowDataType object."""
+    schema = schema_from_json({"fields": [{"name": "t", "nullable": True, "type": dict(obj)}]})
+    result: pa.DataType = schema.field(0).type
+    return result
+
+
+def field_ids(schema: pa.Schema) -> dict[str, int]:
+    """Column name -> ``lance:field_id`` for the top-level fields that have one."""
+    out: dict[str, int] = {}
+    for f in schema:
+        raw = (f.metadata or {}).get(FIELD_ID_KEY.encode())
+        if raw is not None:
+            try:
+                out[f.name] = int(raw)
+            except ValueError as e:
+                raise SpecError(f"column {f.name!r} has a non-integer field id {raw!r}") from e
+    return out
+
+
+def assign_field_ids(schema: pa.Schema, start: int | None = None) -> pa.Schema:
+    """Gives every top-level field without a ``lance:field_id`` a fresh one.
+
+    Existing ids are kept; new ids are larger than every id in use (and than ``start - 1``),
+    so ids are never reused. Raises :class:`SpecError` on duplicate ids.
+    """
+    ids = field_ids(schema)
+    if len(set(ids.values())) != len(ids):
+        raise SpecError(f"duplicate lance:field_id values in schema: {sorted(ids.values())}")
+    next_id = max([*ids.values(), -1]) + 1
+    if start is not None:
+        next_id = max(next_id, start)
+    fields = []
+    for f in schema:
+        if f.name in ids:
+            fields.append(f)
+            continue
+        meta: dict[bytes | str, bytes | str] = {k: v for k, v in (f.metadata or {}).items()}
+        meta[FIELD_ID_KEY.encode()] = str(next_id).encode()
+        next_id += 1
+        fields.append(f.with_metadata(meta))
+    schema_meta: dict[bytes | str, bytes | str] | None = (
+        {k: v for k, v in schema.metadata.items()} if schema.metadata else None
+    )
+    return pa.schema(fields, metadata=schema_meta)
+
+
+# --------------------------------------------------------------------------------------------
+# Fields and specs
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionField:
+    """One partition field.
+
+    ``source`` names the source column(s) in the namespace schema (a name or a list of names,
+    in ``col0..colN`` order); alternatively give ``source_ids`` directly. Exactly one of
+    ``transform`` and ``expression`` must be set. ``result_type`` is required for expressions
+    only when it cannot be inferred; for transforms it is derived.
+    """
+
+    field_id: str
+    source: str | Sequence[str] | None = None
+    transform: Transform | None = None
+    expression: str | None = None
+    result_type: pa.DataType | None = None
+    source_ids: Sequence[int] | None = None
+
+    def _sources(self, schema: pa.Schema) -> tuple[list[int], list[pa.DataType]]:
+        by_name = field_ids(schema)
+        types_by_id = {by_name[f.name]: f.type for f in schema if f.name in by_name}
+        if self.source_ids is not None:
+            ids = list(self.source_ids)
+        else:
+            names = [self.source] if isinstance(self.source, str) else list(self.source or [])
+            if not names:
+                raise SpecError(f"partition field {self.field_id!r} has no source columns")
+            ids = []
+            for n in names:
+                if n not in by_name:
+                    raise SpecError(
+                        f"partition field {self.field_id!r}: source column {n!r} is not in the "
+                        f"schema (or has no lance:field_id)"
+                    )
+                ids.append(by_name[n])
+        return ids, [types_by_id.get(i, pa.null()) for i in ids]
+
+    def to_dict(self, schema: pa.Schema) -> dict[str, Any]:
+        """The spec's partition field object, with source names resolved against ``schema``."""
+        ids, types = self._sources(schema)
+        out: dict[str, Any] = {"field_id": self.field_id, "source_ids": ids}
+        if self.transform is not None:
+            out["transform"] = self.transform.to_dict()
+        if self.expression is not None:
+            out["expression"] = self.expression
+        rt = self.result_type
+        if rt is None:
+            if self.transform is not None:
+                rt = self.transform.result_type(types)
+            elif self.expression is not None:
+                from lance_partitioned.kernels import expression_type
+
+                rt = expression_type(self.expression, types)
+            else:
+                rt = pa.null()
+        out["result_type"] = type_to_json(rt)
+        return out
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> PartitionField:
+        """A field from the spec's JSON object (sources stay as ids)."""
+        t = d.get("transform")
+        return PartitionField(
+            field_id=str(d.get("field_id", "")),
+            source_ids=list(d.get("source_ids", [])),
+            transform=Transform.from_dict(t) if t is not None else None,
+            expression=d.get("expression"),
+            result_type=type_from_json(d["result_type"]) if "result_type" in d else None,
+        )
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    """An ordered list of partition fields (outermost namespace level first)."""
+
+    fields: Sequence[PartitionField] = field(default_factory=list)
+
+    def to_dict(self, schema: pa.Schema, spec_id: int = 1) -> dict[str, Any]:
+        """The validated ``partition_spec_v<spec_id>`` object for the namespace ``schema``."""
+        spec = {"id": spec_id, "fields": [f.to_dict(schema) for f in self.fields]}
+        validated: dict[str, Any] = json.loads(_native.validate_spec(json.dumps(spec), schema))
+        return validated
+
+    def to_json(self, schema: pa.Schema, spec_id: int = 1) -> str:
+        """:meth:`to_dict` as JSON text."""
+        return json.dumps(self.to_dict(schema, spec_id))
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> PartitionSpec:
+        """A spec from its JSON object."""
+        fields = d.get("fields")
+        if not isinstance(fields, list):
+            raise SpecError("a partition spec needs a 'fields' list")
+        return PartitionSpec([PartitionField.from_dict(f) for f in fields])
