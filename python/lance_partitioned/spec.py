@@ -138,25 +138,27 @@ class Hour(Transform):
 
 
 @dataclass(frozen=True)
-class Bucket(Transform):
-    """``abs(murmur3(col0)) % num_buckets`` as int32."""
+class _Buckets(Transform):
+    """A hash transform with a bucket count."""
 
     num_buckets: int
-    name: ClassVar[str] = "bucket"
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.name, "num_buckets": self.num_buckets}
 
 
 @dataclass(frozen=True)
-class MultiBucket(Transform):
+class Bucket(_Buckets):
+    """``abs(murmur3(col0)) % num_buckets`` as int32."""
+
+    name: ClassVar[str] = "bucket"
+
+
+@dataclass(frozen=True)
+class MultiBucket(_Buckets):
     """``abs(murmur3_multi(col0, col1, ...)) % num_buckets`` as int32."""
 
-    num_buckets: int
     name: ClassVar[str] = "multi_bucket"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.name, "num_buckets": self.num_buckets}
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ use std::arch::x86_64::*;
 
 use crate::hash::FastRem;
 
-const C1: i32 = 0xcc9e_2d51_u32 as i32;
-const C2: i32 = 0x1b87_3593_u32 as i32;
-const N1: i32 = 0xe654_6b64_u32 as i32;
-const F1: i32 = 0x85eb_ca6b_u32 as i32;
-const F2: i32 = 0xc2b2_ae35_u32 as i32;
+const C1: i32 = crate::hash::C1 as i32;
+const C2: i32 = crate::hash::C2 as i32;
+const N1: i32 = crate::hash::N1 as i32;
+const F1: i32 = crate::hash::F1 as i32;
+const F2: i32 = crate::hash::F2 as i32;
 
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -124,7 +124,7 @@ fn run(src: &[u64], rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
     for (o, v) in out.iter_mut().zip(src).skip(full) {
         let h = crate::hash::murmur_u64(*v);
         *o = match rem {
-            Some((_, r)) => r.rem((h as i32).unsigned_abs()) as i32,
+            Some((_, r)) => r.bucket_of_hash(h),
             None => h as i32,
         };
     }

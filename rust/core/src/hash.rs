@@ -39,8 +39,12 @@ use crate::arrow::datatypes::{
 use crate::arrow::util::display::{ArrayFormatter, FormatOptions};
 use crate::error::{invalid_arg, unsupported, Result};
 
-const C1: u32 = 0xcc9e_2d51;
-const C2: u32 = 0x1b87_3593;
+// MurmurHash3 x86_32 constants, shared with the SIMD loops (`sse2`, `avx2x`).
+pub(crate) const C1: u32 = 0xcc9e_2d51;
+pub(crate) const C2: u32 = 0x1b87_3593;
+pub(crate) const N1: u32 = 0xe654_6b64;
+pub(crate) const F1: u32 = 0x85eb_ca6b;
+pub(crate) const F2: u32 = 0xc2b2_ae35;
 
 #[inline(always)]
 fn mix_k1(k: u32) -> u32 {
@@ -52,15 +56,15 @@ fn mix_h1(h: u32, k: u32) -> u32 {
     (h ^ mix_k1(k))
         .rotate_left(13)
         .wrapping_mul(5)
-        .wrapping_add(0xe654_6b64)
+        .wrapping_add(N1)
 }
 
 #[inline(always)]
 fn fmix(mut h: u32) -> u32 {
     h ^= h >> 16;
-    h = h.wrapping_mul(0x85eb_ca6b);
+    h = h.wrapping_mul(F1);
     h ^= h >> 13;
-    h = h.wrapping_mul(0xc2b2_ae35);
+    h = h.wrapping_mul(F2);
     h ^= h >> 16;
     h
 }
@@ -256,6 +260,13 @@ impl FastRem {
             let quot = t >> self.shift;
             n.wrapping_sub(quot.wrapping_mul(self.d))
         }
+    }
+
+    /// The bucket of a hash: `|h| mod d` with `h` read as i32 (D3). The scalar tails of the
+    /// SIMD loops use it.
+    #[inline]
+    pub(crate) fn bucket_of_hash(&self, h: u32) -> i32 {
+        self.rem((h as i32).unsigned_abs()) as i32
     }
 
     /// `n mod d`.

@@ -7,11 +7,11 @@ use std::arch::x86_64::*;
 
 use crate::hash::FastRem;
 
-const C1: i32 = 0xcc9e_2d51_u32 as i32;
-const C2: i32 = 0x1b87_3593_u32 as i32;
-const N1: i32 = 0xe654_6b64_u32 as i32;
-const F1: i32 = 0x85eb_ca6b_u32 as i32;
-const F2: i32 = 0xc2b2_ae35_u32 as i32;
+const C1: i32 = crate::hash::C1 as i32;
+const C2: i32 = crate::hash::C2 as i32;
+const N1: i32 = crate::hash::N1 as i32;
+const F1: i32 = crate::hash::F1 as i32;
+const F2: i32 = crate::hash::F2 as i32;
 
 /// Low 32 bits of the lane-wise product.
 #[inline]
@@ -174,7 +174,7 @@ fn run<const WIDE: bool>(w: &[u32], n: usize, rem: Option<(&Rem, &FastRem)>) -> 
             crate::hash::murmur_u32(w[j])
         };
         *o = match rem {
-            Some((_, r)) => r.rem((h as i32).unsigned_abs()) as i32,
+            Some((_, r)) => r.bucket_of_hash(h),
             None => h as i32,
         };
     }
