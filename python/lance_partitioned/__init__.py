@@ -6,17 +6,24 @@ partitions are in :mod:`lance_partitioned.kernels`; errors are in
 :mod:`lance_partitioned.exceptions`.
 """
 
-from lance_partitioned import exceptions, kernels, spec
+from lance_partitioned import exceptions, kernels, namespace, spec
 from lance_partitioned._native import __version__
 from lance_partitioned.exceptions import (
     ArrowError,
+    CommitConflictError,
+    CorruptNamespaceError,
     ExpressionError,
     InternalError,
     InvalidArgumentError,
+    LanceError,
     LancePartitionedError,
+    NamespaceExistsError,
+    NamespaceNotFoundError,
+    SchemaMismatchError,
     SpecError,
     UnsupportedTypeError,
 )
+from lance_partitioned.namespace import PartitionedNamespace, Snapshot, WriteResult
 from lance_partitioned.spec import (
     Bucket,
     Day,
@@ -35,25 +42,35 @@ from lance_partitioned.spec import (
 __all__ = [
     "ArrowError",
     "Bucket",
+    "CommitConflictError",
+    "CorruptNamespaceError",
     "Day",
     "ExpressionError",
     "Hour",
     "Identity",
     "InternalError",
     "InvalidArgumentError",
+    "LanceError",
     "LancePartitionedError",
     "Month",
     "MultiBucket",
+    "NamespaceExistsError",
+    "NamespaceNotFoundError",
     "PartitionField",
     "PartitionSpec",
+    "PartitionedNamespace",
+    "SchemaMismatchError",
+    "Snapshot",
     "SpecError",
     "Transform",
     "Truncate",
     "UnsupportedTypeError",
+    "WriteResult",
     "Year",
     "__version__",
     "assign_field_ids",
     "exceptions",
     "kernels",
+    "namespace",
     "spec",
 ]

@@ -11,24 +11,43 @@ arrive with their own type; this module re-exports them.
 - :class:`InvalidArgumentError`: an argument is out of range or inconsistent.
 - :class:`ArrowError`: Arrow reported an error (a failed cast, a malformed array).
 - :class:`InternalError`: a bug (including a caught Rust panic).
+- :class:`SchemaMismatchError`: input data does not fit the namespace schema.
+- :class:`NamespaceNotFoundError`: no partitioned namespace (or object) at that location.
+- :class:`NamespaceExistsError`: a namespace already exists where one is being created.
+- :class:`CorruptNamespaceError`: stored metadata is malformed; see ``repair()``.
+- :class:`CommitConflictError`: a concurrent commit made this one impossible; nothing of it
+  became visible.
+- :class:`LanceError`: the Lance storage layer failed (I/O, format).
 """
 
 from lance_partitioned._native import (
     ArrowError,
+    CommitConflictError,
+    CorruptNamespaceError,
     ExpressionError,
     InternalError,
     InvalidArgumentError,
+    LanceError,
     LancePartitionedError,
+    NamespaceExistsError,
+    NamespaceNotFoundError,
+    SchemaMismatchError,
     SpecError,
     UnsupportedTypeError,
 )
 
 __all__ = [
     "ArrowError",
+    "CommitConflictError",
+    "CorruptNamespaceError",
     "ExpressionError",
     "InternalError",
     "InvalidArgumentError",
+    "LanceError",
     "LancePartitionedError",
+    "NamespaceExistsError",
+    "NamespaceNotFoundError",
+    "SchemaMismatchError",
     "SpecError",
     "UnsupportedTypeError",
 ]

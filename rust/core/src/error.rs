@@ -33,6 +33,33 @@ pub enum Error {
     /// An invariant of this crate was violated; always a bug.
     #[error("internal error: {0}")]
     Internal(String),
+    /// Input data does not fit the namespace schema (unknown column, missing non-nullable
+    /// column, lossy cast, NULL in a non-nullable column).
+    #[error("{0}")]
+    SchemaMismatch(String),
+    /// No partitioned namespace (or no such object) at the given location.
+    #[error("{0}")]
+    NotFound(String),
+    /// A namespace already exists where one is being created.
+    #[error("{0}")]
+    AlreadyExists(String),
+    /// The namespace's stored metadata is malformed or inconsistent (bad JSON, missing
+    /// manifest columns, dangling rows).
+    #[error("{0}")]
+    Corrupt(String),
+    /// A concurrent commit changed what this commit depends on (overwrite against a
+    /// concurrent write, or retries exhausted).
+    #[error("{0}")]
+    CommitConflict(String),
+    /// An error reported by the lance crate (I/O, format, commit).
+    #[error("lance error: {0}")]
+    Lance(Box<lance::Error>),
+}
+
+impl From<lance::Error> for Error {
+    fn from(e: lance::Error) -> Self {
+        Error::Lance(Box::new(e))
+    }
 }
 
 impl From<DataFusionError> for Error {
@@ -60,4 +87,12 @@ macro_rules! spec_err {
 macro_rules! expr_err {
     ($($arg:tt)*) => { Err($crate::error::Error::Expression(format!($($arg)*))) };
 }
-pub(crate) use {expr_err, invalid_arg, spec_err, unsupported};
+/// Shorthand for `Err(Error::SchemaMismatch(format!(...)))`.
+macro_rules! schema_err {
+    ($($arg:tt)*) => { Err($crate::error::Error::SchemaMismatch(format!($($arg)*))) };
+}
+/// Shorthand for `Err(Error::Corrupt(format!(...)))`.
+macro_rules! corrupt {
+    ($($arg:tt)*) => { Err($crate::error::Error::Corrupt(format!($($arg)*))) };
+}
+pub(crate) use {corrupt, expr_err, invalid_arg, schema_err, spec_err, unsupported};

@@ -1,5 +1,6 @@
 //! Pure Rust core of lance-partitioned: the vectorised kernels (hashing, transforms,
-//! expressions, routing) and the partition spec model. No Python here; the `rust/python`
+//! expressions, routing), the partition spec model and the partitioned namespace (manifest,
+//! writes and commits, pruning and reads). No Python here; the `rust/python`
 //! crate binds this to `lance_partitioned._native`.
 //!
 //! Arrow and DataFusion are taken from the `lance` crate's re-exports so that one major of
@@ -14,6 +15,7 @@ pub mod error;
 pub mod expr;
 pub mod hash;
 mod mem;
+pub mod ns;
 pub mod route;
 pub mod spec;
 #[cfg(target_arch = "x86_64")]

@@ -10,6 +10,7 @@ use crate::arrow::array::{new_null_array, Array, ArrayRef, RecordBatch};
 use crate::arrow::compute::kernels::cast::{cast_with_options, CastOptions};
 use crate::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use crate::arrow::util::display::FormatOptions;
+use crate::datafusion::scalar::ScalarValue;
 use crate::error::{spec_err, Error, Result};
 use crate::expr::{compile_cached, CompiledExpr};
 use crate::transform::Transform;
@@ -265,6 +266,54 @@ impl CompiledSpec {
         })
     }
 
+    /// The value of field `k` for one tuple of source values (pruning: the transform evaluated
+    /// on a query literal). Inputs are cast to the namespace source types first (D2).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a wrong number of inputs or a lossy cast.
+    pub fn field_value(&self, k: usize, inputs: &[ScalarValue]) -> Result<ScalarValue> {
+        let f = self
+            .fields
+            .get(k)
+            .ok_or_else(|| Error::InvalidArgument(format!("no partition field {k}")))?;
+        if inputs.len() != f.sources.len() {
+            return Err(Error::InvalidArgument(format!(
+                "partition field {:?} has {} sources, got {} values",
+                f.field_id,
+                f.sources.len(),
+                inputs.len()
+            )));
+        }
+        let mut arrays = Vec::with_capacity(inputs.len());
+        for (v, s) in inputs.iter().zip(&f.sources) {
+            let a = v.to_array_of_size(1)?;
+            let name = s.name.as_deref().unwrap_or("?");
+            arrays.push(if s.data_type == DataType::Null {
+                a
+            } else {
+                to_namespace_type(&a, &s.data_type, name)?
+            });
+        }
+        let out = match &f.compute {
+            Compute::Transform(t) => t.apply(&arrays)?,
+            Compute::Expression(e) => e.evaluate(&arrays)?,
+        };
+        let out = if out.data_type() == &f.result_type {
+            out
+        } else {
+            cast_with_options(out.as_ref(), &f.result_type, &strict_cast())?
+        };
+        Ok(ScalarValue::try_from_array(&out, 0)?)
+    }
+
+    /// The namespace column names of field `k`'s sources (`None`: dropped column).
+    pub fn source_names(&self, k: usize) -> Vec<Option<String>> {
+        self.fields
+            .get(k)
+            .map(|f| f.sources.iter().map(|s| s.name.clone()).collect())
+            .unwrap_or_default()
+    }
+
     /// The spec this was compiled from.
     pub fn spec(&self) -> &PartitionSpec {
         &self.spec
@@ -349,7 +398,7 @@ fn consistent_types(computed: &DataType, declared: &DataType) -> bool {
     computed == declared || (family(computed) != 0 && family(computed) == family(declared))
 }
 
-fn strict_cast() -> CastOptions<'static> {
+pub(crate) fn strict_cast() -> CastOptions<'static> {
     CastOptions {
         safe: false,
         format_options: FormatOptions::default(),
@@ -357,7 +406,7 @@ fn strict_cast() -> CastOptions<'static> {
 }
 
 /// Casts `col` to the namespace type `to` (D2), refusing lossy casts.
-fn to_namespace_type(col: &ArrayRef, to: &DataType, name: &str) -> Result<ArrayRef> {
+pub(crate) fn to_namespace_type(col: &ArrayRef, to: &DataType, name: &str) -> Result<ArrayRef> {
     if col.data_type() == to {
         return Ok(Arc::clone(col));
     }

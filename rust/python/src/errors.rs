@@ -53,6 +53,43 @@ create_exception!(
     "A bug in lance_partitioned (including a caught Rust panic). Please report it."
 );
 
+create_exception!(
+    lance_partitioned.exceptions,
+    SchemaMismatchError,
+    LancePartitionedError,
+    "Input data does not fit the namespace schema."
+);
+create_exception!(
+    lance_partitioned.exceptions,
+    NamespaceNotFoundError,
+    LancePartitionedError,
+    "There is no partitioned namespace (or no such object) at the given location."
+);
+create_exception!(
+    lance_partitioned.exceptions,
+    NamespaceExistsError,
+    LancePartitionedError,
+    "A namespace already exists where one is being created."
+);
+create_exception!(
+    lance_partitioned.exceptions,
+    CorruptNamespaceError,
+    LancePartitionedError,
+    "The namespace's stored metadata is malformed or inconsistent; see repair()."
+);
+create_exception!(
+    lance_partitioned.exceptions,
+    CommitConflictError,
+    LancePartitionedError,
+    "A concurrent commit made this commit impossible (nothing of it became visible)."
+);
+create_exception!(
+    lance_partitioned.exceptions,
+    LanceError,
+    LancePartitionedError,
+    "The lance storage layer reported an error (I/O, format, commit)."
+);
+
 /// Converts a core error into the matching Python exception.
 pub fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
@@ -64,6 +101,12 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Arrow(_) => ArrowError::new_err(msg),
         Error::DataFusion(_) => ExpressionError::new_err(msg),
         Error::Internal(_) => InternalError::new_err(msg),
+        Error::SchemaMismatch(_) => SchemaMismatchError::new_err(msg),
+        Error::NotFound(_) => NamespaceNotFoundError::new_err(msg),
+        Error::AlreadyExists(_) => NamespaceExistsError::new_err(msg),
+        Error::Corrupt(_) => CorruptNamespaceError::new_err(msg),
+        Error::CommitConflict(_) => CommitConflictError::new_err(msg),
+        Error::Lance(_) => LanceError::new_err(msg),
     }
 }
 
@@ -116,5 +159,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("ArrowError", py.get_type::<ArrowError>())?;
     m.add("InternalError", py.get_type::<InternalError>())?;
+    m.add("SchemaMismatchError", py.get_type::<SchemaMismatchError>())?;
+    m.add("NamespaceNotFoundError", py.get_type::<NamespaceNotFoundError>())?;
+    m.add("NamespaceExistsError", py.get_type::<NamespaceExistsError>())?;
+    m.add("CorruptNamespaceError", py.get_type::<CorruptNamespaceError>())?;
+    m.add("CommitConflictError", py.get_type::<CommitConflictError>())?;
+    m.add("LanceError", py.get_type::<LanceError>())?;
     Ok(())
 }

@@ -10,6 +10,7 @@ use lance_partitioned_core::arrow::array::{
 };
 use lance_partitioned_core::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use lance_partitioned_core::arrow::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
+use lance_partitioned_core::arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
@@ -17,6 +18,7 @@ use crate::errors::{arrow_err, invalid_arg};
 
 const SCHEMA_NAME: &CStr = c"arrow_schema";
 const ARRAY_NAME: &CStr = c"arrow_array";
+const STREAM_NAME: &CStr = c"arrow_array_stream";
 
 fn capsule_ptr<T>(cap: &Bound<'_, PyAny>, name: &CStr) -> PyResult<*mut T> {
     let cap = cap.cast::<PyCapsule>().map_err(|_| {
@@ -121,4 +123,29 @@ pub fn export_batch<'py>(py: Python<'py>, batch: &RecordBatch) -> PyResult<Bound
     let s = StructArray::from(batch.clone());
     let ffi = FFI_ArrowArray::new(&s.to_data());
     to_pyarrow(py, "RecordBatch", ffi_schema, ffi)
+}
+
+/// Imports a stream of record batches from an object implementing `__arrow_c_stream__`.
+pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<ArrowArrayStreamReader> {
+    if !obj.hasattr("__arrow_c_stream__")? {
+        return Err(invalid_arg(format!(
+            "expected Arrow data (a table, record batch reader or any object with \
+             __arrow_c_stream__), got {}",
+            obj.get_type().name()?
+        )));
+    }
+    let cap = obj.call_method0("__arrow_c_stream__")?;
+    let ptr = capsule_ptr::<FFI_ArrowArrayStream>(&cap, STREAM_NAME)?;
+    // SAFETY: a valid stream per the PyCapsule protocol; `from_raw` moves it out and marks
+    // the capsule's copy released.
+    unsafe { ArrowArrayStreamReader::from_raw(ptr) }.map_err(arrow_err)
+}
+
+/// Exports a schema to a `pyarrow.Schema` (metadata kept).
+pub fn export_schema<'py>(py: Python<'py>, schema: &Schema) -> PyResult<Bound<'py, PyAny>> {
+    let ffi = FFI_ArrowSchema::try_from(schema).map_err(arrow_err)?;
+    let cap = PyCapsule::new_with_value(py, ffi, SCHEMA_NAME)?;
+    py.import("pyarrow")?
+        .getattr("Schema")?
+        .call_method1("_import_from_c_capsule", (cap,))
 }

@@ -15,6 +15,7 @@ use pyo3::types::{PyList, PyString};
 
 mod errors;
 mod ffi;
+mod namespace;
 
 use errors::{invalid_arg, run};
 use ffi::{export_array, export_batch, import_array, import_batch, import_schema};
@@ -273,5 +274,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(namespace::create_namespace, m)?)?;
+    m.add_function(wrap_pyfunction!(namespace::write_data, m)?)?;
+    m.add_class::<namespace::ManifestSnapshot>()?;
+    m.add_class::<namespace::Scan>()?;
     Ok(())
 }

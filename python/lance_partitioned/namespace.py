@@ -1,0 +1,436 @@
+"""The partitioned namespace: a directory of Lance datasets, one per leaf partition, indexed by
+a ``__manifest`` Lance table (the Lance Partitioned Namespace format).
+
+::
+
+    import pyarrow as pa
+    import lance_partitioned as lp
+
+    ns = lp.PartitionedNamespace.create("/data/events", schema=schema, spec=spec)
+    ns.write(table)                                   # strong mode: atomic across partitions
+    ns.write(more, mode="overwrite")                  # replaces exactly the partitions touched
+    reader = ns.scan(filter="country = 'US' AND event_date >= DATE '2025-12-01'")
+    ns.partitions(filter="country = 'US'")            # the pruned leaves
+    print(ns.explain("country = 'US'"))
+    snap = ns.snapshot()                              # a consistent view at one manifest version
+
+Everything heavy (routing, fragment writes, commits, manifest scans, pruning, leaf reads) runs in
+Rust without the GIL; this module only normalises arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_partitioned import _native
+from lance_partitioned.exceptions import InvalidArgumentError
+from lance_partitioned.spec import PartitionSpec
+
+__all__ = ["PartitionedNamespace", "Snapshot", "WriteResult"]
+
+WriteMode = Literal["append", "overwrite", "overwrite_all"]
+TransactionMode = Literal["strong", "weak"]
+Filter = str | pc.Expression | None
+
+_MODE_KEY = "lance_partitioned.transaction_mode"
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a write did."""
+
+    rows: int
+    """Rows written."""
+    partitions: int
+    """Partitions written to."""
+    created: int
+    """Partitions created by this write."""
+    dropped: int
+    """Partitions dropped (``mode="overwrite_all"``)."""
+    files: int
+    """Data files written."""
+    bytes: int
+    """Bytes written."""
+    manifest_version: int
+    """The ``__manifest`` version that made the write visible."""
+    attempts: int
+    """Manifest commit attempts (more than 1 when concurrent writers were rebased over)."""
+
+
+def _stream(data: Any) -> Any:
+    """Any Arrow data as an object with ``__arrow_c_stream__``."""
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if hasattr(data, "__arrow_c_stream__"):
+        return data
+    if hasattr(data, "__arrow_c_array__"):
+        return pa.Table.from_batches([pa.record_batch(data)])
+    try:
+        import pandas as pd  # type: ignore[import-untyped,unused-ignore]
+
+        if isinstance(data, pd.DataFrame):
+            return pa.Table.from_pandas(data, preserve_index=False)
+    except ImportError:  # pragma: no cover - pandas is optional
+        pass
+    if isinstance(data, Iterable):
+        batches = iter(data)
+        first = next(batches, None)
+        if first is None:
+            raise InvalidArgumentError("no data to write (an empty iterable)")
+        if not isinstance(first, pa.RecordBatch):
+            raise InvalidArgumentError(
+                f"expected an iterable of pyarrow.RecordBatch, got {type(first).__name__}"
+            )
+
+        def chain() -> Iterator[pa.RecordBatch]:
+            yield first
+            yield from batches
+
+        return pa.RecordBatchReader.from_batches(first.schema, chain())
+    raise InvalidArgumentError(
+        "data must be a pyarrow Table, RecordBatch, RecordBatchReader, an object with "
+        f"__arrow_c_stream__, or an iterable of RecordBatches; got {type(data).__name__}"
+    )
+
+
+def _split_filter(filter: Filter) -> tuple[str | None, pc.Expression | None]:
+    """SQL text for pruning, and a pyarrow expression to apply after reading."""
+    if filter is None or isinstance(filter, str):
+        return filter, None
+    if isinstance(filter, pc.Expression):
+        return None, filter
+    raise InvalidArgumentError(
+        f"filter must be a SQL string or a pyarrow.compute.Expression, got {type(filter).__name__}"
+    )
+
+
+class Snapshot:
+    """A read-only view of the namespace at one ``__manifest`` version.
+
+    Every leaf is read at the ``read_version`` this manifest version records, so all reads
+    through one snapshot are consistent across partitions.
+    """
+
+    def __init__(self, native: _native.ManifestSnapshot) -> None:
+        self._s = native
+
+    @property
+    def version(self) -> int:
+        """The ``__manifest`` version."""
+        return self._s.version
+
+    @property
+    def root(self) -> str:
+        return self._s.root
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The namespace schema (``lance:field_id`` on every field)."""
+        return self._s.schema
+
+    @property
+    def specs(self) -> dict[int, dict[str, Any]]:
+        """Every partition spec version, by id (the ``partition_spec_v<N>`` objects)."""
+        return {k: json.loads(v) for k, v in self._s.specs()}
+
+    @property
+    def spec_id(self) -> int:
+        """The current (newest) spec version."""
+        return max(self.specs)
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """Root properties as stored in the manifest's table metadata."""
+        return dict(self._s.properties)
+
+    @property
+    def missing_columns(self) -> list[str]:
+        """Manifest columns another tool dropped (see :meth:`PartitionedNamespace.repair`)."""
+        return list(self._s.missing_columns)
+
+    def manifest(self) -> pa.Table:
+        """All ``__manifest`` rows."""
+        return pa.Table.from_batches([self._s.manifest_batch()])
+
+    def partitions(self, filter: Filter = None, *, with_rows: bool = True) -> pa.Table:
+        """The leaf partitions kept by pruning ``filter`` (all without a filter).
+
+        Columns: ``object_id``, ``location``, ``read_version``, ``spec_id``, one column per
+        partition field id (typed; NULL where a spec version lacks the field) and, with
+        ``with_rows``, ``rows`` (the row count at ``read_version``).
+        """
+        sql, _ = _split_filter(filter)
+        _, batch, rows = self._s.partitions(sql, with_rows)
+        table = pa.Table.from_batches([batch])
+        if rows is not None:
+            table = table.append_column("rows", pa.array(rows, pa.uint64()))
+        return table
+
+    def explain(self, filter: Filter = None) -> str:
+        """The manifest predicate built per spec version and how many partitions were kept."""
+        sql, post = _split_filter(filter)
+        plan, _, _ = self._s.partitions(sql, False)
+        lines = [f"filter: {filter!s}" if filter is not None else "filter: (none)"]
+        if post is not None:
+            lines.append("  (pyarrow expression: applied after reading, no pruning)")
+        kept = total = 0
+        for p in plan:
+            kept += p["kept"]
+            total += p["total"]
+            pred = p["predicate"] or "TRUE (nothing to prune on)"
+            lines.append(
+                f"  v{p['spec_id']}: object_id LIKE 'v{p['spec_id']}$%' AND object_type = 'table'"
+                f" AND {pred}  -> kept {p['kept']} of {p['total']} partitions"
+            )
+        lines.append(f"total: kept {kept} of {total} partitions")
+        return "\n".join(lines)
+
+    def plan(self, filter: Filter = None) -> list[dict[str, Any]]:
+        """:meth:`explain` as data: one dict per spec version."""
+        sql, _ = _split_filter(filter)
+        plan, _, _ = self._s.partitions(sql, False)
+        return list(plan)
+
+    def scan(
+        self,
+        filter: Filter = None,
+        columns: Sequence[str] | None = None,
+        *,
+        batch_size: int | None = None,
+    ) -> pa.RecordBatchReader:
+        """Streams the rows matching ``filter``, reading only the partitions pruning keeps.
+
+        ``filter`` is a SQL expression (DataFusion dialect) over namespace columns, or a
+        ``pyarrow.compute.Expression`` (applied after reading; no pruning). Batches follow the
+        namespace schema (projected to ``columns``).
+        """
+        sql, post = _split_filter(filter)
+        cols = list(columns) if columns is not None else None
+        if post is not None and cols is not None:
+            read_cols = list(dict.fromkeys([*cols, *self._expression_columns(post)]))
+        else:
+            read_cols = cols
+        scan = self._s.scan(sql, read_cols, batch_size)
+        schema = scan.schema
+        if post is None:
+            return pa.RecordBatchReader.from_batches(schema, iter(scan))
+        out_schema = pa.schema([schema.field(c) for c in cols]) if cols is not None else schema
+
+        def filtered() -> Iterator[pa.RecordBatch]:
+            for b in scan:
+                t = pa.Table.from_batches([b]).filter(post)
+                if cols is not None:
+                    t = t.select(cols)
+                yield from t.to_batches()
+
+        return pa.RecordBatchReader.from_batches(out_schema, filtered())
+
+    def _expression_columns(self, expr: pc.Expression) -> list[str]:
+        text = str(expr)
+        return [f.name for f in self.schema if f.name in text]
+
+    def to_table(self, filter: Filter = None, columns: Sequence[str] | None = None) -> pa.Table:
+        """:meth:`scan` collected into a table."""
+        return self.scan(filter, columns).read_all()
+
+    def describe_namespace(self, path: Sequence[str]) -> dict[str, str]:
+        """Runtime properties of a namespace: ``["v1"]`` gives ``partition_spec``;
+        ``["v1", "<id>", ...]`` gives ``partition.<field_id>`` of that level."""
+        return dict(self._s.describe_namespace(list(path)))
+
+
+class PartitionedNamespace:
+    """A Lance partitioned namespace rooted at a directory (or object-store URI)."""
+
+    def __init__(self, snapshot: _native.ManifestSnapshot) -> None:
+        self._snap = snapshot
+        self._root = snapshot.root
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        root: str,
+        schema: pa.Schema,
+        spec: PartitionSpec | Mapping[str, Any],
+        *,
+        transaction_mode: TransactionMode = "strong",
+        properties: Mapping[str, str] | None = None,
+    ) -> PartitionedNamespace:
+        """Creates a namespace with ``schema`` (field ids assigned where missing) and ``spec``
+        as ``partition_spec_v1``. Raises ``NamespaceExistsError`` if one exists at ``root``,
+        ``SpecError`` / ``ExpressionError`` for an invalid spec."""
+        from lance_partitioned.spec import assign_field_ids
+
+        if transaction_mode not in ("strong", "weak"):
+            raise InvalidArgumentError(
+                f"transaction_mode must be 'strong' or 'weak', not {transaction_mode!r}"
+            )
+        schema = assign_field_ids(schema)
+        if isinstance(spec, PartitionSpec):
+            spec_obj = spec.to_dict(schema, spec_id=1)
+        else:
+            spec_obj = dict(spec)
+            spec_obj.setdefault("id", 1)
+        props = dict(properties or {})
+        props[_MODE_KEY] = transaction_mode
+        _native.create_namespace(_uri(root), schema, json.dumps(spec_obj), props)
+        return cls.open(root)
+
+    @classmethod
+    def open(cls, root: str) -> PartitionedNamespace:
+        """Opens the namespace at ``root`` (``NamespaceNotFoundError`` if there is none)."""
+        return cls(_native.ManifestSnapshot.load(_uri(root), None))
+
+    def refresh(self) -> bool:
+        """Reloads the manifest if another writer moved it; returns whether it moved."""
+        latest = self._snap.latest_version()
+        if latest == self._snap.version:
+            return False
+        self._snap = _native.ManifestSnapshot.load(self._root, None)
+        return True
+
+    def snapshot(self, version: int | None = None) -> Snapshot:
+        """A consistent read-only view: the latest manifest version, or ``version``."""
+        if version is None:
+            self.refresh()
+            return Snapshot(self._snap)
+        if version == self._snap.version:
+            return Snapshot(self._snap)
+        return Snapshot(_native.ManifestSnapshot.load(self._root, version))
+
+    # -- metadata ----------------------------------------------------------------------------
+
+    @property
+    def root(self) -> str:
+        return self._root
+
+    @property
+    def version(self) -> int:
+        """The manifest version of the cached snapshot (see :meth:`refresh`)."""
+        return self._snap.version
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The namespace schema."""
+        return self._snap.schema
+
+    @property
+    def specs(self) -> dict[int, dict[str, Any]]:
+        """All partition spec versions by id."""
+        return Snapshot(self._snap).specs
+
+    @property
+    def spec(self) -> PartitionSpec:
+        """The current partition spec."""
+        specs = self.specs
+        return PartitionSpec.from_dict(specs[max(specs)])
+
+    @property
+    def transaction_mode(self) -> TransactionMode:
+        """The namespace's default transaction mode."""
+        return "weak" if self._snap.properties.get(_MODE_KEY) == "weak" else "strong"
+
+    @property
+    def missing_columns(self) -> list[str]:
+        return list(self._snap.missing_columns)
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def write(
+        self,
+        data: Any,
+        mode: WriteMode = "append",
+        *,
+        transaction_mode: TransactionMode | None = None,
+        max_rows_per_file: int = 1 << 20,
+        concurrency: int = 8,
+        route_threads: int = 1,
+    ) -> WriteResult:
+        """Writes ``data`` (a pyarrow Table / RecordBatch / RecordBatchReader, any Arrow
+        stream, or an iterable of RecordBatches).
+
+        ``mode="append"`` adds rows; ``"overwrite"`` replaces exactly the partitions the input
+        touches; ``"overwrite_all"`` also drops every other partition. In strong mode (the
+        default) nothing is visible until one atomic manifest commit; concurrent appends are
+        rebased, an overwrite racing another write raises ``CommitConflictError``.
+        """
+        if mode not in ("append", "overwrite", "overwrite_all"):
+            raise InvalidArgumentError(
+                f"mode must be 'append', 'overwrite' or 'overwrite_all', not {mode!r}"
+            )
+        strong: bool | None = None
+        if transaction_mode is not None:
+            if transaction_mode not in ("strong", "weak"):
+                raise InvalidArgumentError(
+                    f"transaction_mode must be 'strong' or 'weak', not {transaction_mode!r}"
+                )
+            strong = transaction_mode == "strong"
+        summary = _native.write_data(
+            self._root,
+            _stream(data),
+            mode,
+            strong,
+            max_rows_per_file,
+            concurrency,
+            route_threads,
+        )
+        self.refresh()
+        return WriteResult(**summary)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def scan(
+        self,
+        filter: Filter = None,
+        columns: Sequence[str] | None = None,
+        *,
+        as_of: int | None = None,
+        batch_size: int | None = None,
+    ) -> pa.RecordBatchReader:
+        """Streams rows matching ``filter`` from the latest snapshot (or manifest version
+        ``as_of``); see :meth:`Snapshot.scan`."""
+        return self.snapshot(as_of).scan(filter, columns, batch_size=batch_size)
+
+    def to_table(
+        self,
+        filter: Filter = None,
+        columns: Sequence[str] | None = None,
+        *,
+        as_of: int | None = None,
+    ) -> pa.Table:
+        """:meth:`scan` collected into a table."""
+        return self.snapshot(as_of).to_table(filter, columns)
+
+    def partitions(
+        self, filter: Filter = None, *, as_of: int | None = None, with_rows: bool = True
+    ) -> pa.Table:
+        """The pruned leaf partitions; see :meth:`Snapshot.partitions`."""
+        return self.snapshot(as_of).partitions(filter, with_rows=with_rows)
+
+    def explain(self, filter: Filter = None, *, as_of: int | None = None) -> str:
+        """The pruning plan of ``filter``; see :meth:`Snapshot.explain`."""
+        return self.snapshot(as_of).explain(filter)
+
+    def describe_namespace(self, path: Sequence[str]) -> dict[str, str]:
+        """Runtime namespace properties (``partition_spec``, ``partition.<field_id>``)."""
+        return self.snapshot().describe_namespace(path)
+
+    def __repr__(self) -> str:
+        return f"PartitionedNamespace({self._root!r}, version={self.version})"
+
+
+def _uri(root: str) -> str:
+    """Local paths become absolute; URIs pass through."""
+    if "://" in root:
+        return root
+    import os
+
+    return os.path.abspath(root)

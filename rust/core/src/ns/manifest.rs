@@ -1,0 +1,777 @@
+//! The `__manifest` table: the DirectoryNamespace V2 columns plus `read_version` and one
+//! `partition_field_<field_id>` column per partition field of any spec version; root
+//! properties (schema, `partition_spec_v<N>`) in its Lance table metadata (D9).
+//!
+//! A [`Snapshot`] is the whole manifest at one version, indexed for lookups: leaves by spec
+//! version and partition values, namespaces by value prefix, `table_version` rows by table.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use lance::dataset::builder::DatasetBuilder;
+use lance::dataset::{Dataset, InsertBuilder, WriteMode, WriteParams};
+
+use crate::arrow::array::{
+    new_null_array, Array, ArrayRef, AsArray, ListBuilder, RecordBatch, StringArray,
+    StringBuilder, UInt64Array,
+};
+use crate::arrow::compute::cast;
+use crate::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
+use crate::datafusion::scalar::ScalarValue;
+use crate::error::{corrupt, Error, Result};
+use crate::ns::{join_uri, values, MANIFEST_DIR, PARTITION_COLUMN_PREFIX, SCHEMA_KEY, SPEC_KEY_PREFIX};
+use crate::spec::{CompiledSpec, PartitionSpec};
+use crate::types::{field_id, JsonSchema, FIELD_ID_KEY};
+
+/// `object_id` column (primary key; `$`-separated path).
+pub const OBJECT_ID: &str = "object_id";
+/// `object_type` column: `namespace`, `table` or `table_version`.
+pub const OBJECT_TYPE: &str = "object_type";
+/// `location` column: table directory relative to the root.
+pub const LOCATION: &str = "location";
+/// `metadata` column: JSON object of string properties.
+pub const METADATA: &str = "metadata";
+/// `base_objects` column (DirectoryNamespace V2).
+pub const BASE_OBJECTS: &str = "base_objects";
+/// `read_version` column (strong mode).
+pub const READ_VERSION: &str = "read_version";
+
+/// Object type of namespaces.
+pub const NAMESPACE: &str = "namespace";
+/// Object type of tables.
+pub const TABLE: &str = "table";
+/// Object type of recorded table versions.
+pub const TABLE_VERSION: &str = "table_version";
+
+/// The manifest column holding partition field `fid`.
+pub fn partition_column(fid: &str) -> String {
+    format!("{PARTITION_COLUMN_PREFIX}{fid}")
+}
+
+/// The DirectoryNamespace V2 columns plus `read_version`.
+pub fn base_fields() -> Vec<Field> {
+    vec![
+        Field::new(OBJECT_ID, DataType::Utf8, false),
+        Field::new(OBJECT_TYPE, DataType::Utf8, false),
+        Field::new(LOCATION, DataType::Utf8, true),
+        Field::new(METADATA, DataType::Utf8, true),
+        Field::new(
+            BASE_OBJECTS,
+            DataType::List(Arc::new(Field::new("object_id", DataType::Utf8, true))),
+            true,
+        ),
+        Field::new(READ_VERSION, DataType::UInt64, true),
+    ]
+}
+
+/// The manifest schema for a set of specs: base columns, then one partition column per
+/// distinct field id, in order of first appearance.
+pub fn manifest_schema<'a>(specs: impl IntoIterator<Item = &'a PartitionSpec>) -> Result<Schema> {
+    let mut fields = base_fields();
+    let mut seen = HashMap::new();
+    for spec in specs {
+        for f in &spec.fields {
+            let dt = f.result_type.to_arrow()?;
+            match seen.get(&f.field_id) {
+                Some(prev) if prev != &dt => {
+                    return corrupt!(
+                        "partition field {:?} has result_type {prev} in one spec and {dt} in another",
+                        f.field_id
+                    )
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(f.field_id.clone(), dt.clone());
+                    fields.push(Field::new(partition_column(&f.field_id), dt, true));
+                }
+            }
+        }
+    }
+    Ok(Schema::new(fields))
+}
+
+/// Root properties: the namespace schema and every spec version.
+#[derive(Debug, Clone)]
+pub struct Root {
+    /// All root properties as stored.
+    pub props: HashMap<String, String>,
+    /// The namespace schema (Arrow, `lance:field_id` on every field).
+    pub schema: SchemaRef,
+    /// Spec versions by id.
+    pub specs: BTreeMap<i32, PartitionSpec>,
+}
+
+impl Root {
+    /// Parses root properties.
+    ///
+    /// # Errors
+    /// `NotFound` without any spec key; `Corrupt` for malformed JSON.
+    pub fn parse(props: HashMap<String, String>) -> Result<Self> {
+        let mut specs = BTreeMap::new();
+        for (k, v) in &props {
+            if let Some(n) = k.strip_prefix(SPEC_KEY_PREFIX) {
+                let n: i32 = n
+                    .parse()
+                    .map_err(|_| Error::Corrupt(format!("bad spec key {k:?}")))?;
+                let spec = PartitionSpec::from_json(v)
+                    .map_err(|e| Error::Corrupt(format!("{k} is not a partition spec: {e}")))?;
+                if spec.id != n {
+                    return corrupt!("{k} holds a spec with id {}", spec.id);
+                }
+                specs.insert(n, spec);
+            }
+        }
+        if specs.is_empty() {
+            return Err(Error::NotFound(
+                "not a partitioned namespace: the manifest has no partition_spec_v<N> property"
+                    .into(),
+            ));
+        }
+        let schema_text = props
+            .get(SCHEMA_KEY)
+            .ok_or_else(|| Error::Corrupt("the manifest has no schema property".into()))?;
+        let js: JsonSchema = serde_json::from_str(schema_text)
+            .map_err(|e| Error::Corrupt(format!("malformed schema property: {e}")))?;
+        let schema = Arc::new(
+            js.to_arrow()
+                .map_err(|e| Error::Corrupt(format!("bad schema property: {e}")))?,
+        );
+        Ok(Self {
+            props,
+            schema,
+            specs,
+        })
+    }
+
+    /// The newest spec version.
+    pub fn current_spec(&self) -> &PartitionSpec {
+        // `parse` guarantees at least one spec.
+        self.specs.values().next_back().expect("at least one spec")
+    }
+}
+
+/// One leaf partition table.
+#[derive(Debug, Clone)]
+pub struct Leaf {
+    /// Row in [`Snapshot::batch`].
+    pub row: usize,
+    /// `v<N>$<id>...$dataset`.
+    pub object_id: String,
+    /// Directory relative to the root.
+    pub location: String,
+    /// Version to read (strong mode); `None` reads the latest (weak mode).
+    pub read_version: Option<u64>,
+    /// Spec version.
+    pub spec_id: i32,
+    /// Partition values, one per field of the spec.
+    pub values: Vec<ScalarValue>,
+}
+
+/// A recorded table version (`<table>$<version>` row).
+#[derive(Debug, Clone)]
+pub struct TableVersion {
+    /// The version.
+    pub version: u64,
+    /// Its properties (`operation`, `base_version`).
+    pub props: HashMap<String, String>,
+}
+
+/// The whole manifest at one version, indexed.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// Root URI of the namespace.
+    pub root: String,
+    /// The manifest dataset at [`Snapshot::version`].
+    pub dataset: Arc<Dataset>,
+    /// Manifest version.
+    pub version: u64,
+    /// Root properties.
+    pub root_props: Root,
+    /// All manifest rows.
+    pub batch: RecordBatch,
+    /// Leaves.
+    pub leaves: Vec<Leaf>,
+    /// Leaf index by (spec id, values).
+    pub leaf_by_key: HashMap<(i32, Vec<ScalarValue>), usize>,
+    /// Namespace object id by (spec id, value prefix); the prefix length is the level.
+    pub ns_by_key: HashMap<(i32, Vec<ScalarValue>), String>,
+    /// Row of every object id.
+    pub row_by_id: HashMap<String, usize>,
+    /// Recorded versions by table object id.
+    pub versions: HashMap<String, Vec<TableVersion>>,
+    /// Expected manifest columns that are missing (another writer dropped them, D14).
+    pub missing_columns: Vec<String>,
+}
+
+fn manifest_uri(root: &str) -> String {
+    join_uri(root, MANIFEST_DIR)
+}
+
+/// Parses a `metadata` cell (JSON object of strings; non-string values are kept as JSON).
+pub fn parse_props(text: Option<&str>) -> Result<HashMap<String, String>> {
+    let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+        return Ok(HashMap::new());
+    };
+    let v: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| Error::Corrupt(format!("malformed metadata JSON {text:?}: {e}")))?;
+    let serde_json::Value::Object(map) = v else {
+        return corrupt!("metadata is not a JSON object: {text:?}");
+    };
+    Ok(map
+        .into_iter()
+        .filter_map(|(k, v)| match v {
+            serde_json::Value::String(s) => Some((k, s)),
+            serde_json::Value::Null => None,
+            other => Some((k, other.to_string())),
+        })
+        .collect())
+}
+
+/// Serialises properties as a JSON object with sorted keys.
+pub fn props_json(props: &HashMap<String, String>) -> String {
+    let sorted: BTreeMap<&String, &String> = props.iter().collect();
+    serde_json::to_string(&sorted).unwrap_or_else(|_| "{}".into())
+}
+
+fn string_column(batch: &RecordBatch, name: &str) -> Result<Option<StringArray>> {
+    match batch.column_by_name(name) {
+        None => Ok(None),
+        Some(c) => {
+            let c = cast(c, &DataType::Utf8)?;
+            Ok(Some(c.as_string::<i32>().clone()))
+        }
+    }
+}
+
+/// Parses a version segment (`7`, or zero-padded to 20 digits).
+pub fn parse_version(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// The spec id of a `v<N>...` object id.
+pub fn spec_of(object_id: &str) -> Option<i32> {
+    let first = object_id.split('$').next()?;
+    first.strip_prefix('v')?.parse().ok()
+}
+
+impl Snapshot {
+    /// Loads the manifest of `root` at `version` (latest when `None`).
+    ///
+    /// # Errors
+    /// `NotFound` when there is no partitioned namespace; `Corrupt` for malformed metadata.
+    pub async fn load(root: &str, version: Option<u64>) -> Result<Self> {
+        let uri = manifest_uri(root);
+        let mut builder = DatasetBuilder::from_uri(&uri);
+        if let Some(v) = version {
+            builder = builder.with_version(v);
+        }
+        let dataset = match builder.load().await {
+            Ok(d) => d,
+            Err(lance::Error::DatasetNotFound { .. } | lance::Error::NotFound { .. }) => {
+                return Err(Error::NotFound(format!(
+                    "no partitioned namespace at {root:?} (no {MANIFEST_DIR} table)"
+                )))
+            }
+            Err(e) if version.is_some() && e.to_string().contains("not found") => {
+                return Err(Error::NotFound(format!(
+                    "manifest version {} of {root:?} does not exist: {e}",
+                    version.unwrap_or_default()
+                )))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        Self::from_dataset(root, Arc::new(dataset)).await
+    }
+
+    /// Indexes an opened manifest dataset.
+    ///
+    /// # Errors
+    /// As [`Snapshot::load`].
+    pub async fn from_dataset(root: &str, dataset: Arc<Dataset>) -> Result<Self> {
+        let mut props = dataset.metadata().clone();
+        if !props.keys().any(|k| k.starts_with(SPEC_KEY_PREFIX)) {
+            // Another writer's form: root properties in the Arrow schema metadata (D9).
+            props = dataset.schema().metadata.clone();
+        }
+        let root_props = Root::parse(props)?;
+        let batch = dataset.scan().try_into_batch().await?;
+        Self::index(root, dataset, root_props, batch)
+    }
+
+    fn index(root: &str, dataset: Arc<Dataset>, root_props: Root, batch: RecordBatch) -> Result<Self> {
+        let version = dataset.version().version;
+        let ids = string_column(&batch, OBJECT_ID)?
+            .ok_or_else(|| Error::Corrupt("the manifest has no object_id column".into()))?;
+        let types = string_column(&batch, OBJECT_TYPE)?
+            .ok_or_else(|| Error::Corrupt("the manifest has no object_type column".into()))?;
+        let locations = string_column(&batch, LOCATION)?;
+        let metadata = string_column(&batch, METADATA)?;
+        let read_versions: Option<UInt64Array> = match batch.column_by_name(READ_VERSION) {
+            Some(c) => Some(cast(c, &DataType::UInt64)?.as_primitive::<UInt64Type>().clone()),
+            None => None,
+        };
+        let expected = manifest_schema(root_props.specs.values())?;
+        let mut missing_columns = Vec::new();
+        for f in expected.fields() {
+            if batch.column_by_name(f.name()).is_none() && f.name() != BASE_OBJECTS {
+                missing_columns.push(f.name().clone());
+            }
+        }
+        let mut row_by_id = HashMap::with_capacity(batch.num_rows());
+        for r in 0..batch.num_rows() {
+            row_by_id.insert(ids.value(r).to_string(), r);
+        }
+        let props_of = |r: usize| -> Result<HashMap<String, String>> {
+            match &metadata {
+                Some(m) if !m.is_null(r) => parse_props(Some(m.value(r))),
+                _ => Ok(HashMap::new()),
+            }
+        };
+        // The value of field `k` of spec `spec` at row `r`: the typed column, or (when another
+        // writer dropped it) the ancestor namespace's `partition.<field_id>` property.
+        let value_at = |r: usize, spec: &PartitionSpec, k: usize, path: &[&str]| -> Result<ScalarValue> {
+            let f = &spec.fields[k];
+            let dt = f.result_type.to_arrow()?;
+            if let Some(col) = batch.column_by_name(&partition_column(&f.field_id)) {
+                let v = ScalarValue::try_from_array(col, r)?;
+                return Ok(if v.data_type() == dt { v } else { v.cast_to(&dt)? });
+            }
+            let ancestor = path[..k + 2].join("$");
+            let Some(&ar) = row_by_id.get(&ancestor) else {
+                return corrupt!("namespace {ancestor:?} is missing from the manifest");
+            };
+            let p = props_of(ar)?;
+            values::from_string(p.get(&format!("partition.{}", f.field_id)).map(|s| s.as_str()), &dt)
+        };
+        let mut leaves = Vec::new();
+        let mut leaf_by_key = HashMap::new();
+        let mut ns_by_key = HashMap::new();
+        let mut versions: HashMap<String, Vec<TableVersion>> = HashMap::new();
+        for r in 0..batch.num_rows() {
+            let oid = ids.value(r);
+            let path: Vec<&str> = oid.split('$').collect();
+            let Some(spec_id) = spec_of(oid) else { continue };
+            let Some(spec) = root_props.specs.get(&spec_id) else { continue };
+            let n = spec.fields.len();
+            match types.value(r) {
+                NAMESPACE => {
+                    let level = path.len() - 1;
+                    if level == 0 || level > n {
+                        continue;
+                    }
+                    let vals = (0..level)
+                        .map(|k| value_at(r, spec, k, &path))
+                        .collect::<Result<Vec<_>>>()?;
+                    ns_by_key.insert((spec_id, vals), oid.to_string());
+                }
+                TABLE => {
+                    if path.len() != n + 2 || path[n + 1] != crate::ns::LEAF_TABLE {
+                        continue;
+                    }
+                    let vals = (0..n)
+                        .map(|k| value_at(r, spec, k, &path))
+                        .collect::<Result<Vec<_>>>()?;
+                    let location = match &locations {
+                        Some(l) if !l.is_null(r) => l.value(r).to_string(),
+                        _ => return corrupt!("table {oid:?} has no location"),
+                    };
+                    let read_version = read_versions
+                        .as_ref()
+                        .and_then(|rv| (!rv.is_null(r)).then(|| rv.value(r)));
+                    let key = (spec_id, vals.clone());
+                    if leaf_by_key.insert(key, leaves.len()).is_some() {
+                        return corrupt!(
+                            "two partitions of spec v{spec_id} have the same values (second: {oid:?})"
+                        );
+                    }
+                    leaves.push(Leaf {
+                        row: r,
+                        object_id: oid.to_string(),
+                        location,
+                        read_version,
+                        spec_id,
+                        values: vals,
+                    });
+                }
+                TABLE_VERSION => {
+                    let Some((table, ver)) = oid.rsplit_once('$') else { continue };
+                    let Some(ver) = parse_version(ver) else { continue };
+                    versions.entry(table.to_string()).or_default().push(TableVersion {
+                        version: ver,
+                        props: props_of(r)?,
+                    });
+                }
+                _ => {}
+            }
+        }
+        let mut snap = Self {
+            root: root.to_string(),
+            dataset,
+            version,
+            root_props,
+            batch,
+            leaves,
+            leaf_by_key,
+            ns_by_key,
+            row_by_id,
+            versions,
+            missing_columns,
+        };
+        if read_versions.is_none() {
+            snap.recover_read_versions();
+        }
+        Ok(snap)
+    }
+
+    /// Without a `read_version` column (dropped by another writer), the version to read is the
+    /// head of each table's recorded version chain: the version no other names as its base.
+    fn recover_read_versions(&mut self) {
+        for leaf in &mut self.leaves {
+            if let Some(vs) = self.versions.get(&leaf.object_id) {
+                let bases: std::collections::HashSet<&str> = vs
+                    .iter()
+                    .filter_map(|v| v.props.get("base_version").map(|s| s.as_str()))
+                    .collect();
+                let heads: Vec<u64> = vs
+                    .iter()
+                    .filter(|v| !bases.contains(v.version.to_string().as_str()))
+                    .map(|v| v.version)
+                    .collect();
+                if heads.len() == 1 {
+                    leaf.read_version = Some(heads[0]);
+                }
+            }
+        }
+    }
+
+    /// The newest spec version.
+    pub fn current_spec(&self) -> &PartitionSpec {
+        self.root_props.current_spec()
+    }
+
+    /// The namespace schema.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.root_props.schema)
+    }
+
+    /// The leaf of spec `spec_id` with partition values `values`.
+    pub fn leaf(&self, spec_id: i32, values: &[ScalarValue]) -> Option<&Leaf> {
+        self.leaf_by_key
+            .get(&(spec_id, values.to_vec()))
+            .map(|&i| &self.leaves[i])
+    }
+
+    /// The properties (`metadata` column) of an object.
+    pub fn props(&self, object_id: &str) -> Result<Option<HashMap<String, String>>> {
+        let Some(&r) = self.row_by_id.get(object_id) else {
+            return Ok(None);
+        };
+        let m = string_column(&self.batch, METADATA)?;
+        Ok(Some(match m {
+            Some(m) if !m.is_null(r) => parse_props(Some(m.value(r)))?,
+            _ => HashMap::new(),
+        }))
+    }
+
+    /// The object type of an object.
+    pub fn object_type(&self, object_id: &str) -> Result<Option<String>> {
+        let Some(&r) = self.row_by_id.get(object_id) else {
+            return Ok(None);
+        };
+        let t = string_column(&self.batch, OBJECT_TYPE)?
+            .ok_or_else(|| Error::Corrupt("no object_type column".into()))?;
+        Ok(Some(t.value(r).to_string()))
+    }
+}
+
+/// A manifest row to insert or update.
+#[derive(Debug, Clone, Default)]
+pub struct Row {
+    /// `object_id`.
+    pub object_id: String,
+    /// `object_type`.
+    pub object_type: String,
+    /// `location` (tables).
+    pub location: Option<String>,
+    /// Properties (`metadata`).
+    pub props: HashMap<String, String>,
+    /// `read_version`.
+    pub read_version: Option<u64>,
+    /// Partition values by field id.
+    pub values: Vec<(String, ScalarValue)>,
+}
+
+/// Builds a batch of `rows` with the manifest `schema`.
+///
+/// # Errors
+/// `Internal` when a value does not fit its column.
+pub fn rows_to_batch(schema: &SchemaRef, rows: &[Row]) -> Result<RecordBatch> {
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+    for f in schema.fields() {
+        let col: ArrayRef = match f.name().as_str() {
+            OBJECT_ID => Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.object_id))),
+            OBJECT_TYPE => Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.object_type))),
+            LOCATION => Arc::new(StringArray::from_iter(rows.iter().map(|r| r.location.as_deref()))),
+            METADATA => Arc::new(StringArray::from_iter(rows.iter().map(|r| Some(props_json(&r.props))))),
+            READ_VERSION => Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.read_version))),
+            BASE_OBJECTS => {
+                let mut b = ListBuilder::new(StringBuilder::new()).with_field(match f.data_type() {
+                    DataType::List(inner) => Arc::clone(inner),
+                    _ => Arc::new(Field::new("object_id", DataType::Utf8, true)),
+                });
+                for _ in rows {
+                    b.append_null();
+                }
+                let arr: ArrayRef = Arc::new(b.finish());
+                if arr.data_type() == f.data_type() { arr } else { new_null_array(f.data_type(), rows.len()) }
+            }
+            name => match name.strip_prefix(PARTITION_COLUMN_PREFIX) {
+                Some(fid) => {
+                    let vals = rows
+                        .iter()
+                        .map(|r| {
+                            r.values
+                                .iter()
+                                .find(|(k, _)| k == fid)
+                                .map(|(_, v)| v.cast_to(f.data_type()))
+                                .unwrap_or_else(|| ScalarValue::try_from(f.data_type()))
+                        })
+                        .collect::<std::result::Result<Vec<_>, _>>()?;
+                    if vals.is_empty() {
+                        new_null_array(f.data_type(), 0)
+                    } else {
+                        ScalarValue::iter_to_array(vals)?
+                    }
+                }
+                None => new_null_array(f.data_type(), rows.len()),
+            },
+        };
+        columns.push(col);
+    }
+    Ok(RecordBatch::try_new_with_options(
+        Arc::clone(schema),
+        columns,
+        &crate::arrow::array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
+    )?)
+}
+
+/// Assigns `lance:field_id`s to every field (nested ones too) that lacks one, continuing
+/// after the largest id present; ids are never reused.
+///
+/// # Errors
+/// `Spec` when two fields carry the same id.
+pub fn assign_field_ids(schema: &Schema, floor: i32) -> Result<Schema> {
+    fn collect(f: &Field, ids: &mut Vec<i32>) {
+        if let Some(id) = field_id(f) {
+            ids.push(id);
+        }
+        if let DataType::Struct(children) = f.data_type() {
+            for c in children {
+                collect(c, ids);
+            }
+        }
+    }
+    fn assign(f: &Field, next: &mut i32) -> Field {
+        let mut f = f.clone();
+        if field_id(&f).is_none() {
+            let mut md = f.metadata().clone();
+            md.insert(FIELD_ID_KEY.to_string(), next.to_string());
+            *next += 1;
+            f = f.with_metadata(md);
+        }
+        if let DataType::Struct(children) = f.data_type() {
+            let kids: Vec<Field> = children.iter().map(|c| assign(c, next)).collect();
+            f = f.with_data_type(DataType::Struct(kids.into()));
+        }
+        f
+    }
+    let mut ids = Vec::new();
+    for f in schema.fields() {
+        collect(f, &mut ids);
+    }
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return Err(Error::Spec(format!("field id {} is used by more than one field", w[0])));
+    }
+    let mut next = ids.iter().copied().max().map_or(0, |m| m + 1).max(floor);
+    let fields: Vec<Field> = schema.fields().iter().map(|f| assign(f, &mut next)).collect();
+    Ok(Schema::new(fields).with_metadata(schema.metadata().clone()))
+}
+
+/// Creates a partitioned namespace at `root`: validates the spec against the schema (D7) and
+/// writes `__manifest` with the `v<id>` namespace row and the root properties.
+///
+/// Returns the schema as stored (with field ids).
+///
+/// # Errors
+/// `AlreadyExists` when a manifest exists; `Spec` for an invalid spec or schema.
+pub async fn create(
+    root: &str,
+    schema: &Schema,
+    spec: &PartitionSpec,
+    extra_props: &HashMap<String, String>,
+) -> Result<Schema> {
+    let schema = assign_field_ids(schema, 0)?;
+    CompiledSpec::compile(spec, &schema, false)?;
+    if spec.id < 1 {
+        return Err(Error::Spec(format!("spec ids start at 1 (got {})", spec.id)));
+    }
+    let uri = manifest_uri(root);
+    match DatasetBuilder::from_uri(&uri).load().await {
+        Ok(_) => {
+            return Err(Error::AlreadyExists(format!(
+                "a namespace already exists at {root:?}"
+            )))
+        }
+        Err(lance::Error::DatasetNotFound { .. } | lance::Error::NotFound { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let mschema: SchemaRef = Arc::new(manifest_schema([spec])?);
+    let row = Row {
+        object_id: format!("v{}", spec.id),
+        object_type: NAMESPACE.into(),
+        ..Default::default()
+    };
+    let batch = rows_to_batch(&mschema, &[row])?;
+    let params = WriteParams {
+        mode: WriteMode::Create,
+        enable_v2_manifest_paths: true,
+        ..Default::default()
+    };
+    let mut ds = InsertBuilder::new(uri.as_str())
+        .with_params(&params)
+        .execute(vec![batch])
+        .await?;
+    let mut props: Vec<(String, String)> = extra_props.clone().into_iter().collect();
+    props.push((
+        SCHEMA_KEY.to_string(),
+        serde_json::to_string(&JsonSchema::from_arrow(&schema)?)
+            .map_err(|e| Error::Internal(e.to_string()))?,
+    ));
+    props.push((format!("{SPEC_KEY_PREFIX}{}", spec.id), spec.to_json()?));
+    ds.update_metadata(props).await?;
+    Ok(schema)
+}
+
+impl Snapshot {
+    /// The given leaves as a batch: `object_id`, `location`, `read_version`, `spec_id`, then
+    /// one column per partition field id of any spec (NULL where a spec lacks the field).
+    ///
+    /// # Errors
+    /// `Arrow` errors only.
+    pub fn leaves_batch(&self, idx: &[usize]) -> Result<RecordBatch> {
+        use crate::arrow::array::{Int32Array, UInt32Array};
+        use crate::arrow::compute::take;
+        let leaves: Vec<&Leaf> = idx.iter().map(|&i| &self.leaves[i]).collect();
+        let mut fields = vec![
+            Field::new(OBJECT_ID, DataType::Utf8, false),
+            Field::new(LOCATION, DataType::Utf8, false),
+            Field::new(READ_VERSION, DataType::UInt64, true),
+            Field::new("spec_id", DataType::Int32, false),
+        ];
+        let mut cols: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from_iter_values(leaves.iter().map(|l| &l.object_id))),
+            Arc::new(StringArray::from_iter_values(leaves.iter().map(|l| &l.location))),
+            Arc::new(UInt64Array::from_iter(leaves.iter().map(|l| l.read_version))),
+            Arc::new(Int32Array::from_iter_values(leaves.iter().map(|l| l.spec_id))),
+        ];
+        let rows = UInt32Array::from_iter_values(leaves.iter().map(|l| l.row as u32));
+        let mschema = manifest_schema(self.root_props.specs.values())?;
+        for f in mschema.fields() {
+            let Some(fid) = f.name().strip_prefix(PARTITION_COLUMN_PREFIX) else { continue };
+            let col = match self.batch.column_by_name(f.name()) {
+                Some(c) => take(c.as_ref(), &rows, None)?,
+                None => {
+                    // Dropped by another writer: rebuild from the indexed values.
+                    let vals = leaves
+                        .iter()
+                        .map(|l| {
+                            let spec = &self.root_props.specs[&l.spec_id];
+                            match spec.fields.iter().position(|p| p.field_id == fid) {
+                                Some(k) => Ok(l.values[k].clone()),
+                                None => ScalarValue::try_from(f.data_type()),
+                            }
+                        })
+                        .collect::<std::result::Result<Vec<_>, _>>()?;
+                    if vals.is_empty() {
+                        new_null_array(f.data_type(), 0)
+                    } else {
+                        ScalarValue::iter_to_array(vals)?
+                    }
+                }
+            };
+            fields.push(Field::new(fid, f.data_type().clone(), true));
+            cols.push(col);
+        }
+        Ok(RecordBatch::try_new_with_options(
+            Arc::new(Schema::new(fields)),
+            cols,
+            &crate::arrow::array::RecordBatchOptions::new().with_row_count(Some(leaves.len())),
+        )?)
+    }
+
+    /// Runtime properties of a namespace (`DescribeNamespace`): `partition_spec` for a spec
+    /// version namespace, `partition.<field_id>` (its own level only) for a partition
+    /// namespace, plus any stored properties.
+    ///
+    /// # Errors
+    /// `NotFound` for an unknown namespace.
+    pub fn describe_namespace(&self, path: &[String]) -> Result<HashMap<String, String>> {
+        if path.is_empty() {
+            return Ok(self.root_props.props.clone());
+        }
+        let oid = path.join("$");
+        let is_ns = self.object_type(&oid)?.as_deref() == Some(NAMESPACE);
+        if !is_ns {
+            return Err(Error::NotFound(format!("no namespace {path:?}")));
+        }
+        let mut props = self.props(&oid)?.unwrap_or_default();
+        let Some(spec_id) = spec_of(&oid) else { return Ok(props) };
+        let Some(spec) = self.root_props.specs.get(&spec_id) else { return Ok(props) };
+        if path.len() == 1 {
+            props.insert("partition_spec".into(), spec.to_json()?);
+            return Ok(props);
+        }
+        let level = path.len() - 1;
+        if level <= spec.fields.len() {
+            let f = &spec.fields[level - 1];
+            let key = format!("partition.{}", f.field_id);
+            if !props.contains_key(&key) {
+                if let Some(col) = self.batch.column_by_name(&partition_column(&f.field_id)) {
+                    let r = self.row_by_id[&oid];
+                    if let Some(s) = values::to_string(&ScalarValue::try_from_array(col, r)?)? {
+                        props.insert(key, s);
+                    }
+                }
+            }
+        }
+        Ok(props)
+    }
+}
+
+/// Row counts of leaves at their read versions (concurrently).
+///
+/// # Errors
+/// `Lance` when a leaf cannot be opened.
+pub async fn count_rows(snap: &Snapshot, idx: &[usize]) -> Result<Vec<u64>> {
+    use futures::stream::{self, StreamExt, TryStreamExt};
+    stream::iter(idx.iter().map(|&i| {
+        let leaf = &snap.leaves[i];
+        let uri = join_uri(&snap.root, &leaf.location);
+        async move {
+            let mut b = DatasetBuilder::from_uri(&uri);
+            if let Some(v) = leaf.read_version {
+                b = b.with_version(v);
+            }
+            let ds = b.load().await?;
+            Ok::<u64, Error>(ds.count_rows(None).await? as u64)
+        }
+    }))
+    .buffered(16)
+    .try_collect()
+    .await
+}

@@ -1,0 +1,40 @@
+//! The partitioned namespace: on-disk format (`__manifest` + one Lance dataset per leaf
+//! partition), atomic commits, pruning and snapshot reads.
+//!
+//! - [`runtime`]: the process-wide tokio runtime (fork-aware).
+//! - [`ids`]: random namespace ids and table locations (D8).
+//! - [`values`]: partition values as strings (`partition.<field_id>` properties, D14).
+//! - [`manifest`]: the `__manifest` table: create, load a snapshot, index it.
+//! - [`write`]: route, write fragments, commit (strong or weak mode).
+//! - [`scan`]: pruning through the manifest and snapshot reads of the leaves.
+
+pub mod ids;
+pub mod manifest;
+pub mod runtime;
+pub mod scan;
+pub mod values;
+pub mod write;
+
+/// Name of the manifest table under the root.
+pub const MANIFEST_DIR: &str = "__manifest";
+/// Prefix of the typed partition value columns of `__manifest`.
+pub const PARTITION_COLUMN_PREFIX: &str = "partition_field_";
+/// Prefix of the root property holding spec version `N`.
+pub const SPEC_KEY_PREFIX: &str = "partition_spec_v";
+/// Root property holding the namespace schema (JsonArrowSchema).
+pub const SCHEMA_KEY: &str = "schema";
+/// Root property naming the default transaction mode (`strong` or `weak`).
+pub const MODE_KEY: &str = "lance_partitioned.transaction_mode";
+/// Name of the leaf table of every partition.
+pub const LEAF_TABLE: &str = "dataset";
+/// Leaf field metadata key carrying the namespace field id (Lance renumbers its own ids).
+pub const LEAF_FIELD_ID_KEY: &str = "lance_partitioned:field_id";
+
+/// Joins a root URI and a relative location.
+pub fn join_uri(root: &str, rel: &str) -> String {
+    if root.ends_with('/') {
+        format!("{root}{rel}")
+    } else {
+        format!("{root}/{rel}")
+    }
+}

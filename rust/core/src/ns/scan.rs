@@ -1,0 +1,685 @@
+//! Reads: partition pruning through the manifest, then snapshot reads of the kept leaves at
+//! their `read_version`s, following the read rules (namespace type wins and is cast to; a
+//! column missing from a leaf reads as NULL; a leaf column unknown to the namespace is
+//! ignored; an impossible cast is an error).
+//!
+//! Pruning turns the user filter into one manifest predicate per spec version: comparisons,
+//! `IN`, `BETWEEN`, `IS [NOT] NULL`, `AND`/`OR` on identity fields; equality and `IN` on any
+//! field by evaluating its transform (or expression) on the literal; ranges on truncate and on
+//! year/month/day/hour. With `date_part` semantics month/day/hour are not monotone on their
+//! own, so a range prunes on the longest chain year[, month[, day[, hour]]] of fields over the
+//! same source, compared as a tuple.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use lance::dataset::scanner::DatasetRecordBatchStream;
+
+use crate::arrow::array::{
+    new_null_array, Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions,
+};
+use crate::arrow::compute::filter_record_batch;
+use crate::arrow::datatypes::{DataType, Schema, SchemaRef};
+use crate::datafusion::common::{Column, DFSchema};
+use crate::datafusion::logical_expr::simplify::SimplifyContext;
+use crate::datafusion::logical_expr::{BinaryExpr, Expr, Operator};
+use crate::datafusion::optimizer::simplify_expressions::ExprSimplifier;
+use crate::datafusion::physical_plan::PhysicalExpr;
+use crate::datafusion::scalar::ScalarValue;
+use crate::error::{Error, Result};
+use crate::expr::session;
+use crate::ns::manifest::{partition_column, Snapshot};
+use crate::ns::runtime::runtime;
+use crate::ns::{join_uri, LEAF_FIELD_ID_KEY};
+use crate::spec::{strict_cast, to_namespace_type, CompiledSpec, PartitionSpec};
+use crate::types::field_id;
+
+/// A filter parsed against the namespace schema, type-coerced and simplified.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    /// The SQL text.
+    pub sql: String,
+    /// The logical expression.
+    pub expr: Expr,
+}
+
+impl Filter {
+    /// Parses `sql` (DataFusion dialect) against the namespace `schema`.
+    ///
+    /// # Errors
+    /// `Expression` for a malformed filter or unknown columns.
+    pub fn parse(sql: &str, schema: &Schema) -> Result<Self> {
+        let df = DFSchema::try_from(plain(schema))?;
+        let expr = session()
+            .parse_sql_expr(sql, &df)
+            .map_err(|e| Error::Expression(format!("bad filter {sql:?}: {e}")))?;
+        let simplifier = ExprSimplifier::new(
+            SimplifyContext::builder()
+                .with_schema(Arc::new(df.clone()))
+                .build(),
+        );
+        let expr = simplifier
+            .coerce(expr, &df)
+            .and_then(|e| simplifier.simplify(e))
+            .map_err(|e| Error::Expression(format!("bad filter {sql:?}: {e}")))?;
+        Ok(Self {
+            sql: sql.to_string(),
+            expr,
+        })
+    }
+
+    /// Namespace columns the filter reads.
+    pub fn columns(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .expr
+            .column_refs()
+            .into_iter()
+            .map(|c| c.name.clone())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// A physical expression over batches with `schema`.
+    ///
+    /// # Errors
+    /// `Expression` when the filter does not apply to `schema`.
+    pub fn physical(&self, schema: &Schema) -> Result<Arc<dyn PhysicalExpr>> {
+        let df = DFSchema::try_from(plain(schema))?;
+        Ok(session().create_physical_expr(self.expr.clone(), &df)?)
+    }
+}
+
+/// The schema without metadata (DataFusion compares field metadata in some checks).
+fn plain(schema: &Schema) -> Schema {
+    Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_metadata(HashMap::new()))
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// Evaluates a boolean physical expression; NULL counts as false.
+pub fn evaluate_mask(p: &Arc<dyn PhysicalExpr>, batch: &RecordBatch) -> Result<BooleanArray> {
+    let v = p.evaluate(batch)?.into_array(batch.num_rows())?;
+    let b = v
+        .as_boolean_opt()
+        .ok_or_else(|| Error::Expression(format!("filter is not boolean but {}", v.data_type())))?;
+    Ok(match b.nulls() {
+        Some(n) if n.null_count() > 0 => {
+            BooleanArray::from_iter((0..b.len()).map(|i| Some(b.is_valid(i) && b.value(i))))
+        }
+        _ => b.clone(),
+    })
+}
+
+/// The pruning of one spec version.
+#[derive(Debug, Clone)]
+pub struct SpecPlan {
+    /// Spec version.
+    pub spec_id: i32,
+    /// The manifest predicate (display form), `None` when nothing could be pushed.
+    pub predicate: Option<String>,
+    /// Leaves of this spec version.
+    pub total: usize,
+    /// Leaves kept.
+    pub kept: usize,
+}
+
+/// The result of pruning.
+#[derive(Debug, Clone)]
+pub struct Pruned {
+    /// Per spec version.
+    pub specs: Vec<SpecPlan>,
+    /// Indexes into [`Snapshot::leaves`] of the kept leaves.
+    pub leaves: Vec<usize>,
+}
+
+fn ident(name: &str) -> Expr {
+    Expr::Column(Column::new_unqualified(name))
+}
+
+fn lit(v: ScalarValue) -> Expr {
+    Expr::Literal(v, None)
+}
+
+fn binary(l: Expr, op: Operator, r: Expr) -> Expr {
+    Expr::BinaryExpr(BinaryExpr::new(Box::new(l), op, Box::new(r)))
+}
+
+fn as_literal(e: &Expr) -> Option<ScalarValue> {
+    match e {
+        Expr::Literal(v, _) => Some(v.clone()),
+        Expr::Cast(c) => as_literal(&c.expr)?.cast_to(&c.data_type).ok(),
+        Expr::TryCast(c) => as_literal(&c.expr)?.cast_to(&c.data_type).ok(),
+        _ => None,
+    }
+}
+
+fn as_column(e: &Expr) -> Option<&str> {
+    match e {
+        Expr::Column(c) => Some(c.name.as_str()),
+        _ => None,
+    }
+}
+
+fn flip(op: Operator) -> Option<Operator> {
+    use Operator::*;
+    Some(match op {
+        Eq => Eq,
+        NotEq => NotEq,
+        Lt => Gt,
+        LtEq => GtEq,
+        Gt => Lt,
+        GtEq => LtEq,
+        _ => return None,
+    })
+}
+
+/// Casts a literal to `dt` only when the cast is exact (round-trips), so comparisons keep
+/// their meaning.
+fn exact_cast(v: &ScalarValue, dt: &DataType) -> Option<ScalarValue> {
+    if &v.data_type() == dt {
+        return Some(v.clone());
+    }
+    let a = v.to_array_of_size(1).ok()?;
+    let c = crate::arrow::compute::kernels::cast::cast_with_options(&a, dt, &strict_cast()).ok()?;
+    let back = crate::arrow::compute::kernels::cast::cast_with_options(&c, &v.data_type(), &strict_cast()).ok()?;
+    let b = ScalarValue::try_from_array(&back, 0).ok()?;
+    (b == *v).then(|| ScalarValue::try_from_array(&c, 0).ok())?
+}
+
+/// Derives manifest predicates for one spec version.
+struct Deriver<'a> {
+    spec: &'a PartitionSpec,
+    compiled: &'a CompiledSpec,
+    /// namespace column name -> field id
+    ids: HashMap<String, i32>,
+    /// manifest columns present
+    present: &'a Schema,
+}
+
+impl Deriver<'_> {
+    fn pcol(&self, k: usize) -> Option<(String, DataType)> {
+        let name = partition_column(&self.spec.fields[k].field_id);
+        let f = self.present.field_with_name(&name).ok()?;
+        Some((name, f.data_type().clone()))
+    }
+
+    fn kind(&self, k: usize) -> Option<&str> {
+        self.spec.fields[k].transform.as_ref().map(|t| t.kind.as_str())
+    }
+
+    /// Fields computed from exactly this one source column.
+    fn single_source_fields(&self, column: &str) -> Vec<usize> {
+        let Some(&id) = self.ids.get(column) else { return Vec::new() };
+        (0..self.spec.fields.len())
+            .filter(|&k| self.spec.fields[k].source_ids == [id])
+            .collect()
+    }
+
+    fn value(&self, k: usize, v: &ScalarValue) -> Option<ScalarValue> {
+        self.compiled.field_value(k, std::slice::from_ref(v)).ok()
+    }
+
+    fn derive(&self, e: &Expr) -> Option<Expr> {
+        match e {
+            Expr::BinaryExpr(b) if b.op == Operator::And => {
+                let mut conj = Vec::new();
+                flatten_and(e, &mut conj);
+                let mut parts: Vec<Expr> = conj.iter().filter_map(|c| self.derive(c)).collect();
+                parts.extend(self.multi_source_equalities(&conj));
+                parts.into_iter().reduce(|a, b| a.and(b))
+            }
+            Expr::BinaryExpr(b) if b.op == Operator::Or => {
+                let l = self.derive(&b.left)?;
+                let r = self.derive(&b.right)?;
+                Some(l.or(r))
+            }
+            Expr::BinaryExpr(b) => {
+                let (c, op, v) = match (as_column(&b.left), as_literal(&b.right)) {
+                    (Some(c), Some(v)) => (c, b.op, v),
+                    _ => match (as_literal(&b.left), as_column(&b.right)) {
+                        (Some(v), Some(c)) => (c, flip(b.op)?, v),
+                        _ => return None,
+                    },
+                };
+                self.compare(c, op, &v)
+            }
+            Expr::Between(bt) if !bt.negated => {
+                let lo = binary((*bt.expr).clone(), Operator::GtEq, (*bt.low).clone());
+                let hi = binary((*bt.expr).clone(), Operator::LtEq, (*bt.high).clone());
+                self.derive(&lo.and(hi))
+            }
+            Expr::InList(il) if !il.negated => {
+                let c = as_column(&il.expr)?;
+                let vals: Option<Vec<ScalarValue>> = il.list.iter().map(as_literal).collect();
+                let vals = vals?;
+                let parts: Vec<Expr> = self
+                    .single_source_fields(c)
+                    .into_iter()
+                    .filter_map(|k| {
+                        let (pc, dt) = self.pcol(k)?;
+                        let mapped: Option<Vec<Expr>> = vals
+                            .iter()
+                            .map(|v| {
+                                if self.kind(k) == Some("identity") {
+                                    exact_cast(v, &dt).map(lit)
+                                } else {
+                                    self.value(k, v).map(lit)
+                                }
+                            })
+                            .collect();
+                        Some(ident(&pc).in_list(mapped?, false))
+                    })
+                    .collect();
+                parts.into_iter().reduce(|a, b| a.and(b))
+            }
+            Expr::IsNull(inner) | Expr::IsNotNull(inner) => {
+                let c = as_column(inner)?;
+                let null = matches!(e, Expr::IsNull(_));
+                let parts: Vec<Expr> = self
+                    .single_source_fields(c)
+                    .into_iter()
+                    .filter(|&k| self.spec.fields[k].transform.is_some())
+                    .filter_map(|k| {
+                        let (pc, _) = self.pcol(k)?;
+                        Some(if null { ident(&pc).is_null() } else { ident(&pc).is_not_null() })
+                    })
+                    .collect();
+                parts.into_iter().reduce(|a, b| a.and(b))
+            }
+            _ => None,
+        }
+    }
+
+    /// `a = x AND b = y` pins a field over (a, b): evaluate it.
+    fn multi_source_equalities(&self, conj: &[&Expr]) -> Vec<Expr> {
+        let mut eq: HashMap<i32, ScalarValue> = HashMap::new();
+        for c in conj {
+            if let Expr::BinaryExpr(b) = c {
+                if b.op == Operator::Eq {
+                    let pair = match (as_column(&b.left), as_literal(&b.right)) {
+                        (Some(c), Some(v)) => Some((c, v)),
+                        _ => match (as_literal(&b.left), as_column(&b.right)) {
+                            (Some(v), Some(c)) => Some((c, v)),
+                            _ => None,
+                        },
+                    };
+                    if let Some((c, v)) = pair {
+                        if let Some(&id) = self.ids.get(c) {
+                            eq.insert(id, v);
+                        }
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for (k, f) in self.spec.fields.iter().enumerate() {
+            if f.source_ids.len() < 2 {
+                continue;
+            }
+            let vals: Option<Vec<ScalarValue>> =
+                f.source_ids.iter().map(|id| eq.get(id).cloned()).collect();
+            let (Some(vals), Some((pc, _))) = (vals, self.pcol(k)) else { continue };
+            if let Ok(v) = self.compiled.field_value(k, &vals) {
+                out.push(if v.is_null() { ident(&pc).is_null() } else { ident(&pc).eq(lit(v)) });
+            }
+        }
+        out
+    }
+
+    fn compare(&self, column: &str, op: Operator, v: &ScalarValue) -> Option<Expr> {
+        if v.is_null() {
+            return None;
+        }
+        let fields = self.single_source_fields(column);
+        let mut parts = Vec::new();
+        for &k in &fields {
+            let Some((pc, dt)) = self.pcol(k) else { continue };
+            let kind = self.kind(k);
+            match (kind, op) {
+                (Some("identity"), _) => {
+                    if let Some(c) = exact_cast(v, &dt) {
+                        parts.push(binary(ident(&pc), op, lit(c)));
+                    }
+                }
+                (_, Operator::Eq) => {
+                    if let Some(x) = self.value(k, v) {
+                        parts.push(if x.is_null() { ident(&pc).is_null() } else { ident(&pc).eq(lit(x)) });
+                    }
+                }
+                (Some("truncate"), Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq) => {
+                    if let Some(x) = self.value(k, v) {
+                        let op2 = if matches!(op, Operator::Lt | Operator::LtEq) {
+                            Operator::LtEq
+                        } else {
+                            Operator::GtEq
+                        };
+                        parts.push(binary(ident(&pc), op2, lit(x)));
+                    }
+                }
+                (Some("year"), Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq) => {
+                    if let Some(e) = self.temporal_range(k, &fields, op, v) {
+                        parts.push(e);
+                    }
+                }
+                _ => {}
+            }
+        }
+        parts.into_iter().reduce(|a, b| a.and(b))
+    }
+
+    /// Lexicographic comparison over the chain year[, month[, day[, hour]]] starting at the
+    /// year field `k`.
+    fn temporal_range(&self, k: usize, fields: &[usize], op: Operator, v: &ScalarValue) -> Option<Expr> {
+        let mut chain = vec![k];
+        for next in ["month", "day", "hour"] {
+            match fields.iter().find(|&&f| self.kind(f) == Some(next)) {
+                Some(&f) => chain.push(f),
+                None => break,
+            }
+        }
+        let mut cols = Vec::new();
+        for &f in &chain {
+            let (pc, _) = self.pcol(f)?;
+            let x = self.value(f, v)?;
+            if x.is_null() {
+                return None;
+            }
+            cols.push((pc, x));
+        }
+        let upper = matches!(op, Operator::Lt | Operator::LtEq);
+        let (strict, last) = if upper { (Operator::Lt, Operator::LtEq) } else { (Operator::Gt, Operator::GtEq) };
+        // T op t  ==  OR_i (T_0 = t_0 AND ... AND T_{i-1} = t_{i-1} AND T_i strict t_i), last
+        // one non-strict.
+        let mut disj: Option<Expr> = None;
+        for i in 0..cols.len() {
+            let mut term = binary(
+                ident(&cols[i].0),
+                if i + 1 == cols.len() { last } else { strict },
+                lit(cols[i].1.clone()),
+            );
+            for (c, x) in cols[..i].iter().rev() {
+                term = ident(c).eq(lit(x.clone())).and(term);
+            }
+            disj = Some(match disj {
+                None => term,
+                Some(d) => d.or(term),
+            });
+        }
+        disj
+    }
+}
+
+fn flatten_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match e {
+        Expr::BinaryExpr(b) if b.op == Operator::And => {
+            flatten_and(&b.left, out);
+            flatten_and(&b.right, out);
+        }
+        other => out.push(other),
+    }
+}
+
+/// Prunes the leaves of `snap` with `filter`.
+///
+/// # Errors
+/// `Expression` when the derived predicate cannot be evaluated (a bug).
+pub fn prune(snap: &Snapshot, filter: Option<&Filter>) -> Result<Pruned> {
+    let schema = snap.schema();
+    let ids: HashMap<String, i32> = schema
+        .fields()
+        .iter()
+        .filter_map(|f| field_id(f).map(|id| (f.name().clone(), id)))
+        .collect();
+    let mschema = snap.batch.schema();
+    let mut specs = Vec::new();
+    let mut kept = Vec::new();
+    for (spec_id, spec) in &snap.root_props.specs {
+        let members: Vec<usize> = (0..snap.leaves.len())
+            .filter(|&i| snap.leaves[i].spec_id == *spec_id)
+            .collect();
+        let predicate = match filter {
+            None => None,
+            Some(f) => {
+                let compiled = CompiledSpec::compile(spec, &schema, true)?;
+                let d = Deriver {
+                    spec,
+                    compiled: &compiled,
+                    ids: ids.clone(),
+                    present: mschema.as_ref(),
+                };
+                d.derive(&f.expr)
+            }
+        };
+        let selected: Vec<usize> = match &predicate {
+            None => members.clone(),
+            Some(p) => {
+                let df = DFSchema::try_from(plain(&mschema))?;
+                let phys = session().create_physical_expr(p.clone(), &df)?;
+                let mask = evaluate_mask(&phys, &snap.batch)?;
+                members
+                    .iter()
+                    .copied()
+                    .filter(|&i| mask.value(snap.leaves[i].row))
+                    .collect()
+            }
+        };
+        specs.push(SpecPlan {
+            spec_id: *spec_id,
+            predicate: predicate.map(|p| p.to_string()),
+            total: members.len(),
+            kept: selected.len(),
+        });
+        kept.extend(selected);
+    }
+    Ok(Pruned { specs, leaves: kept })
+}
+
+/// What to read.
+#[derive(Debug, Clone, Default)]
+pub struct ScanOptions {
+    /// Row filter (SQL).
+    pub filter: Option<String>,
+    /// Columns to return (all when `None`).
+    pub columns: Option<Vec<String>>,
+    /// Rows per batch hint.
+    pub batch_size: Option<usize>,
+}
+
+/// How a leaf column maps to a namespace column.
+fn leaf_columns(leaf: &Schema, ns: &Schema) -> HashMap<String, String> {
+    // namespace name -> leaf name, by field id first, then by name.
+    let mut by_id: HashMap<i32, String> = HashMap::new();
+    for f in leaf.fields() {
+        if let Some(id) = f.metadata().get(LEAF_FIELD_ID_KEY).and_then(|s| s.parse().ok()) {
+            by_id.insert(id, f.name().clone());
+        }
+    }
+    let mut out = HashMap::new();
+    for f in ns.fields() {
+        let by_fid = field_id(f).and_then(|id| by_id.get(&id).cloned());
+        let name = by_fid.or_else(|| leaf.field_with_name(f.name()).ok().map(|l| l.name().clone()));
+        if let Some(n) = name {
+            out.insert(f.name().clone(), n);
+        }
+    }
+    out
+}
+
+/// Adapts a leaf batch to `out` (namespace fields): rename, cast, fill NULLs.
+fn adapt(batch: &RecordBatch, out: &SchemaRef, map: &HashMap<String, String>) -> Result<RecordBatch> {
+    let rows = batch.num_rows();
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(out.fields().len());
+    for f in out.fields() {
+        let col = match map.get(f.name()).and_then(|l| batch.column_by_name(l)) {
+            Some(c) => to_namespace_type(c, f.data_type(), f.name()).map_err(|e| {
+                Error::SchemaMismatch(format!("a partition's column cannot be read as the namespace type: {e}"))
+            })?,
+            None => new_null_array(f.data_type(), rows),
+        };
+        cols.push(col);
+    }
+    Ok(RecordBatch::try_new_with_options(
+        Arc::clone(out),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(rows)),
+    )?)
+}
+
+/// A streaming snapshot read over the kept leaves.
+pub struct ScanIter {
+    root: String,
+    snap: Arc<Snapshot>,
+    leaves: std::vec::IntoIter<usize>,
+    read_schema: SchemaRef,
+    out_schema: SchemaRef,
+    projection: Vec<usize>,
+    filter: Option<Filter>,
+    filter_phys: Option<Arc<dyn PhysicalExpr>>,
+    batch_size: Option<usize>,
+    current: Option<(DatasetRecordBatchStream, HashMap<String, String>, bool)>,
+    /// Leaves opened so far.
+    pub opened: usize,
+}
+
+impl ScanIter {
+    /// The schema of the batches.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.out_schema)
+    }
+
+    async fn open_next(&mut self) -> Result<bool> {
+        let Some(i) = self.leaves.next() else { return Ok(false) };
+        let leaf = &self.snap.leaves[i];
+        let uri = join_uri(&self.root, &leaf.location);
+        let mut b = lance::dataset::builder::DatasetBuilder::from_uri(&uri);
+        if let Some(v) = leaf.read_version {
+            b = b.with_version(v);
+        }
+        let ds = b.load().await?;
+        let leaf_schema: Schema = Schema::from(ds.schema());
+        let map = leaf_columns(&leaf_schema, &self.snap.root_props.schema);
+        let wanted: Vec<String> = self
+            .read_schema
+            .fields()
+            .iter()
+            .filter_map(|f| map.get(f.name()).cloned())
+            .collect();
+        let mut scanner = ds.scan();
+        scanner.project(&wanted)?;
+        if let Some(n) = self.batch_size {
+            scanner.batch_size(n);
+        }
+        // Push the filter into Lance when the leaf has every filter column under its
+        // namespace name and type; otherwise filter after adapting.
+        let mut pushed = false;
+        if let Some(f) = &self.filter {
+            let same = f.columns().iter().all(|c| {
+                map.get(c) == Some(c)
+                    && leaf_schema.field_with_name(c).ok().map(|l| l.data_type())
+                        == self.snap.root_props.schema.field_with_name(c).ok().map(|n| n.data_type())
+            });
+            if same {
+                scanner.filter(&f.sql)?;
+                pushed = true;
+            }
+        }
+        let stream = scanner.try_into_stream().await?;
+        self.current = Some((stream, map, pushed));
+        self.opened += 1;
+        Ok(true)
+    }
+
+    async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if self.current.is_none() && !self.open_next().await? {
+                return Ok(None);
+            }
+            let Some((stream, map, pushed)) = self.current.as_mut() else { continue };
+            match stream.next().await {
+                None => {
+                    self.current = None;
+                }
+                Some(b) => {
+                    let b = b?;
+                    let adapted = adapt(&b, &self.read_schema, map)?;
+                    let filtered = match (&self.filter_phys, *pushed) {
+                        (Some(p), false) => filter_record_batch(&adapted, &evaluate_mask(p, &adapted)?)?,
+                        _ => adapted,
+                    };
+                    if filtered.num_rows() == 0 {
+                        continue;
+                    }
+                    return Ok(Some(filtered.project(&self.projection)?.with_schema(Arc::clone(&self.out_schema))?));
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for ScanIter {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let rt = match runtime() {
+            Ok(rt) => rt,
+            Err(e) => return Some(Err(e)),
+        };
+        rt.block_on(self.next_batch()).transpose()
+    }
+}
+
+/// Plans a scan: prunes, and returns the streaming reader with the pruning result.
+///
+/// # Errors
+/// `Expression` for a bad filter; `InvalidArgument` for unknown columns.
+pub fn scan(snap: Arc<Snapshot>, opts: &ScanOptions) -> Result<(ScanIter, Pruned)> {
+    let schema = snap.schema();
+    let filter = opts.filter.as_deref().map(|f| Filter::parse(f, &schema)).transpose()?;
+    let pruned = prune(&snap, filter.as_ref())?;
+    let wanted: Vec<String> = match &opts.columns {
+        Some(c) => c.clone(),
+        None => schema.fields().iter().map(|f| f.name().clone()).collect(),
+    };
+    for c in &wanted {
+        if schema.field_with_name(c).is_err() {
+            return Err(Error::InvalidArgument(format!("column {c:?} is not in the namespace schema")));
+        }
+    }
+    let mut read: Vec<String> = wanted.clone();
+    if let Some(f) = &filter {
+        for c in f.columns() {
+            if !read.contains(&c) {
+                read.push(c);
+            }
+        }
+    }
+    let read_fields: Vec<_> = read
+        .iter()
+        .map(|n| schema.field_with_name(n).map(|f| f.clone()))
+        .collect::<std::result::Result<_, _>>()?;
+    let read_schema = Arc::new(Schema::new(read_fields));
+    let projection: Vec<usize> = (0..wanted.len()).collect();
+    let out_schema = Arc::new(read_schema.project(&projection)?);
+    let filter_phys = filter.as_ref().map(|f| f.physical(&read_schema)).transpose()?;
+    let iter = ScanIter {
+        root: snap.root.clone(),
+        leaves: pruned.leaves.clone().into_iter(),
+        snap,
+        read_schema,
+        out_schema,
+        projection,
+        filter,
+        filter_phys,
+        batch_size: opts.batch_size,
+        current: None,
+        opened: 0,
+    };
+    Ok((iter, pruned))
+}

@@ -1,0 +1,975 @@
+//! Writes: align input to the namespace schema, route every batch by partition key, write each
+//! partition's rows as Lance fragments (concurrently), commit every leaf table, then make
+//! everything visible with one atomic `merge_insert` into `__manifest` (strong mode, D11).
+//!
+//! Conflicts (spec: Conflict Resolution) are resolved against the manifest version read at
+//! the start (S0): a concurrent append to the same table is rebased (our fragments are
+//! re-committed on top of the new version); a concurrently created partition with the same
+//! values is adopted (our rows are copied into it, so there are never two partitions with the
+//! same values); an overwrite racing any other write fails with `CommitConflict`.
+//! Lance's own row-level conflict detection on `__manifest` guards the final step: two
+//! commits updating the same table row, or both creating partitions under the same spec
+//! version (both rewrite the `v<N>` row), cannot both succeed; the loser re-checks and retries.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+use lance::dataset::builder::DatasetBuilder;
+use lance::dataset::transaction::{Operation, Transaction};
+use lance::dataset::{
+    CommitBuilder, Dataset, InsertBuilder, MergeInsertBuilder, WhenMatched, WhenNotMatched,
+    WhenNotMatchedBySource, WriteMode, WriteParams,
+};
+use lance::table::format::Fragment;
+use tokio::sync::{OnceCell, Semaphore};
+
+use crate::arrow::array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
+use crate::arrow::compute::{concat_batches, take};
+use crate::arrow::datatypes::{Field, Schema, SchemaRef};
+use crate::arrow::array::UInt32Array;
+use crate::datafusion::scalar::ScalarValue;
+use crate::error::{schema_err, Error, Result};
+use crate::ns::ids::{random_id, table_location};
+use crate::ns::manifest::{
+    partition_column, rows_to_batch, Row, Snapshot, NAMESPACE, READ_VERSION, TABLE,
+    TABLE_VERSION,
+};
+use crate::ns::runtime::runtime;
+use crate::ns::{join_uri, values, LEAF_FIELD_ID_KEY, LEAF_TABLE, MODE_KEY};
+use crate::route::route_with_threads;
+use crate::spec::{to_namespace_type, CompiledSpec};
+use crate::types::{field_id, FIELD_ID_KEY};
+
+/// How a write treats existing data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Add rows.
+    Append,
+    /// Replace exactly the partitions the input touches (dynamic partition overwrite).
+    Overwrite,
+    /// Replace everything: partitions the input does not touch are dropped.
+    OverwriteAll,
+}
+
+impl Mode {
+    /// Parses `append`, `overwrite` or `overwrite_all`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for anything else.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "append" => Ok(Self::Append),
+            "overwrite" => Ok(Self::Overwrite),
+            "overwrite_all" => Ok(Self::OverwriteAll),
+            other => Err(Error::InvalidArgument(format!(
+                "mode must be 'append', 'overwrite' or 'overwrite_all', not {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Options of a write.
+#[derive(Debug, Clone)]
+pub struct WriteOptions {
+    /// Append or overwrite.
+    pub mode: Mode,
+    /// Strong (detached commits + one manifest commit) or weak (direct commits); `None`
+    /// takes the namespace default (strong unless the root property says `weak`).
+    pub strong: Option<bool>,
+    /// Rows buffered per partition before a fragment is written.
+    pub max_rows_per_file: usize,
+    /// Partitions written concurrently.
+    pub concurrency: usize,
+    /// Threads used to route one batch (1 inside Spark tasks).
+    pub route_threads: usize,
+    /// Manifest commit attempts before giving up with `CommitConflict`.
+    pub max_attempts: u32,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self {
+            mode: Mode::Append,
+            strong: None,
+            max_rows_per_file: 1 << 20,
+            concurrency: 8,
+            route_threads: 1,
+            max_attempts: 20,
+        }
+    }
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Default)]
+pub struct WriteSummary {
+    /// Rows written.
+    pub rows: u64,
+    /// Partitions written to.
+    pub partitions: u64,
+    /// Partitions created.
+    pub created: u64,
+    /// Partitions dropped (overwrite_all).
+    pub dropped: u64,
+    /// Data files written.
+    pub files: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Manifest version after the commit.
+    pub manifest_version: u64,
+    /// Manifest commit attempts.
+    pub attempts: u32,
+}
+
+/// The schema leaf tables are written with: the namespace schema with the namespace field id
+/// kept under [`LEAF_FIELD_ID_KEY`] (Lance numbers its own field ids).
+pub fn leaf_schema(ns: &Schema) -> SchemaRef {
+    fn convert(f: &Field) -> Field {
+        let mut md = f.metadata().clone();
+        if let Some(id) = md.remove(FIELD_ID_KEY) {
+            md.insert(LEAF_FIELD_ID_KEY.to_string(), id);
+        }
+        let f = f.clone().with_metadata(md);
+        match f.data_type() {
+            crate::arrow::datatypes::DataType::Struct(children) => {
+                let kids: Vec<Field> = children.iter().map(|c| convert(c)).collect();
+                f.clone()
+                    .with_data_type(crate::arrow::datatypes::DataType::Struct(kids.into()))
+            }
+            _ => f,
+        }
+    }
+    Arc::new(Schema::new(
+        ns.fields().iter().map(|f| convert(f)).collect::<Vec<_>>(),
+    ))
+}
+
+/// Aligns an input batch to the namespace schema (write schema rules): columns match by
+/// name; an unknown column is an error; a missing nullable column is NULL, a missing
+/// non-nullable one an error; types are cast when lossless, otherwise an error.
+///
+/// # Errors
+/// `SchemaMismatch` naming the column.
+pub fn align(batch: &RecordBatch, ns: &Schema, out_schema: &SchemaRef) -> Result<RecordBatch> {
+    for f in batch.schema().fields() {
+        if ns.field_with_name(f.name()).is_err() {
+            return schema_err!(
+                "column {:?} is not in the namespace schema (columns: {})",
+                f.name(),
+                ns.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    let rows = batch.num_rows();
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(ns.fields().len());
+    for f in ns.fields() {
+        let col = match batch.column_by_name(f.name()) {
+            Some(c) => to_namespace_type(c, f.data_type(), f.name())
+                .map_err(|e| Error::SchemaMismatch(e.to_string()))?,
+            None if f.is_nullable() => new_null_array(f.data_type(), rows),
+            None => {
+                return schema_err!(
+                    "column {:?} is missing from the input and is not nullable",
+                    f.name()
+                )
+            }
+        };
+        if !f.is_nullable() && col.null_count() > 0 {
+            return schema_err!(
+                "column {:?} is not nullable but the input has {} NULLs",
+                f.name(),
+                col.null_count()
+            );
+        }
+        cols.push(col);
+    }
+    Ok(RecordBatch::try_new_with_options(
+        Arc::clone(out_schema),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(rows)),
+    )?)
+}
+
+/// Where a partition's rows go.
+#[derive(Debug, Clone)]
+enum Target {
+    /// An existing leaf, read at `base` (None = latest, weak mode).
+    Existing {
+        object_id: String,
+        location: String,
+        base: Option<u64>,
+    },
+    /// A new leaf at a fresh location.
+    New { location: String },
+}
+
+/// One partition being written.
+struct Part {
+    key: Vec<ScalarValue>,
+    target: Target,
+    buffer: Vec<RecordBatch>,
+    buffered: usize,
+    rows: u64,
+    shared: Arc<PartShared>,
+}
+
+/// State of a partition shared with its flush tasks.
+#[derive(Default)]
+struct PartShared {
+    dataset: OnceCell<Arc<Dataset>>,
+    fragments: Mutex<Vec<Fragment>>,
+    schema: Mutex<Option<lance::datatypes::Schema>>,
+}
+
+fn op_fragments(op: Operation) -> Result<(Vec<Fragment>, Option<lance::datatypes::Schema>)> {
+    match op {
+        Operation::Append { fragments } => Ok((fragments, None)),
+        Operation::Overwrite {
+            fragments, schema, ..
+        } => Ok((fragments, Some(schema))),
+        other => Err(Error::Internal(format!(
+            "unexpected uncommitted operation {}",
+            other.name()
+        ))),
+    }
+}
+
+async fn open_at(uri: &str, version: Option<u64>) -> Result<Arc<Dataset>> {
+    let mut b = DatasetBuilder::from_uri(uri);
+    if let Some(v) = version {
+        b = b.with_version(v);
+    }
+    Ok(Arc::new(b.load().await?))
+}
+
+fn write_params(mode: WriteMode) -> WriteParams {
+    WriteParams {
+        mode,
+        enable_v2_manifest_paths: true,
+        skip_auto_cleanup: true,
+        max_rows_per_file: usize::MAX / 2,
+        ..Default::default()
+    }
+}
+
+/// Writes one buffer of a partition as fragments (uncommitted).
+async fn flush(
+    root: String,
+    target: Target,
+    overwrite: bool,
+    shared: Arc<PartShared>,
+    batches: Vec<RecordBatch>,
+) -> Result<()> {
+    let (fragments, schema) = match &target {
+        Target::New { location } => {
+            let uri = join_uri(&root, location);
+            let params = write_params(WriteMode::Create);
+            let txn = InsertBuilder::new(uri.as_str())
+                .with_params(&params)
+                .execute_uncommitted(batches)
+                .await?;
+            op_fragments(txn.operation)?
+        }
+        Target::Existing { location, base, .. } => {
+            let uri = join_uri(&root, location);
+            let ds = shared
+                .dataset
+                .get_or_try_init(|| open_at(&uri, *base))
+                .await?
+                .clone();
+            let params = write_params(if overwrite {
+                WriteMode::Overwrite
+            } else {
+                WriteMode::Append
+            });
+            let txn = InsertBuilder::new(ds)
+                .with_params(&params)
+                .execute_uncommitted(batches)
+                .await?;
+            op_fragments(txn.operation)?
+        }
+    };
+    shared
+        .fragments
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(fragments);
+    if let Some(s) = schema {
+        *shared.schema.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+    }
+    Ok(())
+}
+
+/// A partition whose fragments are written and whose leaf table is committed (detached in
+/// strong mode), waiting for the manifest commit.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    /// Partition values.
+    pub key: Vec<ScalarValue>,
+    /// Leaf object id (None for a new partition until its namespaces are resolved).
+    pub object_id: Option<String>,
+    /// Leaf location.
+    pub location: String,
+    /// Whether this write created the leaf table.
+    pub created: bool,
+    /// The version our change was based on (None: created, or weak mode).
+    pub base: Option<u64>,
+    /// The version holding our change.
+    pub version: u64,
+    /// `append` or `overwrite` (`create` for new leaves).
+    pub operation: &'static str,
+    /// The fragments we wrote (for rebasing).
+    pub fragments: Vec<Fragment>,
+    /// Rows written.
+    pub rows: u64,
+}
+
+fn data_files(frags: &[Fragment]) -> (u64, u64) {
+    let files = frags.iter().map(|f| f.files.len() as u64).sum();
+    let bytes = frags
+        .iter()
+        .flat_map(|f| f.files.iter())
+        .filter_map(|d| d.file_size_bytes.get().map(|n| n.get()))
+        .sum();
+    (files, bytes)
+}
+
+/// Commits one partition's fragments to its leaf table.
+async fn commit_leaf(
+    root: &str,
+    target: &Target,
+    overwrite: bool,
+    strong: bool,
+    shared: &PartShared,
+    key: Vec<ScalarValue>,
+    rows: u64,
+) -> Result<Pending> {
+    let fragments = std::mem::take(&mut *shared.fragments.lock().unwrap_or_else(|e| e.into_inner()));
+    let schema = shared.schema.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    match target {
+        Target::New { location } => {
+            let uri = join_uri(root, location);
+            let schema = schema.ok_or_else(|| Error::Internal("new leaf without a schema".into()))?;
+            let txn = Transaction::new(
+                0,
+                Operation::Overwrite {
+                    fragments: fragments.clone(),
+                    schema,
+                    config_upsert_values: None,
+                    initial_bases: None,
+                },
+                None,
+            );
+            let ds = CommitBuilder::new(uri.as_str())
+                .enable_v2_manifest_paths(true)
+                .with_skip_auto_cleanup(true)
+                .execute(txn)
+                .await?;
+            Ok(Pending {
+                key,
+                object_id: None,
+                location: location.clone(),
+                created: true,
+                base: None,
+                version: ds.version().version,
+                operation: "create",
+                fragments,
+                rows,
+            })
+        }
+        Target::Existing {
+            object_id,
+            location,
+            base,
+        } => {
+            let uri = join_uri(root, location);
+            let ds = match shared.dataset.get() {
+                Some(d) => Arc::clone(d),
+                None => open_at(&uri, *base).await?,
+            };
+            let read_version = ds.version().version;
+            let op = if overwrite {
+                let schema = match schema {
+                    Some(s) => s,
+                    None => ds.schema().clone(),
+                };
+                Operation::Overwrite {
+                    fragments: fragments.clone(),
+                    schema,
+                    config_upsert_values: None,
+                    initial_bases: None,
+                }
+            } else {
+                Operation::Append {
+                    fragments: fragments.clone(),
+                }
+            };
+            let committed = CommitBuilder::new(ds)
+                .with_detached(strong)
+                .with_skip_auto_cleanup(true)
+                .execute(Transaction::new(read_version, op, None))
+                .await?;
+            Ok(Pending {
+                key,
+                object_id: Some(object_id.clone()),
+                location: location.clone(),
+                created: false,
+                base: Some(read_version),
+                version: committed.version().version,
+                operation: if overwrite { "overwrite" } else { "append" },
+                fragments,
+                rows,
+            })
+        }
+    }
+}
+
+/// Whether the namespace writes in strong mode by default.
+pub fn default_strong(snap: &Snapshot) -> bool {
+    snap.root_props
+        .props
+        .get(MODE_KEY)
+        .map_or(true, |m| m != "weak")
+}
+
+/// Writes `input` into the namespace at `root`.
+///
+/// # Errors
+/// `SchemaMismatch` for input that does not fit the schema; `CommitConflict` when a
+/// concurrent commit makes this one impossible; `Lance` for I/O errors. On error nothing
+/// becomes visible to readers; written files are left for `cleanup`.
+pub fn write(
+    root: &str,
+    input: impl Iterator<Item = Result<RecordBatch>>,
+    opts: &WriteOptions,
+) -> Result<WriteSummary> {
+    let rt = runtime()?;
+    let snap = rt.block_on(Snapshot::load(root, None))?;
+    if !snap.missing_columns.is_empty() {
+        return Err(Error::Corrupt(format!(
+            "the manifest lacks columns {:?} (another tool rewrote it); run repair() first",
+            snap.missing_columns
+        )));
+    }
+    let strong = opts.strong.unwrap_or_else(|| default_strong(&snap));
+    let ns_schema = snap.schema();
+    let out_schema = leaf_schema(&ns_schema);
+    let spec = snap.current_spec().clone();
+    let compiled = CompiledSpec::compile(&spec, &ns_schema, false)?;
+    let overwrite = opts.mode != Mode::Append;
+    let sem = Arc::new(Semaphore::new(opts.concurrency.max(1)));
+    let mut parts: HashMap<Vec<ScalarValue>, Part> = HashMap::new();
+    let mut tasks = Vec::new();
+    let root_s = root.to_string();
+    let spawn_flush = |p: &mut Part, tasks: &mut Vec<tokio::task::JoinHandle<Result<()>>>| {
+        let batches = std::mem::take(&mut p.buffer);
+        p.buffered = 0;
+        let (root, target, shared, sem) = (
+            root_s.clone(),
+            p.target.clone(),
+            Arc::clone(&p.shared),
+            Arc::clone(&sem),
+        );
+        tasks.push(rt.spawn(async move {
+            let _permit = sem
+                .acquire_owned()
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))?;
+            flush(root, target, overwrite, shared, batches).await
+        }));
+    };
+    let mut total_rows = 0u64;
+    let result: Result<()> = (|| {
+        for batch in input {
+            let batch = batch?;
+            if batch.num_rows() == 0 {
+                continue;
+            }
+            let aligned = align(&batch, &ns_schema, &out_schema)?;
+            let keys = compiled.partition_values(&aligned)?;
+            let routed = route_with_threads(
+                &aligned,
+                keys.columns(),
+                keys.schema(),
+                opts.route_threads.max(1),
+            )?;
+            for g in 0..routed.keys.num_rows() {
+                let key = routed
+                    .keys
+                    .columns()
+                    .iter()
+                    .map(|c| ScalarValue::try_from_array(c, g))
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                let part = match parts.get_mut(&key) {
+                    Some(p) => p,
+                    None => {
+                        let target = match snap.leaf(spec.id, &key) {
+                            Some(leaf) => Target::Existing {
+                                object_id: leaf.object_id.clone(),
+                                location: leaf.location.clone(),
+                                base: if strong { leaf.read_version } else { None },
+                            },
+                            None => Target::New {
+                                location: table_location(&format!(
+                                    "v{}${}${LEAF_TABLE}",
+                                    spec.id,
+                                    random_id()?
+                                )),
+                            },
+                        };
+                        parts.entry(key.clone()).or_insert(Part {
+                            key,
+                            target,
+                            buffer: Vec::new(),
+                            buffered: 0,
+                            rows: 0,
+                            shared: Arc::new(PartShared::default()),
+                        })
+                    }
+                };
+                let rows = routed.offsets[g + 1] - routed.offsets[g];
+                part.buffer.push(routed.group(g));
+                part.buffered += rows;
+                part.rows += rows as u64;
+                total_rows += rows as u64;
+                if part.buffered >= opts.max_rows_per_file {
+                    spawn_flush(part, &mut tasks);
+                }
+            }
+        }
+        Ok(())
+    })();
+    for p in parts.values_mut() {
+        if !p.buffer.is_empty() && result.is_ok() {
+            spawn_flush(p, &mut tasks);
+        }
+    }
+    let flushed: Result<()> = rt.block_on(async {
+        for t in tasks {
+            t.await.map_err(|e| Error::Internal(format!("write task failed: {e}")))??;
+        }
+        Ok(())
+    });
+    result?;
+    flushed?;
+    test_pause("after_fragments");
+    // Commit every leaf (concurrently), then the manifest.
+    let parts: Vec<Part> = parts.into_values().collect();
+    let pending: Vec<Pending> = rt.block_on(
+        stream::iter(parts.into_iter().map(|p| {
+            let root = root.to_string();
+            async move {
+                commit_leaf(&root, &p.target, overwrite, strong, &p.shared, p.key, p.rows).await
+            }
+        }))
+        .buffer_unordered(opts.concurrency.max(1))
+        .try_collect(),
+    )?;
+    test_pause("before_manifest_commit");
+    let mut summary = commit_manifest(root, &snap, &spec, pending, strong, opts)?;
+    summary.rows = total_rows;
+    Ok(summary)
+}
+
+/// Chooses the namespace rows for a new partition, reusing namespaces that exist.
+fn plan_new_partition(
+    snap: &Snapshot,
+    spec_id: i32,
+    field_ids: &[String],
+    key: &[ScalarValue],
+    created_ns: &mut HashMap<Vec<ScalarValue>, String>,
+    rows: &mut Vec<Row>,
+) -> Result<String> {
+    let mut parent = format!("v{spec_id}");
+    for level in 1..=key.len() {
+        let prefix = key[..level].to_vec();
+        let oid = match snap.ns_by_key.get(&(spec_id, prefix.clone())) {
+            Some(oid) => oid.clone(),
+            None => match created_ns.get(&prefix) {
+                Some(oid) => oid.clone(),
+                None => {
+                    let oid = format!("{parent}${}", random_id()?);
+                    let mut props = HashMap::new();
+                    if let Some(s) = values::to_string(&key[level - 1])? {
+                        props.insert(format!("partition.{}", field_ids[level - 1]), s);
+                    }
+                    rows.push(Row {
+                        object_id: oid.clone(),
+                        object_type: NAMESPACE.into(),
+                        location: None,
+                        props,
+                        read_version: None,
+                        values: field_ids[..level]
+                            .iter()
+                            .cloned()
+                            .zip(prefix.iter().cloned())
+                            .collect(),
+                    });
+                    created_ns.insert(prefix, oid.clone());
+                    oid
+                }
+            },
+        };
+        parent = oid;
+    }
+    Ok(format!("{parent}${LEAF_TABLE}"))
+}
+
+fn is_retryable(e: &lance::Error) -> bool {
+    matches!(
+        e,
+        lance::Error::RetryableCommitConflict { .. }
+            | lance::Error::CommitConflict { .. }
+            | lance::Error::TooMuchWriteContention { .. }
+    )
+}
+
+/// Copies the rows of a leaf version into another table (detached append on top of `base`).
+async fn copy_into(
+    root: &str,
+    from_location: &str,
+    from_version: u64,
+    to_location: &str,
+    base: Option<u64>,
+    strong: bool,
+) -> Result<u64> {
+    let src = open_at(&join_uri(root, from_location), Some(from_version)).await?;
+    let batches: Vec<RecordBatch> = src.scan().try_into_stream().await?.try_collect().await?;
+    let dst = open_at(&join_uri(root, to_location), base).await?;
+    let read_version = dst.version().version;
+    if batches.iter().all(|b| b.num_rows() == 0) {
+        return Ok(read_version);
+    }
+    let params = write_params(WriteMode::Append);
+    let txn = InsertBuilder::new(Arc::clone(&dst))
+        .with_params(&params)
+        .execute_uncommitted(batches)
+        .await?;
+    let committed = CommitBuilder::new(dst)
+        .with_detached(strong)
+        .with_skip_auto_cleanup(true)
+        .execute(Transaction::new(read_version, txn.operation, None))
+        .await?;
+    Ok(committed.version().version)
+}
+
+/// Resolves conflicts of `pending` against the latest manifest `s1` (taken after S0) and
+/// returns the rows to merge.
+async fn prepare_rows(
+    root: &str,
+    s1: &Snapshot,
+    spec_id: i32,
+    field_ids: &[String],
+    pending: &mut [Pending],
+    strong: bool,
+    mode: Mode,
+) -> Result<(Vec<Row>, Vec<usize>)> {
+    let mut rows = Vec::new();
+    let mut copy_rows = Vec::new();
+    let mut created_ns = HashMap::new();
+    let mut creating = false;
+    for p in pending.iter_mut() {
+        // A partition created concurrently: adopt it (copy our rows in).
+        if p.created {
+            if let Some(leaf) = s1.leaf(spec_id, &p.key) {
+                if mode != Mode::Append {
+                    return Err(Error::CommitConflict(format!(
+                        "partition {:?} was created by a concurrent write during this overwrite",
+                        leaf.object_id
+                    )));
+                }
+                let v = copy_into(root, &p.location, p.version, &leaf.location, leaf.read_version, strong).await?;
+                p.created = false;
+                p.object_id = Some(leaf.object_id.clone());
+                p.location = leaf.location.clone();
+                p.base = leaf.read_version;
+                p.version = v;
+                p.operation = "append";
+                p.fragments.clear();
+            }
+        }
+        if p.created {
+            creating = true;
+            let oid = plan_new_partition(s1, spec_id, field_ids, &p.key, &mut created_ns, &mut rows)?;
+            p.object_id = Some(oid.clone());
+            rows.push(Row {
+                object_id: oid.clone(),
+                object_type: TABLE.into(),
+                location: Some(p.location.clone()),
+                props: HashMap::new(),
+                read_version: strong.then_some(p.version),
+                values: field_ids.iter().cloned().zip(p.key.iter().cloned()).collect(),
+            });
+            if strong {
+                rows.push(version_row(&oid, p.version, "create", None));
+            }
+            continue;
+        }
+        let oid = p.object_id.clone().unwrap_or_default();
+        let Some(&row) = s1.row_by_id.get(&oid) else {
+            return Err(Error::CommitConflict(format!(
+                "partition {oid:?} was dropped by a concurrent write"
+            )));
+        };
+        if !strong {
+            continue;
+        }
+        let current = s1.leaves.iter().find(|l| l.row == row).and_then(|l| l.read_version);
+        if current != p.base {
+            // Someone committed to this table since our base: rebase appends, refuse the rest.
+            if p.operation != "append" {
+                return Err(Error::CommitConflict(format!(
+                    "partition {oid:?} was changed by a concurrent write during this overwrite"
+                )));
+            }
+            check_append_chain(s1, &oid, current, p.base)?;
+            let ds = open_at(&join_uri(root, &p.location), current).await?;
+            let read_version = ds.version().version;
+            let committed = CommitBuilder::new(ds)
+                .with_detached(true)
+                .with_skip_auto_cleanup(true)
+                .execute(Transaction::new(
+                    read_version,
+                    Operation::Append {
+                        fragments: p.fragments.clone(),
+                    },
+                    None,
+                ))
+                .await?;
+            p.base = Some(read_version);
+            p.version = committed.version().version;
+        }
+        copy_rows.push(row);
+        rows.push(version_row(&oid, p.version, p.operation, p.base));
+    }
+    if creating {
+        // Rewrite the spec version row: concurrent creators conflict on it in Lance.
+        if let Some(&r) = s1.row_by_id.get(&format!("v{spec_id}")) {
+            copy_rows.push(r);
+        }
+    }
+    Ok((rows, copy_rows))
+}
+
+fn version_row(table: &str, version: u64, operation: &str, base: Option<u64>) -> Row {
+    let mut props = HashMap::from([("operation".to_string(), operation.to_string())]);
+    if let Some(b) = base {
+        props.insert("base_version".into(), b.to_string());
+    }
+    Row {
+        object_id: format!("{table}${version}"),
+        object_type: TABLE_VERSION.into(),
+        location: None,
+        props,
+        read_version: Some(version),
+        values: Vec::new(),
+    }
+}
+
+/// Every version between `base` (exclusive) and `current` must be a recorded append.
+fn check_append_chain(s1: &Snapshot, oid: &str, current: Option<u64>, base: Option<u64>) -> Result<()> {
+    let recorded = s1.versions.get(oid);
+    let mut v = current;
+    let mut steps = 0usize;
+    while v != base {
+        let Some(ver) = v else { break };
+        let entry = recorded.and_then(|r| r.iter().find(|t| t.version == ver));
+        let Some(entry) = entry else {
+            return Err(Error::CommitConflict(format!(
+                "partition {oid:?} moved to version {ver}, which the manifest does not record"
+            )));
+        };
+        let op = entry.props.get("operation").map(String::as_str).unwrap_or("");
+        if op != "append" {
+            return Err(Error::CommitConflict(format!(
+                "partition {oid:?} was changed by a concurrent {op} (version {ver})"
+            )));
+        }
+        v = entry.props.get("base_version").and_then(|b| b.parse().ok());
+        steps += 1;
+        if steps > 100_000 {
+            break;
+        }
+    }
+    if v != base {
+        return Err(Error::CommitConflict(format!(
+            "partition {oid:?}: cannot trace its versions back to {base:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// The atomic manifest commit with conflict resolution and retries.
+fn commit_manifest(
+    root: &str,
+    s0: &Snapshot,
+    spec: &crate::spec::PartitionSpec,
+    mut pending: Vec<Pending>,
+    strong: bool,
+    opts: &WriteOptions,
+) -> Result<WriteSummary> {
+    let rt = runtime()?;
+    let field_ids: Vec<String> = spec.fields.iter().map(|f| f.field_id.clone()).collect();
+    let mut summary = WriteSummary {
+        partitions: pending.len() as u64,
+        created: pending.iter().filter(|p| p.created).count() as u64,
+        ..Default::default()
+    };
+    for p in &pending {
+        let (f, b) = data_files(&p.fragments);
+        summary.files += f;
+        summary.bytes += b;
+    }
+    let touched: HashSet<String> = pending.iter().filter_map(|p| p.object_id.clone()).collect();
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        let s1 = if attempt == 1 {
+            // Most commits see no concurrent writer: start from the latest version anyway.
+            rt.block_on(Snapshot::load(root, None))?
+        } else {
+            rt.block_on(Snapshot::load(root, None))?
+        };
+        let _ = s0;
+        let (mut rows, mut copy_rows) = rt.block_on(prepare_rows(
+            root,
+            &s1,
+            spec.id,
+            &field_ids,
+            &mut pending,
+            strong,
+            opts.mode,
+        ))?;
+        let mut dropped = 0u64;
+        let delete_if = if opts.mode == Mode::OverwriteAll {
+            // Keep exactly the touched partitions: rewrite their ancestors and history,
+            // delete every other row below a spec version.
+            let keep: HashSet<String> = pending.iter().filter_map(|p| p.object_id.clone()).collect();
+            let mut keep_rows: HashSet<usize> = copy_rows.iter().copied().collect();
+            for oid in &keep {
+                let parts: Vec<&str> = oid.split('$').collect();
+                for i in 1..parts.len() {
+                    if let Some(&r) = s1.row_by_id.get(&parts[..=i].join("$")) {
+                        keep_rows.insert(r);
+                    }
+                }
+                if let Some(vs) = s1.versions.get(oid) {
+                    for v in vs {
+                        if let Some(&r) = s1.row_by_id.get(&format!("{oid}${}", v.version)) {
+                            keep_rows.insert(r);
+                        }
+                    }
+                }
+            }
+            dropped = s1.leaves.iter().filter(|l| !keep.contains(&l.object_id)).count() as u64;
+            copy_rows = keep_rows.into_iter().collect();
+            copy_rows.sort_unstable();
+            Some("object_id LIKE 'v%$%'".to_string())
+        } else {
+            None
+        };
+        let mut source = Vec::new();
+        let mschema = s1.batch.schema();
+        if !copy_rows.is_empty() {
+            let idx = UInt32Array::from_iter_values(copy_rows.iter().map(|&r| r as u32));
+            let cols = s1
+                .batch
+                .columns()
+                .iter()
+                .map(|c| take(c.as_ref(), &idx, None))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let mut copied = RecordBatch::try_new(Arc::clone(&mschema), cols)?;
+            // Set read_version of the tables we wrote.
+            let new_versions: HashMap<&str, u64> = pending
+                .iter()
+                .filter(|p| !p.created)
+                .filter_map(|p| p.object_id.as_deref().map(|o| (o, p.version)))
+                .collect();
+            if strong {
+                copied = set_read_versions(&copied, &new_versions)?;
+            }
+            source.push(copied);
+        }
+        rows.retain(|r| !r.object_id.is_empty());
+        if !rows.is_empty() {
+            source.push(rows_to_batch(&mschema, &rows)?);
+        }
+        let _ = &touched;
+        if source.is_empty() {
+            summary.manifest_version = s1.version;
+            summary.attempts = attempt;
+            return Ok(summary);
+        }
+        let batch = concat_batches(&mschema, &source)?;
+        let result = rt.block_on(async {
+            let mut b = MergeInsertBuilder::try_new(Arc::clone(&s1.dataset), vec!["object_id".into()])?;
+            b.when_matched(WhenMatched::UpdateAll)
+                .when_not_matched(WhenNotMatched::InsertAll)
+                .conflict_retries(0)
+                .skip_auto_cleanup(true);
+            if let Some(expr) = &delete_if {
+                b.when_not_matched_by_source(WhenNotMatchedBySource::delete_if(&s1.dataset, expr)?);
+            }
+            let job = b.try_build()?;
+            job.execute_batches(vec![batch]).await
+        });
+        match result {
+            Ok((ds, _stats)) => {
+                summary.manifest_version = ds.version().version;
+                summary.attempts = attempt;
+                summary.dropped = dropped;
+                return Ok(summary);
+            }
+            Err(e) if is_retryable(&e) && attempt < opts.max_attempts => {
+                let backoff = Duration::from_millis(20 * u64::from(attempt.min(10)))
+                    + Duration::from_micros(u64::from(getrandom::u32().unwrap_or(0) % 50_000));
+                std::thread::sleep(backoff);
+            }
+            Err(e) if is_retryable(&e) => {
+                return Err(Error::CommitConflict(format!(
+                    "gave up after {attempt} manifest commit attempts: {e}"
+                )))
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn set_read_versions(batch: &RecordBatch, new_versions: &HashMap<&str, u64>) -> Result<RecordBatch> {
+    use crate::arrow::array::{AsArray, UInt64Array};
+    use crate::arrow::datatypes::UInt64Type;
+    let ids = crate::arrow::compute::cast(
+        batch
+            .column_by_name(crate::ns::manifest::OBJECT_ID)
+            .ok_or_else(|| Error::Corrupt("no object_id".into()))?,
+        &crate::arrow::datatypes::DataType::Utf8,
+    )?;
+    let ids = ids.as_string::<i32>();
+    let Some(idx) = batch.schema().index_of(READ_VERSION).ok() else {
+        return Ok(batch.clone());
+    };
+    let old = batch.column(idx).as_primitive::<UInt64Type>();
+    let new: UInt64Array = (0..batch.num_rows())
+        .map(|r| match new_versions.get(ids.value(r)) {
+            Some(v) => Some(*v),
+            None => (!old.is_null(r)).then(|| old.value(r)),
+        })
+        .collect();
+    let mut cols = batch.columns().to_vec();
+    cols[idx] = Arc::new(new);
+    Ok(RecordBatch::try_new(batch.schema(), cols)?)
+}
+
+/// Crash-test hook: with `LANCE_PARTITIONED_TEST_PAUSE=<point>:<file>` the writer creates
+/// `<file>` at `<point>` and sleeps, so a test can kill it exactly there.
+fn test_pause(point: &str) {
+    if let Ok(v) = std::env::var("LANCE_PARTITIONED_TEST_PAUSE") {
+        if let Some((p, file)) = v.split_once(':') {
+            if p == point {
+                let _ = std::fs::write(file, point);
+                std::thread::sleep(Duration::from_secs(600));
+            }
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! Bindings of the partitioned namespace: create, snapshots, writes, pruning and scans.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use lance_partitioned_core::arrow::array::RecordBatch;
+use lance_partitioned_core::arrow::error::ArrowError as CoreArrowError;
+use lance_partitioned_core::ns::manifest::{self, Snapshot};
+use lance_partitioned_core::ns::runtime::block_on;
+use lance_partitioned_core::ns::scan::{self, ScanIter, ScanOptions};
+use lance_partitioned_core::ns::write::{self, Mode, WriteOptions};
+use lance_partitioned_core::spec::PartitionSpec;
+use lance_partitioned_core::Error;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::run;
+use crate::ffi::{export_batch, export_schema, import_schema, import_stream};
+
+/// create_namespace(root, schema, spec_json, props) -> pyarrow.Schema (with field ids)
+#[pyfunction]
+pub fn create_namespace<'py>(
+    py: Python<'py>,
+    root: &str,
+    schema: &Bound<'py, PyAny>,
+    spec_json: &str,
+    props: HashMap<String, String>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let s = import_schema(schema)?;
+    let (root, spec_json) = (root.to_string(), spec_json.to_string());
+    let stored = run(py, || {
+        let spec = PartitionSpec::from_json(&spec_json)?;
+        block_on(manifest::create(&root, &s, &spec, &props))
+    })?;
+    export_schema(py, &stored)
+}
+
+/// A manifest snapshot (one version of `__manifest`, indexed).
+#[pyclass(module = "lance_partitioned._native", frozen)]
+pub struct ManifestSnapshot {
+    pub(crate) snap: Arc<Snapshot>,
+}
+
+#[pymethods]
+impl ManifestSnapshot {
+    /// Loads the manifest of `root` at `version` (latest when None).
+    #[staticmethod]
+    #[pyo3(signature = (root, version = None))]
+    fn load(py: Python<'_>, root: &str, version: Option<u64>) -> PyResult<Self> {
+        let root = root.to_string();
+        let snap = run(py, || block_on(Snapshot::load(&root, version)))?;
+        Ok(Self {
+            snap: Arc::new(snap),
+        })
+    }
+
+    /// The latest manifest version (cheap: no manifest scan).
+    fn latest_version(&self, py: Python<'_>) -> PyResult<u64> {
+        let ds = Arc::clone(&self.snap.dataset);
+        run(py, || block_on(async move { Ok(ds.latest_version_id().await?) }))
+    }
+
+    #[getter]
+    fn version(&self) -> u64 {
+        self.snap.version
+    }
+
+    #[getter]
+    fn root(&self) -> String {
+        self.snap.root.clone()
+    }
+
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        export_schema(py, &self.snap.schema())
+    }
+
+    /// Root properties (schema, partition_spec_v<N>, ...).
+    #[getter]
+    fn properties(&self) -> HashMap<String, String> {
+        self.snap.root_props.props.clone()
+    }
+
+    /// Spec JSON by spec id.
+    fn specs(&self) -> PyResult<Vec<(i32, String)>> {
+        self.snap
+            .root_props
+            .specs
+            .iter()
+            .map(|(k, v)| Ok((*k, v.to_json().map_err(crate::errors::to_py)?)))
+            .collect()
+    }
+
+    #[getter]
+    fn missing_columns(&self) -> Vec<String> {
+        self.snap.missing_columns.clone()
+    }
+
+    #[getter]
+    fn num_leaves(&self) -> usize {
+        self.snap.leaves.len()
+    }
+
+    /// All manifest rows as a pyarrow RecordBatch.
+    fn manifest_batch<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        export_batch(py, &self.snap.batch)
+    }
+
+    /// Pruned leaves: (plan, leaves batch, row counts or None).
+    #[pyo3(signature = (filter = None, with_rows = false))]
+    fn partitions<'py>(
+        &self,
+        py: Python<'py>,
+        filter: Option<String>,
+        with_rows: bool,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Vec<u64>>)> {
+        let snap = Arc::clone(&self.snap);
+        let (plan, batch, rows) = run(py, || {
+            let schema = snap.schema();
+            let f = filter
+                .as_deref()
+                .map(|f| scan::Filter::parse(f, &schema))
+                .transpose()?;
+            let pruned = scan::prune(&snap, f.as_ref())?;
+            let batch = snap.leaves_batch(&pruned.leaves)?;
+            let rows = if with_rows {
+                Some(block_on(manifest::count_rows(&snap, &pruned.leaves))?)
+            } else {
+                None
+            };
+            Ok((pruned.specs, batch, rows))
+        })?;
+        Ok((plan_to_py(py, &plan)?, export_batch(py, &batch)?, rows))
+    }
+
+    /// describe_namespace(path) -> properties
+    fn describe_namespace(&self, py: Python<'_>, path: Vec<String>) -> PyResult<HashMap<String, String>> {
+        let snap = Arc::clone(&self.snap);
+        run(py, || snap.describe_namespace(&path))
+    }
+
+    /// Starts a scan: returns a Scan iterator.
+    #[pyo3(signature = (filter = None, columns = None, batch_size = None))]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        filter: Option<String>,
+        columns: Option<Vec<String>>,
+        batch_size: Option<usize>,
+    ) -> PyResult<Scan> {
+        let snap = Arc::clone(&self.snap);
+        let opts = ScanOptions {
+            filter,
+            columns,
+            batch_size,
+        };
+        let (iter, pruned) = run(py, || scan::scan(snap, &opts))?;
+        Ok(Scan {
+            inner: Mutex::new(Some(iter)),
+            plan: pruned.specs,
+            schema: None,
+        })
+    }
+}
+
+fn plan_to_py<'py>(py: Python<'py>, plan: &[scan::SpecPlan]) -> PyResult<Bound<'py, PyAny>> {
+    let out = pyo3::types::PyList::empty(py);
+    for p in plan {
+        let d = PyDict::new(py);
+        d.set_item("spec_id", p.spec_id)?;
+        d.set_item("predicate", p.predicate.clone())?;
+        d.set_item("total", p.total)?;
+        d.set_item("kept", p.kept)?;
+        out.append(d)?;
+    }
+    Ok(out.into_any())
+}
+
+/// A streaming scan; iterate to get pyarrow RecordBatches.
+#[pyclass(module = "lance_partitioned._native")]
+pub struct Scan {
+    inner: Mutex<Option<ScanIter>>,
+    plan: Vec<scan::SpecPlan>,
+    schema: Option<()>,
+}
+
+#[pymethods]
+impl Scan {
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let _ = self.schema;
+        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match guard.as_ref() {
+            Some(it) => export_schema(py, &it.schema()),
+            None => Err(crate::errors::invalid_arg("the scan is exhausted")),
+        }
+    }
+
+    /// The pruning plan.
+    fn plan<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        plan_to_py(py, &self.plan)
+    }
+
+    /// Leaves opened so far.
+    #[getter]
+    fn leaves_opened(&self) -> usize {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map_or(0, |i| i.opened)
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let next: Option<RecordBatch> = run(py, || {
+            let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            match guard.as_mut() {
+                None => Ok(None),
+                Some(it) => it.next().transpose(),
+            }
+        })?;
+        match next {
+            Some(b) => Ok(Some(export_batch(py, &b)?)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// write(root, data, mode, strong, max_rows_per_file, concurrency, route_threads) -> summary
+#[pyfunction]
+#[pyo3(signature = (root, data, mode = "append", strong = None, max_rows_per_file = 1048576, concurrency = 8, route_threads = 1))]
+#[allow(clippy::too_many_arguments)]
+pub fn write_data<'py>(
+    py: Python<'py>,
+    root: &str,
+    data: &Bound<'py, PyAny>,
+    mode: &str,
+    strong: Option<bool>,
+    max_rows_per_file: usize,
+    concurrency: usize,
+    route_threads: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let reader = import_stream(data)?;
+    let opts = WriteOptions {
+        mode: Mode::parse(mode).map_err(crate::errors::to_py)?,
+        strong,
+        max_rows_per_file: max_rows_per_file.max(1),
+        concurrency: concurrency.max(1),
+        route_threads: route_threads.max(1),
+        ..Default::default()
+    };
+    let root = root.to_string();
+    let s = run(py, || {
+        let input = reader.map(|b: Result<RecordBatch, CoreArrowError>| b.map_err(Error::from));
+        write::write(&root, input, &opts)
+    })?;
+    let d = PyDict::new(py);
+    d.set_item("rows", s.rows)?;
+    d.set_item("partitions", s.partitions)?;
+    d.set_item("created", s.created)?;
+    d.set_item("dropped", s.dropped)?;
+    d.set_item("files", s.files)?;
+    d.set_item("bytes", s.bytes)?;
+    d.set_item("manifest_version", s.manifest_version)?;
+    d.set_item("attempts", s.attempts)?;
+    Ok(d)
+}
