@@ -1,0 +1,307 @@
+"""Local ingest and pruning benchmarks of the partitioned namespace (issue 3).
+
+Ingest: the kernels benchmark's 10M-row table (id, country ~50 values, ts, city ~100k values)
+partitioned by identity(country) and bucket(city, 16) (~800 partitions), written in one run by
+
+- ours: ``PartitionedNamespace.write`` (strong mode, one atomic manifest commit),
+- pyarrow: ``pq.write_to_dataset(partition_cols=[country, city_bucket])``,
+- pylance per partition: every partition written as its own dataset with
+  ``lance.write_dataset`` (the approach a user would script by hand),
+- pylance unpartitioned: ``lance.write_dataset`` of the whole table (the practical ceiling).
+
+Pruning: a manifest of 100k partitions (~400k manifest rows) and an equality filter on one
+partition, cold (fresh open) and warm (cached snapshot) against a filtered pylance scan of the
+same ``__manifest`` and a pyarrow filter over it in memory.
+
+    python benches/ingest.py [--rows N] [--write BENCHMARKS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lance
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+import lance_partitioned as lp
+from lance_partitioned import kernels as k
+
+
+def gen_strings(n: int, distinct: int, seed: int) -> pa.Array:
+    pool = [f"v{seed}-{i:09d}-{'x' * (i % 8)}"[: 10 + (i * 7) % 11] for i in range(distinct)]
+    idx = pa.array([(i * 2654435761 + seed) % distinct for i in range(n)], pa.int64())
+    return pa.array(pool, pa.string()).take(idx)
+
+
+def make_table(n: int) -> pa.Table:
+    ints = pa.array([(i * 0x9E3779B97F4A7C15) & 0x7FFFFFFFFFFFFFFF for i in range(n)], pa.int64())
+    return pa.table(
+        {
+            "id": ints,
+            "country": gen_strings(n, 50, 3),
+            "ts": pc.cast(pc.divide(ints, 1_000_000), pa.timestamp("us")),
+            "city": gen_strings(n, 100_000, 5),
+        }
+    )
+
+
+SPEC = lp.PartitionSpec(
+    [
+        lp.PartitionField("country", source="country", transform=lp.Identity()),
+        lp.PartitionField("city_bucket", source=["city"], transform=lp.Bucket(16)),
+    ]
+)
+
+
+def timed(fn: Callable[[], Any], repeat: int, setup: Callable[[], None]) -> float:
+    times = []
+    for _ in range(repeat):
+        setup()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def ingest(n: int, repeat: int, work: Path) -> list[tuple[str, float, int]]:
+    table = make_table(n)
+    out: list[tuple[str, float, int]] = []
+
+    def fresh(name: str) -> Path:
+        p = work / name
+        shutil.rmtree(p, ignore_errors=True)
+        return p
+
+    def count_files(p: Path, suffix: str) -> int:
+        return sum(1 for _ in p.rglob(f"*{suffix}"))
+
+    # ours
+    root = work / "ours"
+
+    def ours_setup() -> None:
+        shutil.rmtree(root, ignore_errors=True)
+        lp.PartitionedNamespace.create(str(root), table.schema, SPEC)
+
+    def ours() -> None:
+        lp.PartitionedNamespace.open(str(root)).write(table)
+
+    t = timed(ours, repeat, ours_setup)
+    ns = lp.PartitionedNamespace.open(str(root))
+    parts = ns.partitions(with_rows=False).num_rows
+    out.append(("ours: PartitionedNamespace.write (strong)", t, count_files(root, ".lance")))
+    print(f"ours {n / t / 1e6:.2f} M rows/s, {parts} partitions", flush=True)
+
+    # pyarrow write_to_dataset
+    pq_root = work / "parquet"
+
+    def pyarrow_write() -> None:
+        keyed = table.append_column("city_bucket", k.bucket(table["city"], 16))
+        pq.write_to_dataset(keyed, str(pq_root), partition_cols=["country", "city_bucket"])
+
+    t = timed(pyarrow_write, repeat, lambda: fresh("parquet") and None)
+    out.append(("pyarrow pq.write_to_dataset(partition_cols)", t, count_files(pq_root, ".parquet")))
+    print(f"pyarrow {n / t / 1e6:.2f} M rows/s", flush=True)
+
+    # pylance, one dataset per partition
+    pl_root = work / "pylance_parts"
+
+    def pylance_parts() -> None:
+        keys = pa.record_batch(
+            {"country": table["country"].combine_chunks(), "b": k.bucket(table["city"], 16)}
+        )
+        batch = table.combine_chunks().to_batches()[0]
+        routed = k.route(batch, keys)
+        for i, part in enumerate(routed.batches):
+            lance.write_dataset(part, str(pl_root / f"p{i}"))
+
+    t = timed(pylance_parts, repeat, lambda: fresh("pylance_parts") and None)
+    out.append(("pylance: lance.write_dataset per partition", t, count_files(pl_root, ".lance")))
+    print(f"pylance per partition {n / t / 1e6:.2f} M rows/s", flush=True)
+
+    # pylance unpartitioned
+    un = work / "pylance_flat"
+    t = timed(
+        lambda: lance.write_dataset(table, str(un)), repeat, lambda: fresh("pylance_flat") and None
+    )
+    out.append(
+        ("pylance: lance.write_dataset, unpartitioned (ceiling)", t, count_files(un, ".lance"))
+    )
+    print(f"pylance unpartitioned {n / t / 1e6:.2f} M rows/s", flush=True)
+    return out
+
+
+def synthetic_manifest(root: Path, partitions: int) -> None:
+    """A namespace whose manifest lists `partitions` leaves (3 levels, 2 versions each); the
+    leaves themselves are not written (pruning never opens them)."""
+    schema = pa.schema(
+        [pa.field("y", pa.int32()), pa.field("c", pa.string()), pa.field("u", pa.int64())]
+    )
+    spec = lp.PartitionSpec(
+        [
+            lp.PartitionField("y", source="y", transform=lp.Identity()),
+            lp.PartitionField("c", source="c", transform=lp.Identity()),
+            lp.PartitionField("u", source=["u"], transform=lp.Bucket(80)),
+        ]
+    )
+    ns = lp.PartitionedNamespace.create(str(root), schema, spec)
+    m = ns.snapshot().manifest()
+    per_c = 80
+    n_c = 50
+    n_y = max(1, partitions // (per_c * n_c))
+    rows: dict[str, list[Any]] = {name: [] for name in m.schema.names}
+
+    def add(oid: str, typ: str, loc: Any, meta: str, rv: Any, y: Any, c: Any, u: Any) -> None:
+        rows["object_id"].append(oid)
+        rows["object_type"].append(typ)
+        rows["location"].append(loc)
+        rows["metadata"].append(meta)
+        rows["base_objects"].append(None)
+        rows["read_version"].append(rv)
+        rows["partition_field_y"].append(y)
+        rows["partition_field_c"].append(c)
+        rows["partition_field_u"].append(u)
+
+    for yi in range(n_y):
+        y = 2000 + yi
+        yid = f"v1$y{yi:015d}"
+        add(yid, "namespace", None, json.dumps({"partition.y": str(y)}), None, y, None, None)
+        for ci in range(n_c):
+            c = f"c{ci:02d}"
+            cid = f"{yid}$c{yi:07d}{ci:08d}"
+            add(cid, "namespace", None, json.dumps({"partition.c": c}), None, y, c, None)
+            for u in range(per_c):
+                uid = f"{cid}$u{yi:05d}{ci:05d}{u:05d}"
+                add(uid, "namespace", None, json.dumps({"partition.u": str(u)}), None, y, c, u)
+                tid = f"{uid}$dataset"
+                add(tid, "table", f"00000000_{tid}", "{}", 2, y, c, u)
+                add(
+                    f"{tid}$1", "table_version", None, '{"operation":"create"}', 1, None, None, None
+                )
+                add(
+                    f"{tid}$2",
+                    "table_version",
+                    None,
+                    '{"operation":"append","base_version":"1"}',
+                    2,
+                    None,
+                    None,
+                    None,
+                )
+    t = pa.table(rows, schema=m.schema)
+    lance.write_dataset(t, str(root / "__manifest"), mode="append")
+
+
+def pruning(partitions: int, work: Path) -> tuple[int, int, list[tuple[str, float]]]:
+    root = work / "big"
+    shutil.rmtree(root, ignore_errors=True)
+    synthetic_manifest(root, partitions)
+    filt = "y = 2001 AND c = 'c07' AND u = 12345"
+    out: list[tuple[str, float]] = []
+    cold = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        ns = lp.PartitionedNamespace.open(str(root))
+        kept = ns.partitions(filt, with_rows=False)
+        cold.append(time.perf_counter() - t0)
+    assert kept.num_rows == 1, kept
+    out.append(("ours, cold: open() + partitions(filter)", statistics.median(cold)))
+    warm = []
+    for _ in range(50):
+        t0 = time.perf_counter()
+        ns.partitions(filt, with_rows=False)
+        warm.append(time.perf_counter() - t0)
+    out.append(
+        (
+            "ours, warm: partitions(filter) on the cached manifest (version re-checked)",
+            statistics.median(warm),
+        )
+    )
+    bucket = k.bucket(pa.array([12345], pa.int64()), 80)[0].as_py()
+    pred = (
+        f"object_type = 'table' AND partition_field_y = 2001 AND partition_field_c = 'c07'"
+        f" AND partition_field_u = {bucket}"
+    )
+    scans = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        got = lance.dataset(str(root / "__manifest")).to_table(filter=pred)
+        scans.append(time.perf_counter() - t0)
+    assert got.num_rows == 1
+    out.append(("pylance: filtered scan of __manifest", statistics.median(scans)))
+    mem = lance.dataset(str(root / "__manifest")).to_table()
+    mems = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        mask = pc.and_(
+            pc.and_(
+                pc.equal(mem["object_type"], "table"), pc.equal(mem["partition_field_y"], 2001)
+            ),
+            pc.and_(
+                pc.equal(mem["partition_field_c"], "c07"),
+                pc.equal(mem["partition_field_u"], bucket),
+            ),
+        )
+        mem.filter(mask)
+        mems.append(time.perf_counter() - t0)
+    out.append(("pyarrow: filter of the manifest in memory", statistics.median(mems)))
+    return ns.snapshot().manifest().num_rows, ns.partitions(with_rows=False).num_rows, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--partitions", type=int, default=100_000)
+    ap.add_argument("--write", type=str, default=None)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="lp-bench-"))
+    try:
+        res = ingest(args.rows, args.repeat, work)
+        ours_t = res[0][1]
+        lines = [
+            f"`python benches/ingest.py --rows {args.rows}` (best of {args.repeat}, one process):",
+            "",
+            "| writer | M rows/s | files | ours vs this |",
+            "|---|---:|---:|---:|",
+        ]
+        for name, t, files in res:
+            ratio = "(ours)" if t == ours_t else f"{t / ours_t:.2f}x"
+            lines.append(f"| {name} | {args.rows / t / 1e6:.2f} | {files} | {ratio} |")
+        rows, parts, pr = pruning(args.partitions, work)
+        lines += [
+            "",
+            f"Pruning: {parts} partitions, {rows} manifest rows, one equality filter on all "
+            "three partition fields (median):",
+            "",
+            "| query | ms |",
+            "|---|---:|",
+        ]
+        lines += [f"| {name} | {t * 1e3:.1f} |" for name, t in pr]
+        text = "\n".join(lines)
+        print(text)
+        if args.write:
+            p = Path(args.write)
+            doc = p.read_text()
+            start, end = "<!-- ingest:start -->", "<!-- ingest:end -->"
+            block = f"{start}\n{text}\n{end}"
+            if start in doc:
+                doc = doc[: doc.index(start)] + block + doc[doc.index(end) + len(end) :]
+            else:
+                doc += "\n## Partitioned namespace: ingest and pruning\n\n" + block + "\n"
+            p.write_text(doc)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
