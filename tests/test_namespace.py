@@ -366,3 +366,57 @@ def test_empty_input_is_a_no_op(ns: lp.PartitionedNamespace) -> None:
     assert res.rows == 0
     assert res.partitions == 0
     assert ns.version == before
+
+
+def test_evolve_adds_a_spec_version_and_old_data_stays_readable(
+    ns: lp.PartitionedNamespace,
+) -> None:
+    first = events(400)
+    ns.write(first)
+    v2 = lp.PartitionSpec(
+        [
+            lp.PartitionField("event_year", source="event_date", transform=lp.Year()),
+            lp.PartitionField("event_month", source="event_date", transform=lp.Month()),
+            lp.PartitionField("country", source="country", transform=lp.Identity()),
+        ]
+    )
+    assert ns.evolve(v2) == 2
+    assert sorted(ns.specs) == [1, 2]
+    m = ns.snapshot().manifest()
+    assert m.schema.field("partition_field_event_month").type == pa.int32()
+    assert "v2" in m["object_id"].to_pylist()
+    second = events(400, start=400)
+    ns.write(second)
+    parts = ns.partitions()
+    assert set(parts["spec_id"].to_pylist()) == {1, 2}
+    assert sum(parts["rows"].to_pylist()) == 800
+    assert sorted(ns.to_table()["id"].to_pylist()) == list(range(800))
+    # pruning uses each version's own spec
+    f = "event_date >= DATE '2025-01-15' AND country = 'US'"
+    want = sorted(
+        pa.concat_tables([first, second])
+        .filter((pc.field("event_date") >= dt.date(2025, 1, 15)) & (pc.field("country") == "US"))[
+            "id"
+        ]
+        .to_pylist()
+    )
+    assert sorted(ns.to_table(f)["id"].to_pylist()) == want
+    plan = ns.snapshot().plan(f)
+    assert {p["spec_id"] for p in plan} == {1, 2}
+    assert all(p["kept"] < p["total"] for p in plan)
+    assert "partition_field_event_month" in ns.explain(f)
+    assert json.loads(ns.describe_namespace(["v2"])["partition_spec"])["id"] == 2
+
+
+def test_evolve_enforces_field_id_rules(ns: lp.PartitionedNamespace) -> None:
+    with pytest.raises(exc.SpecError, match="identical"):
+        ns.evolve(SPEC)
+    renamed = lp.PartitionSpec([lp.PartitionField("yr", source="event_date", transform=lp.Year())])
+    with pytest.raises(exc.SpecError, match="reuse"):
+        ns.evolve(renamed)
+    reused = lp.PartitionSpec(
+        [lp.PartitionField("country", source="event_date", transform=lp.Year())]
+    )
+    with pytest.raises(exc.SpecError, match="never reused"):
+        ns.evolve(reused)
+    assert sorted(ns.specs) == [1]

@@ -49,6 +49,7 @@ def write_data(
     concurrency: int = 8,
     route_threads: int = 1,
 ) -> dict[str, int]: ...
+def evolve_spec(root: str, spec_json: str) -> int: ...
 
 class Scan:
     @property

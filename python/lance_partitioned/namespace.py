@@ -385,6 +385,24 @@ class PartitionedNamespace:
         self.refresh()
         return WriteResult(**summary)
 
+    def evolve(self, spec: PartitionSpec | Mapping[str, Any]) -> int:
+        """Adds a new partition spec version and makes it current; returns its id.
+
+        New writes are partitioned by the new spec; partitions written under older versions stay
+        readable and prunable with their own spec. A field with the same sources and transform
+        as an existing field must reuse its ``field_id``; a ``field_id`` is never reused for a
+        different definition (``SpecError``).
+        """
+        self.refresh()
+        if isinstance(spec, PartitionSpec):
+            obj = spec.to_dict(self.schema, spec_id=max(self.specs) + 1)
+        else:
+            obj = dict(spec)
+            obj.setdefault("id", max(self.specs) + 1)
+        new_id = _native.evolve_spec(self._root, json.dumps(obj))
+        self.refresh()
+        return new_id
+
     # -- reads -------------------------------------------------------------------------------
 
     def scan(

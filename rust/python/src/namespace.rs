@@ -269,3 +269,13 @@ pub fn write_data<'py>(
     d.set_item("attempts", s.attempts)?;
     Ok(d)
 }
+
+/// evolve(root, spec_json) -> new spec id
+#[pyfunction]
+pub fn evolve_spec(py: Python<'_>, root: &str, spec_json: &str) -> PyResult<i32> {
+    let (root, spec_json) = (root.to_string(), spec_json.to_string());
+    run(py, || {
+        let spec = PartitionSpec::from_json(&spec_json)?;
+        block_on(manifest::evolve(&root, &spec))
+    })
+}
