@@ -403,6 +403,16 @@ class PartitionedNamespace:
         self.refresh()
         return new_id
 
+    def repair(self) -> list[str]:
+        """Restores manifest columns another tool dropped (pylance's DirectoryNamespace drops
+        ``read_version`` and ``partition_field_*`` whenever it writes the manifest): partition
+        values come back from each namespace's ``partition.<field_id>`` property, read versions
+        from the ``table_version`` rows. Returns the restored columns (empty if none were
+        missing)."""
+        restored = _native.repair_manifest(self._root)
+        self._snap = _native.ManifestSnapshot.load(self._root, None)
+        return restored
+
     # -- reads -------------------------------------------------------------------------------
 
     def scan(

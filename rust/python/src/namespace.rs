@@ -279,3 +279,10 @@ pub fn evolve_spec(py: Python<'_>, root: &str, spec_json: &str) -> PyResult<i32>
         block_on(manifest::evolve(&root, &spec))
     })
 }
+
+/// repair(root) -> restored column names
+#[pyfunction]
+pub fn repair_manifest(py: Python<'_>, root: &str) -> PyResult<Vec<String>> {
+    let root = root.to_string();
+    run(py, || block_on(manifest::repair(&root)))
+}

@@ -783,30 +783,36 @@ pub async fn count_rows(snap: &Snapshot, idx: &[usize]) -> Result<Vec<u64>> {
 /// # Errors
 /// `Spec` naming the field.
 pub fn check_field_id_reuse(existing: &[&PartitionSpec], new: &PartitionSpec) -> Result<()> {
+    let same_def = |f: &crate::spec::PartitionField, g: &crate::spec::PartitionField| {
+        g.source_ids == f.source_ids && g.transform == f.transform && g.expression == f.expression
+    };
     for f in &new.fields {
         for spec in existing {
-            for g in &spec.fields {
-                let same_def = g.source_ids == f.source_ids
-                    && g.transform == f.transform
-                    && g.expression == f.expression;
-                if g.field_id == f.field_id && !same_def {
+            for g in spec.fields.iter().filter(|g| g.field_id == f.field_id) {
+                if !same_def(f, g) {
                     return Err(Error::Spec(format!(
                         "partition field id {:?} was defined differently in spec v{}; field ids \
                          are never reused (pick a new id)",
                         f.field_id, spec.id
                     )));
                 }
-                if same_def && g.field_id != f.field_id {
+                if g.result_type != f.result_type {
+                    return Err(Error::Spec(format!(
+                        "partition field {:?} changes its result_type",
+                        f.field_id
+                    )));
+                }
+            }
+        }
+    }
+    for f in &new.fields {
+        for spec in existing {
+            for g in spec.fields.iter().filter(|g| g.field_id != f.field_id) {
+                if same_def(f, g) {
                     return Err(Error::Spec(format!(
                         "partition field {:?} has the same sources and transform as field {:?} of \
                          spec v{}; it must reuse that field_id",
                         f.field_id, g.field_id, spec.id
-                    )));
-                }
-                if g.field_id == f.field_id && g.result_type != f.result_type {
-                    return Err(Error::Spec(format!(
-                        "partition field {:?} changes its result_type",
-                        f.field_id
                     )));
                 }
             }
@@ -870,4 +876,88 @@ pub async fn evolve(root: &str, spec: &PartitionSpec) -> Result<i32> {
     ds.update_metadata([(format!("{SPEC_KEY_PREFIX}{}", spec.id), spec.to_json()?)])
         .await?;
     Ok(spec.id)
+}
+
+/// Restores manifest columns another tool dropped (D14): `read_version` from the
+/// `table_version` rows (the head of each table's version chain; the version in each
+/// `table_version` row's id) and every `partition_field_*` column from the namespaces'
+/// `partition.<field_id>` properties. One commit; the root properties are kept. Returns the
+/// restored column names (empty when nothing was missing).
+///
+/// # Errors
+/// `Corrupt` when a value cannot be recovered.
+pub async fn repair(root: &str) -> Result<Vec<String>> {
+    use crate::arrow::array::RecordBatchIterator;
+    use lance::dataset::schema_evolution::NewColumnTransform;
+    let snap = Snapshot::load(root, None).await?;
+    if snap.missing_columns.is_empty() {
+        return Ok(Vec::new());
+    }
+    let expected = manifest_schema(snap.root_props.specs.values())?;
+    let ids = string_column(&snap.batch, OBJECT_ID)?
+        .ok_or_else(|| Error::Corrupt("no object_id column".into()))?;
+    let types = string_column(&snap.batch, OBJECT_TYPE)?
+        .ok_or_else(|| Error::Corrupt("no object_type column".into()))?;
+    // object id -> (spec id, values of its prefix)
+    let mut values_of: HashMap<&str, (i32, &[ScalarValue])> = HashMap::new();
+    for ((spec, key), oid) in &snap.ns_by_key {
+        values_of.insert(oid.as_str(), (*spec, key.as_slice()));
+    }
+    for leaf in &snap.leaves {
+        values_of.insert(leaf.object_id.as_str(), (leaf.spec_id, leaf.values.as_slice()));
+    }
+    let read_version: HashMap<&str, Option<u64>> = snap
+        .leaves
+        .iter()
+        .map(|l| (l.object_id.as_str(), l.read_version))
+        .collect();
+    let n = snap.batch.num_rows();
+    let mut fields = Vec::new();
+    let mut cols: Vec<ArrayRef> = Vec::new();
+    for name in &snap.missing_columns {
+        let f = expected.field_with_name(name)?.clone();
+        let col: ArrayRef = if name == READ_VERSION {
+            Arc::new(UInt64Array::from_iter((0..n).map(|r| {
+                let oid = ids.value(r);
+                match types.value(r) {
+                    TABLE => read_version.get(oid).copied().flatten(),
+                    TABLE_VERSION => oid.rsplit_once('$').and_then(|(_, v)| parse_version(v)),
+                    _ => None,
+                }
+            })))
+        } else {
+            let fid = name.strip_prefix(PARTITION_COLUMN_PREFIX).unwrap_or(name);
+            let vals = (0..n)
+                .map(|r| {
+                    let found = values_of.get(ids.value(r)).and_then(|(spec_id, vals)| {
+                        let spec = snap.root_props.specs.get(spec_id)?;
+                        let k = spec.fields.iter().position(|p| p.field_id == fid)?;
+                        vals.get(k).cloned()
+                    });
+                    match found {
+                        Some(v) => v.cast_to(f.data_type()),
+                        None => ScalarValue::try_from(f.data_type()),
+                    }
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            if vals.is_empty() {
+                new_null_array(f.data_type(), 0)
+            } else {
+                ScalarValue::iter_to_array(vals)?
+            }
+        };
+        fields.push(f);
+        cols.push(col);
+    }
+    let schema = Arc::new(Schema::new(fields));
+    let batch = RecordBatch::try_new_with_options(
+        Arc::clone(&schema),
+        cols,
+        &crate::arrow::array::RecordBatchOptions::new().with_row_count(Some(n)),
+    )?;
+    let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+    let mut ds = (*snap.dataset).clone();
+    ds.add_columns(NewColumnTransform::Reader(Box::new(reader)), None, None)
+        .await?;
+    Ok(snap.missing_columns.clone())
 }
