@@ -160,9 +160,18 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ArrowError", py.get_type::<ArrowError>())?;
     m.add("InternalError", py.get_type::<InternalError>())?;
     m.add("SchemaMismatchError", py.get_type::<SchemaMismatchError>())?;
-    m.add("NamespaceNotFoundError", py.get_type::<NamespaceNotFoundError>())?;
-    m.add("NamespaceExistsError", py.get_type::<NamespaceExistsError>())?;
-    m.add("CorruptNamespaceError", py.get_type::<CorruptNamespaceError>())?;
+    m.add(
+        "NamespaceNotFoundError",
+        py.get_type::<NamespaceNotFoundError>(),
+    )?;
+    m.add(
+        "NamespaceExistsError",
+        py.get_type::<NamespaceExistsError>(),
+    )?;
+    m.add(
+        "CorruptNamespaceError",
+        py.get_type::<CorruptNamespaceError>(),
+    )?;
     m.add("CommitConflictError", py.get_type::<CommitConflictError>())?;
     m.add("LanceError", py.get_type::<LanceError>())?;
     Ok(())

@@ -57,7 +57,9 @@ impl ManifestSnapshot {
     /// The latest manifest version (cheap: no manifest scan).
     fn latest_version(&self, py: Python<'_>) -> PyResult<u64> {
         let ds = Arc::clone(&self.snap.dataset);
-        run(py, || block_on(async move { Ok(ds.latest_version_id().await?) }))
+        run(py, || {
+            block_on(async move { Ok(ds.latest_version_id().await?) })
+        })
     }
 
     #[getter]
@@ -134,7 +136,11 @@ impl ManifestSnapshot {
     }
 
     /// describe_namespace(path) -> properties
-    fn describe_namespace(&self, py: Python<'_>, path: Vec<String>) -> PyResult<HashMap<String, String>> {
+    fn describe_namespace(
+        &self,
+        py: Python<'_>,
+        path: Vec<String>,
+    ) -> PyResult<HashMap<String, String>> {
         let snap = Arc::clone(&self.snap);
         run(py, || snap.describe_namespace(&path))
     }

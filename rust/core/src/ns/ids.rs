@@ -26,7 +26,9 @@ pub fn random_id() -> Result<String> {
 
 /// Whether `s` looks like an id made by [`random_id`].
 pub fn is_id(s: &str) -> bool {
-    s.len() == 16 && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    s.len() == 16
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
 }
 
 /// The directory of a table relative to the root: `<8 lowercase hex>_<object_id>`.
@@ -59,7 +61,9 @@ mod tests {
     fn locations_have_an_8_hex_prefix() {
         let loc = table_location("v1$abc$dataset");
         assert_eq!(loc.len(), 8 + 1 + "v1$abc$dataset".len());
-        assert!(loc[..8].bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        assert!(loc[..8]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
         assert_eq!(loc, table_location("v1$abc$dataset"));
     }
 }

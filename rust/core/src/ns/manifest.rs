@@ -12,14 +12,16 @@ use lance::dataset::builder::DatasetBuilder;
 use lance::dataset::{Dataset, InsertBuilder, WriteMode, WriteParams};
 
 use crate::arrow::array::{
-    new_null_array, Array, ArrayRef, AsArray, ListBuilder, RecordBatch, StringArray,
-    StringBuilder, UInt64Array,
+    new_null_array, Array, ArrayRef, AsArray, ListBuilder, RecordBatch, StringArray, StringBuilder,
+    UInt64Array,
 };
 use crate::arrow::compute::cast;
 use crate::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{corrupt, Error, Result};
-use crate::ns::{join_uri, values, MANIFEST_DIR, PARTITION_COLUMN_PREFIX, SCHEMA_KEY, SPEC_KEY_PREFIX};
+use crate::ns::{
+    join_uri, values, MANIFEST_DIR, PARTITION_COLUMN_PREFIX, SCHEMA_KEY, SPEC_KEY_PREFIX,
+};
 use crate::spec::{CompiledSpec, PartitionSpec};
 use crate::types::{field_id, JsonSchema, FIELD_ID_KEY};
 
@@ -73,12 +75,10 @@ pub fn manifest_schema<'a>(specs: impl IntoIterator<Item = &'a PartitionSpec>) -
         for f in &spec.fields {
             let dt = f.result_type.to_arrow()?;
             match seen.get(&f.field_id) {
-                Some(prev) if prev != &dt => {
-                    return corrupt!(
-                        "partition field {:?} has result_type {prev} in one spec and {dt} in another",
-                        f.field_id
-                    )
-                }
+                Some(prev) if prev != &dt => return corrupt!(
+                    "partition field {:?} has result_type {prev} in one spec and {dt} in another",
+                    f.field_id
+                ),
                 Some(_) => {}
                 None => {
                     seen.insert(f.field_id.clone(), dt.clone());
@@ -301,7 +301,12 @@ impl Snapshot {
         Self::index(root, dataset, root_props, batch)
     }
 
-    fn index(root: &str, dataset: Arc<Dataset>, root_props: Root, batch: RecordBatch) -> Result<Self> {
+    fn index(
+        root: &str,
+        dataset: Arc<Dataset>,
+        root_props: Root,
+        batch: RecordBatch,
+    ) -> Result<Self> {
         let version = dataset.version().version;
         let ids = string_column(&batch, OBJECT_ID)?
             .ok_or_else(|| Error::Corrupt("the manifest has no object_id column".into()))?;
@@ -310,7 +315,11 @@ impl Snapshot {
         let locations = string_column(&batch, LOCATION)?;
         let metadata = string_column(&batch, METADATA)?;
         let read_versions: Option<UInt64Array> = match batch.column_by_name(READ_VERSION) {
-            Some(c) => Some(cast(c, &DataType::UInt64)?.as_primitive::<UInt64Type>().clone()),
+            Some(c) => Some(
+                cast(c, &DataType::UInt64)?
+                    .as_primitive::<UInt64Type>()
+                    .clone(),
+            ),
             None => None,
         };
         let expected = manifest_schema(root_props.specs.values())?;
@@ -332,20 +341,29 @@ impl Snapshot {
         };
         // The value of field `k` of spec `spec` at row `r`: the typed column, or (when another
         // writer dropped it) the ancestor namespace's `partition.<field_id>` property.
-        let value_at = |r: usize, spec: &PartitionSpec, k: usize, path: &[&str]| -> Result<ScalarValue> {
-            let f = &spec.fields[k];
-            let dt = f.result_type.to_arrow()?;
-            if let Some(col) = batch.column_by_name(&partition_column(&f.field_id)) {
-                let v = ScalarValue::try_from_array(col, r)?;
-                return Ok(if v.data_type() == dt { v } else { v.cast_to(&dt)? });
-            }
-            let ancestor = path[..k + 2].join("$");
-            let Some(&ar) = row_by_id.get(&ancestor) else {
-                return corrupt!("namespace {ancestor:?} is missing from the manifest");
+        let value_at =
+            |r: usize, spec: &PartitionSpec, k: usize, path: &[&str]| -> Result<ScalarValue> {
+                let f = &spec.fields[k];
+                let dt = f.result_type.to_arrow()?;
+                if let Some(col) = batch.column_by_name(&partition_column(&f.field_id)) {
+                    let v = ScalarValue::try_from_array(col, r)?;
+                    return Ok(if v.data_type() == dt {
+                        v
+                    } else {
+                        v.cast_to(&dt)?
+                    });
+                }
+                let ancestor = path[..k + 2].join("$");
+                let Some(&ar) = row_by_id.get(&ancestor) else {
+                    return corrupt!("namespace {ancestor:?} is missing from the manifest");
+                };
+                let p = props_of(ar)?;
+                values::from_string(
+                    p.get(&format!("partition.{}", f.field_id))
+                        .map(|s| s.as_str()),
+                    &dt,
+                )
             };
-            let p = props_of(ar)?;
-            values::from_string(p.get(&format!("partition.{}", f.field_id)).map(|s| s.as_str()), &dt)
-        };
         let mut leaves = Vec::new();
         let mut leaf_by_key = HashMap::new();
         let mut ns_by_key = HashMap::new();
@@ -353,8 +371,12 @@ impl Snapshot {
         for r in 0..batch.num_rows() {
             let oid = ids.value(r);
             let path: Vec<&str> = oid.split('$').collect();
-            let Some(spec_id) = spec_of(oid) else { continue };
-            let Some(spec) = root_props.specs.get(&spec_id) else { continue };
+            let Some(spec_id) = spec_of(oid) else {
+                continue;
+            };
+            let Some(spec) = root_props.specs.get(&spec_id) else {
+                continue;
+            };
             let n = spec.fields.len();
             match types.value(r) {
                 NAMESPACE => {
@@ -397,12 +419,19 @@ impl Snapshot {
                     });
                 }
                 TABLE_VERSION => {
-                    let Some((table, ver)) = oid.rsplit_once('$') else { continue };
-                    let Some(ver) = parse_version(ver) else { continue };
-                    versions.entry(table.to_string()).or_default().push(TableVersion {
-                        version: ver,
-                        props: props_of(r)?,
-                    });
+                    let Some((table, ver)) = oid.rsplit_once('$') else {
+                        continue;
+                    };
+                    let Some(ver) = parse_version(ver) else {
+                        continue;
+                    };
+                    versions
+                        .entry(table.to_string())
+                        .or_default()
+                        .push(TableVersion {
+                            version: ver,
+                            props: props_of(r)?,
+                        });
                 }
                 _ => {}
             }
@@ -512,21 +541,34 @@ pub fn rows_to_batch(schema: &SchemaRef, rows: &[Row]) -> Result<RecordBatch> {
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
     for f in schema.fields() {
         let col: ArrayRef = match f.name().as_str() {
-            OBJECT_ID => Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.object_id))),
-            OBJECT_TYPE => Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.object_type))),
-            LOCATION => Arc::new(StringArray::from_iter(rows.iter().map(|r| r.location.as_deref()))),
-            METADATA => Arc::new(StringArray::from_iter(rows.iter().map(|r| Some(props_json(&r.props))))),
+            OBJECT_ID => Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| &r.object_id),
+            )),
+            OBJECT_TYPE => Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| &r.object_type),
+            )),
+            LOCATION => Arc::new(StringArray::from_iter(
+                rows.iter().map(|r| r.location.as_deref()),
+            )),
+            METADATA => Arc::new(StringArray::from_iter(
+                rows.iter().map(|r| Some(props_json(&r.props))),
+            )),
             READ_VERSION => Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.read_version))),
             BASE_OBJECTS => {
-                let mut b = ListBuilder::new(StringBuilder::new()).with_field(match f.data_type() {
-                    DataType::List(inner) => Arc::clone(inner),
-                    _ => Arc::new(Field::new("object_id", DataType::Utf8, true)),
-                });
+                let mut b =
+                    ListBuilder::new(StringBuilder::new()).with_field(match f.data_type() {
+                        DataType::List(inner) => Arc::clone(inner),
+                        _ => Arc::new(Field::new("object_id", DataType::Utf8, true)),
+                    });
                 for _ in rows {
                     b.append_null();
                 }
                 let arr: ArrayRef = Arc::new(b.finish());
-                if arr.data_type() == f.data_type() { arr } else { new_null_array(f.data_type(), rows.len()) }
+                if arr.data_type() == f.data_type() {
+                    arr
+                } else {
+                    new_null_array(f.data_type(), rows.len())
+                }
             }
             name => match name.strip_prefix(PARTITION_COLUMN_PREFIX) {
                 Some(fid) => {
@@ -595,10 +637,17 @@ pub fn assign_field_ids(schema: &Schema, floor: i32) -> Result<Schema> {
     let mut sorted = ids.clone();
     sorted.sort_unstable();
     if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-        return Err(Error::Spec(format!("field id {} is used by more than one field", w[0])));
+        return Err(Error::Spec(format!(
+            "field id {} is used by more than one field",
+            w[0]
+        )));
     }
     let mut next = ids.iter().copied().max().map_or(0, |m| m + 1).max(floor);
-    let fields: Vec<Field> = schema.fields().iter().map(|f| assign(f, &mut next)).collect();
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| assign(f, &mut next))
+        .collect();
     Ok(Schema::new(fields).with_metadata(schema.metadata().clone()))
 }
 
@@ -618,7 +667,10 @@ pub async fn create(
     let schema = assign_field_ids(schema, 0)?;
     CompiledSpec::compile(spec, &schema, false)?;
     if spec.id < 1 {
-        return Err(Error::Spec(format!("spec ids start at 1 (got {})", spec.id)));
+        return Err(Error::Spec(format!(
+            "spec ids start at 1 (got {})",
+            spec.id
+        )));
     }
     let uri = manifest_uri(root);
     match DatasetBuilder::from_uri(&uri).load().await {
@@ -674,15 +726,25 @@ impl Snapshot {
             Field::new("spec_id", DataType::Int32, false),
         ];
         let mut cols: Vec<ArrayRef> = vec![
-            Arc::new(StringArray::from_iter_values(leaves.iter().map(|l| &l.object_id))),
-            Arc::new(StringArray::from_iter_values(leaves.iter().map(|l| &l.location))),
-            Arc::new(UInt64Array::from_iter(leaves.iter().map(|l| l.read_version))),
-            Arc::new(Int32Array::from_iter_values(leaves.iter().map(|l| l.spec_id))),
+            Arc::new(StringArray::from_iter_values(
+                leaves.iter().map(|l| &l.object_id),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                leaves.iter().map(|l| &l.location),
+            )),
+            Arc::new(UInt64Array::from_iter(
+                leaves.iter().map(|l| l.read_version),
+            )),
+            Arc::new(Int32Array::from_iter_values(
+                leaves.iter().map(|l| l.spec_id),
+            )),
         ];
         let rows = UInt32Array::from_iter_values(leaves.iter().map(|l| l.row as u32));
         let mschema = manifest_schema(self.root_props.specs.values())?;
         for f in mschema.fields() {
-            let Some(fid) = f.name().strip_prefix(PARTITION_COLUMN_PREFIX) else { continue };
+            let Some(fid) = f.name().strip_prefix(PARTITION_COLUMN_PREFIX) else {
+                continue;
+            };
             let col = match self.batch.column_by_name(f.name()) {
                 Some(c) => take(c.as_ref(), &rows, None)?,
                 None => {
@@ -730,8 +792,12 @@ impl Snapshot {
             return Err(Error::NotFound(format!("no namespace {path:?}")));
         }
         let mut props = self.props(&oid)?.unwrap_or_default();
-        let Some(spec_id) = spec_of(&oid) else { return Ok(props) };
-        let Some(spec) = self.root_props.specs.get(&spec_id) else { return Ok(props) };
+        let Some(spec_id) = spec_of(&oid) else {
+            return Ok(props);
+        };
+        let Some(spec) = self.root_props.specs.get(&spec_id) else {
+            return Ok(props);
+        };
         if path.len() == 1 {
             props.insert("partition_spec".into(), spec.to_json()?);
             return Ok(props);
@@ -904,7 +970,10 @@ pub async fn repair(root: &str) -> Result<Vec<String>> {
         values_of.insert(oid.as_str(), (*spec, key.as_slice()));
     }
     for leaf in &snap.leaves {
-        values_of.insert(leaf.object_id.as_str(), (leaf.spec_id, leaf.values.as_slice()));
+        values_of.insert(
+            leaf.object_id.as_str(),
+            (leaf.spec_id, leaf.values.as_slice()),
+        );
     }
     let read_version: HashMap<&str, Option<u64>> = snap
         .leaves

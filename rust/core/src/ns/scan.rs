@@ -188,7 +188,9 @@ fn exact_cast(v: &ScalarValue, dt: &DataType) -> Option<ScalarValue> {
     }
     let a = v.to_array_of_size(1).ok()?;
     let c = crate::arrow::compute::kernels::cast::cast_with_options(&a, dt, &strict_cast()).ok()?;
-    let back = crate::arrow::compute::kernels::cast::cast_with_options(&c, &v.data_type(), &strict_cast()).ok()?;
+    let back =
+        crate::arrow::compute::kernels::cast::cast_with_options(&c, &v.data_type(), &strict_cast())
+            .ok()?;
     let b = ScalarValue::try_from_array(&back, 0).ok()?;
     (b == *v).then(|| ScalarValue::try_from_array(&c, 0).ok())?
 }
@@ -211,12 +213,17 @@ impl Deriver<'_> {
     }
 
     fn kind(&self, k: usize) -> Option<&str> {
-        self.spec.fields[k].transform.as_ref().map(|t| t.kind.as_str())
+        self.spec.fields[k]
+            .transform
+            .as_ref()
+            .map(|t| t.kind.as_str())
     }
 
     /// Fields computed from exactly this one source column.
     fn single_source_fields(&self, column: &str) -> Vec<usize> {
-        let Some(&id) = self.ids.get(column) else { return Vec::new() };
+        let Some(&id) = self.ids.get(column) else {
+            return Vec::new();
+        };
         (0..self.spec.fields.len())
             .filter(|&k| self.spec.fields[k].source_ids == [id])
             .collect()
@@ -288,7 +295,11 @@ impl Deriver<'_> {
                     .filter(|&k| self.spec.fields[k].transform.is_some())
                     .filter_map(|k| {
                         let (pc, _) = self.pcol(k)?;
-                        Some(if null { ident(&pc).is_null() } else { ident(&pc).is_not_null() })
+                        Some(if null {
+                            ident(&pc).is_null()
+                        } else {
+                            ident(&pc).is_not_null()
+                        })
                     })
                     .collect();
                 parts.into_iter().reduce(|a, b| a.and(b))
@@ -325,9 +336,15 @@ impl Deriver<'_> {
             }
             let vals: Option<Vec<ScalarValue>> =
                 f.source_ids.iter().map(|id| eq.get(id).cloned()).collect();
-            let (Some(vals), Some((pc, _))) = (vals, self.pcol(k)) else { continue };
+            let (Some(vals), Some((pc, _))) = (vals, self.pcol(k)) else {
+                continue;
+            };
             if let Ok(v) = self.compiled.field_value(k, &vals) {
-                out.push(if v.is_null() { ident(&pc).is_null() } else { ident(&pc).eq(lit(v)) });
+                out.push(if v.is_null() {
+                    ident(&pc).is_null()
+                } else {
+                    ident(&pc).eq(lit(v))
+                });
             }
         }
         out
@@ -340,7 +357,9 @@ impl Deriver<'_> {
         let fields = self.single_source_fields(column);
         let mut parts = Vec::new();
         for &k in &fields {
-            let Some((pc, dt)) = self.pcol(k) else { continue };
+            let Some((pc, dt)) = self.pcol(k) else {
+                continue;
+            };
             let kind = self.kind(k);
             match (kind, op) {
                 (Some("identity"), _) => {
@@ -350,10 +369,17 @@ impl Deriver<'_> {
                 }
                 (_, Operator::Eq) => {
                     if let Some(x) = self.value(k, v) {
-                        parts.push(if x.is_null() { ident(&pc).is_null() } else { ident(&pc).eq(lit(x)) });
+                        parts.push(if x.is_null() {
+                            ident(&pc).is_null()
+                        } else {
+                            ident(&pc).eq(lit(x))
+                        });
                     }
                 }
-                (Some("truncate"), Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq) => {
+                (
+                    Some("truncate"),
+                    Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq,
+                ) => {
                     if let Some(x) = self.value(k, v) {
                         let op2 = if matches!(op, Operator::Lt | Operator::LtEq) {
                             Operator::LtEq
@@ -376,7 +402,13 @@ impl Deriver<'_> {
 
     /// Lexicographic comparison over the chain year[, month[, day[, hour]]] starting at the
     /// year field `k`.
-    fn temporal_range(&self, k: usize, fields: &[usize], op: Operator, v: &ScalarValue) -> Option<Expr> {
+    fn temporal_range(
+        &self,
+        k: usize,
+        fields: &[usize],
+        op: Operator,
+        v: &ScalarValue,
+    ) -> Option<Expr> {
         let mut chain = vec![k];
         for next in ["month", "day", "hour"] {
             match fields.iter().find(|&&f| self.kind(f) == Some(next)) {
@@ -394,7 +426,11 @@ impl Deriver<'_> {
             cols.push((pc, x));
         }
         let upper = matches!(op, Operator::Lt | Operator::LtEq);
-        let (strict, last) = if upper { (Operator::Lt, Operator::LtEq) } else { (Operator::Gt, Operator::GtEq) };
+        let (strict, last) = if upper {
+            (Operator::Lt, Operator::LtEq)
+        } else {
+            (Operator::Gt, Operator::GtEq)
+        };
         // T op t  ==  OR_i (T_0 = t_0 AND ... AND T_{i-1} = t_{i-1} AND T_i strict t_i), last
         // one non-strict.
         let mut disj: Option<Expr> = None;
@@ -478,7 +514,10 @@ pub fn prune(snap: &Snapshot, filter: Option<&Filter>) -> Result<Pruned> {
         });
         kept.extend(selected);
     }
-    Ok(Pruned { specs, leaves: kept })
+    Ok(Pruned {
+        specs,
+        leaves: kept,
+    })
 }
 
 /// What to read.
@@ -497,14 +536,22 @@ fn leaf_columns(leaf: &Schema, ns: &Schema) -> HashMap<String, String> {
     // namespace name -> leaf name, by field id first, then by name.
     let mut by_id: HashMap<i32, String> = HashMap::new();
     for f in leaf.fields() {
-        if let Some(id) = f.metadata().get(LEAF_FIELD_ID_KEY).and_then(|s| s.parse().ok()) {
+        if let Some(id) = f
+            .metadata()
+            .get(LEAF_FIELD_ID_KEY)
+            .and_then(|s| s.parse().ok())
+        {
             by_id.insert(id, f.name().clone());
         }
     }
     let mut out = HashMap::new();
     for f in ns.fields() {
         let by_fid = field_id(f).and_then(|id| by_id.get(&id).cloned());
-        let name = by_fid.or_else(|| leaf.field_with_name(f.name()).ok().map(|l| l.name().clone()));
+        let name = by_fid.or_else(|| {
+            leaf.field_with_name(f.name())
+                .ok()
+                .map(|l| l.name().clone())
+        });
         if let Some(n) = name {
             out.insert(f.name().clone(), n);
         }
@@ -513,13 +560,19 @@ fn leaf_columns(leaf: &Schema, ns: &Schema) -> HashMap<String, String> {
 }
 
 /// Adapts a leaf batch to `out` (namespace fields): rename, cast, fill NULLs.
-fn adapt(batch: &RecordBatch, out: &SchemaRef, map: &HashMap<String, String>) -> Result<RecordBatch> {
+fn adapt(
+    batch: &RecordBatch,
+    out: &SchemaRef,
+    map: &HashMap<String, String>,
+) -> Result<RecordBatch> {
     let rows = batch.num_rows();
     let mut cols: Vec<ArrayRef> = Vec::with_capacity(out.fields().len());
     for f in out.fields() {
         let col = match map.get(f.name()).and_then(|l| batch.column_by_name(l)) {
             Some(c) => to_namespace_type(c, f.data_type(), f.name()).map_err(|e| {
-                Error::SchemaMismatch(format!("a partition's column cannot be read as the namespace type: {e}"))
+                Error::SchemaMismatch(format!(
+                    "a partition's column cannot be read as the namespace type: {e}"
+                ))
             })?,
             None => new_null_array(f.data_type(), rows),
         };
@@ -555,7 +608,9 @@ impl ScanIter {
     }
 
     async fn open_next(&mut self) -> Result<bool> {
-        let Some(i) = self.leaves.next() else { return Ok(false) };
+        let Some(i) = self.leaves.next() else {
+            return Ok(false);
+        };
         let leaf = &self.snap.leaves[i];
         let uri = join_uri(&self.root, &leaf.location);
         let mut b = lance::dataset::builder::DatasetBuilder::from_uri(&uri);
@@ -583,7 +638,13 @@ impl ScanIter {
             let same = f.columns().iter().all(|c| {
                 map.get(c) == Some(c)
                     && leaf_schema.field_with_name(c).ok().map(|l| l.data_type())
-                        == self.snap.root_props.schema.field_with_name(c).ok().map(|n| n.data_type())
+                        == self
+                            .snap
+                            .root_props
+                            .schema
+                            .field_with_name(c)
+                            .ok()
+                            .map(|n| n.data_type())
             });
             if same {
                 scanner.filter(&f.sql)?;
@@ -601,7 +662,9 @@ impl ScanIter {
             if self.current.is_none() && !self.open_next().await? {
                 return Ok(None);
             }
-            let Some((stream, map, pushed)) = self.current.as_mut() else { continue };
+            let Some((stream, map, pushed)) = self.current.as_mut() else {
+                continue;
+            };
             match stream.next().await {
                 None => {
                     self.current = None;
@@ -610,13 +673,19 @@ impl ScanIter {
                     let b = b?;
                     let adapted = adapt(&b, &self.read_schema, map)?;
                     let filtered = match (&self.filter_phys, *pushed) {
-                        (Some(p), false) => filter_record_batch(&adapted, &evaluate_mask(p, &adapted)?)?,
+                        (Some(p), false) => {
+                            filter_record_batch(&adapted, &evaluate_mask(p, &adapted)?)?
+                        }
                         _ => adapted,
                     };
                     if filtered.num_rows() == 0 {
                         continue;
                     }
-                    return Ok(Some(filtered.project(&self.projection)?.with_schema(Arc::clone(&self.out_schema))?));
+                    return Ok(Some(
+                        filtered
+                            .project(&self.projection)?
+                            .with_schema(Arc::clone(&self.out_schema))?,
+                    ));
                 }
             }
         }
@@ -641,7 +710,11 @@ impl Iterator for ScanIter {
 /// `Expression` for a bad filter; `InvalidArgument` for unknown columns.
 pub fn scan(snap: Arc<Snapshot>, opts: &ScanOptions) -> Result<(ScanIter, Pruned)> {
     let schema = snap.schema();
-    let filter = opts.filter.as_deref().map(|f| Filter::parse(f, &schema)).transpose()?;
+    let filter = opts
+        .filter
+        .as_deref()
+        .map(|f| Filter::parse(f, &schema))
+        .transpose()?;
     let pruned = prune(&snap, filter.as_ref())?;
     let wanted: Vec<String> = match &opts.columns {
         Some(c) => c.clone(),
@@ -649,7 +722,9 @@ pub fn scan(snap: Arc<Snapshot>, opts: &ScanOptions) -> Result<(ScanIter, Pruned
     };
     for c in &wanted {
         if schema.field_with_name(c).is_err() {
-            return Err(Error::InvalidArgument(format!("column {c:?} is not in the namespace schema")));
+            return Err(Error::InvalidArgument(format!(
+                "column {c:?} is not in the namespace schema"
+            )));
         }
     }
     let mut read: Vec<String> = wanted.clone();
@@ -667,7 +742,10 @@ pub fn scan(snap: Arc<Snapshot>, opts: &ScanOptions) -> Result<(ScanIter, Pruned
     let read_schema = Arc::new(Schema::new(read_fields));
     let projection: Vec<usize> = (0..wanted.len()).collect();
     let out_schema = Arc::new(read_schema.project(&projection)?);
-    let filter_phys = filter.as_ref().map(|f| f.physical(&read_schema)).transpose()?;
+    let filter_phys = filter
+        .as_ref()
+        .map(|f| f.physical(&read_schema))
+        .transpose()?;
     let iter = ScanIter {
         root: snap.root.clone(),
         leaves: pruned.leaves.clone().into_iter(),

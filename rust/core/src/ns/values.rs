@@ -66,11 +66,12 @@ pub fn from_string(text: Option<&str>, dt: &DataType) -> Result<ScalarValue> {
         DataType::Binary | DataType::LargeBinary | DataType::BinaryView => dt.clone(),
         _ => dt.clone(),
     };
-    let out = cast_with_options(&arr, &target, &strict_cast()).map_err(|e| {
-        Error::Corrupt(format!("partition value {text:?} is not a {dt}: {e}"))
-    })?;
+    let out = cast_with_options(&arr, &target, &strict_cast())
+        .map_err(|e| Error::Corrupt(format!("partition value {text:?} is not a {dt}: {e}")))?;
     if out.is_null(0) {
-        return Err(Error::Corrupt(format!("partition value {text:?} is not a {dt}")));
+        return Err(Error::Corrupt(format!(
+            "partition value {text:?} is not a {dt}"
+        )));
     }
     Ok(ScalarValue::try_from_array(&out, 0)?)
 }
@@ -119,13 +120,13 @@ fn java_double(x: f64, sci: String) -> String {
         let body = if point <= 0 {
             format!("0.{}{}", "0".repeat((-point) as usize), digits)
         } else if (point as usize) >= digits.len() {
-            format!(
-                "{}{}.0",
-                digits,
-                "0".repeat(point as usize - digits.len())
-            )
+            format!("{}{}.0", digits, "0".repeat(point as usize - digits.len()))
         } else {
-            format!("{}.{}", &digits[..point as usize], &digits[point as usize..])
+            format!(
+                "{}.{}",
+                &digits[..point as usize],
+                &digits[point as usize..]
+            )
         };
         format!("{sign}{body}")
     } else {
@@ -166,7 +167,11 @@ fn timestamp(v: &ScalarValue, zoned: bool) -> Result<String> {
     };
     let naive = ScalarValue::TimestampMicrosecond(Some(micros), None);
     let arr = naive.to_array()?;
-    let arr = cast_with_options(&arr, &DataType::Timestamp(TimeUnit::Microsecond, None), &strict_cast())?;
+    let arr = cast_with_options(
+        &arr,
+        &DataType::Timestamp(TimeUnit::Microsecond, None),
+        &strict_cast(),
+    )?;
     let text = crate::arrow::util::display::array_value_to_string(&arr, 0)?;
     // arrow displays "2024-06-15T19:30:45" or "2024-06-15T19:30:45.123456".
     let (date, time) = text.split_once('T').unwrap_or((&text, "00:00:00"));
@@ -197,7 +202,10 @@ mod tests {
         assert_eq!(s(S::Int32(None)), None);
         assert_eq!(s(S::Float64(Some(0.0))).unwrap(), "0.0");
         assert_eq!(s(S::Float64(Some(-0.0))).unwrap(), "-0.0");
-        assert_eq!(s(S::Float64(Some(f64::MAX))).unwrap(), "1.7976931348623157E308");
+        assert_eq!(
+            s(S::Float64(Some(f64::MAX))).unwrap(),
+            "1.7976931348623157E308"
+        );
         assert_eq!(s(S::Float64(Some(5e-324))).unwrap(), "5.0E-324");
         assert_eq!(s(S::Float64(Some(f64::NAN))).unwrap(), "NaN");
         assert_eq!(s(S::Float64(Some(f64::INFINITY))).unwrap(), "Infinity");
@@ -209,8 +217,10 @@ mod tests {
         assert_eq!(s(S::Float64(Some(1e7))).unwrap(), "1.0E7");
         assert_eq!(s(S::Float32(Some(1.5))).unwrap(), "1.5");
         assert_eq!(s(S::Boolean(Some(true))).unwrap(), "true");
-        assert_eq!(s(S::Decimal128(Some(0), 38, 18))
-            .unwrap(), "0.000000000000000000");
+        assert_eq!(
+            s(S::Decimal128(Some(0), 38, 18)).unwrap(),
+            "0.000000000000000000"
+        );
         assert_eq!(
             s(S::Decimal128(Some(1_230_000_000_000_000_000), 38, 18)).unwrap(),
             "1.230000000000000000"

@@ -25,16 +25,15 @@ use lance::dataset::{
 use lance::table::format::Fragment;
 use tokio::sync::{OnceCell, Semaphore};
 
+use crate::arrow::array::UInt32Array;
 use crate::arrow::array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
 use crate::arrow::compute::{concat_batches, take};
 use crate::arrow::datatypes::{Field, Schema, SchemaRef};
-use crate::arrow::array::UInt32Array;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{schema_err, Error, Result};
 use crate::ns::ids::{random_id, table_location};
 use crate::ns::manifest::{
-    partition_column, rows_to_batch, Row, Snapshot, NAMESPACE, READ_VERSION, TABLE,
-    TABLE_VERSION,
+    partition_column, rows_to_batch, Row, Snapshot, NAMESPACE, READ_VERSION, TABLE, TABLE_VERSION,
 };
 use crate::ns::runtime::runtime;
 use crate::ns::{join_uri, values, LEAF_FIELD_ID_KEY, LEAF_TABLE, MODE_KEY};
@@ -157,7 +156,11 @@ pub fn align(batch: &RecordBatch, ns: &Schema, out_schema: &SchemaRef) -> Result
             return schema_err!(
                 "column {:?} is not in the namespace schema (columns: {})",
                 f.name(),
-                ns.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+                ns.fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
     }
@@ -345,12 +348,18 @@ async fn commit_leaf(
     key: Vec<ScalarValue>,
     rows: u64,
 ) -> Result<Pending> {
-    let fragments = std::mem::take(&mut *shared.fragments.lock().unwrap_or_else(|e| e.into_inner()));
-    let schema = shared.schema.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let fragments =
+        std::mem::take(&mut *shared.fragments.lock().unwrap_or_else(|e| e.into_inner()));
+    let schema = shared
+        .schema
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     match target {
         Target::New { location } => {
             let uri = join_uri(root, location);
-            let schema = schema.ok_or_else(|| Error::Internal("new leaf without a schema".into()))?;
+            let schema =
+                schema.ok_or_else(|| Error::Internal("new leaf without a schema".into()))?;
             let txn = Transaction::new(
                 0,
                 Operation::Overwrite {
@@ -547,7 +556,8 @@ pub fn write(
     }
     let flushed: Result<()> = rt.block_on(async {
         for t in tasks {
-            t.await.map_err(|e| Error::Internal(format!("write task failed: {e}")))??;
+            t.await
+                .map_err(|e| Error::Internal(format!("write task failed: {e}")))??;
         }
         Ok(())
     });
@@ -560,7 +570,10 @@ pub fn write(
         stream::iter(parts.into_iter().map(|p| {
             let root = root.to_string();
             async move {
-                commit_leaf(&root, &p.target, overwrite, strong, &p.shared, p.key, p.rows).await
+                commit_leaf(
+                    &root, &p.target, overwrite, strong, &p.shared, p.key, p.rows,
+                )
+                .await
             }
         }))
         .buffer_unordered(opts.concurrency.max(1))
@@ -679,7 +692,15 @@ async fn prepare_rows(
                         leaf.object_id
                     )));
                 }
-                let v = copy_into(root, &p.location, p.version, &leaf.location, leaf.read_version, strong).await?;
+                let v = copy_into(
+                    root,
+                    &p.location,
+                    p.version,
+                    &leaf.location,
+                    leaf.read_version,
+                    strong,
+                )
+                .await?;
                 p.created = false;
                 p.object_id = Some(leaf.object_id.clone());
                 p.location = leaf.location.clone();
@@ -691,7 +712,8 @@ async fn prepare_rows(
         }
         if p.created {
             creating = true;
-            let oid = plan_new_partition(s1, spec_id, field_ids, &p.key, &mut created_ns, &mut rows)?;
+            let oid =
+                plan_new_partition(s1, spec_id, field_ids, &p.key, &mut created_ns, &mut rows)?;
             p.object_id = Some(oid.clone());
             rows.push(Row {
                 object_id: oid.clone(),
@@ -699,7 +721,11 @@ async fn prepare_rows(
                 location: Some(p.location.clone()),
                 props: HashMap::new(),
                 read_version: strong.then_some(p.version),
-                values: field_ids.iter().cloned().zip(p.key.iter().cloned()).collect(),
+                values: field_ids
+                    .iter()
+                    .cloned()
+                    .zip(p.key.iter().cloned())
+                    .collect(),
             });
             if strong {
                 rows.push(version_row(&oid, p.version, "create", None));
@@ -715,7 +741,11 @@ async fn prepare_rows(
         if !strong {
             continue;
         }
-        let current = s1.leaves.iter().find(|l| l.row == row).and_then(|l| l.read_version);
+        let current = s1
+            .leaves
+            .iter()
+            .find(|l| l.row == row)
+            .and_then(|l| l.read_version);
         if current != p.base {
             // Someone committed to this table since our base: rebase appends, refuse the rest.
             if p.operation != "append" {
@@ -768,7 +798,12 @@ fn version_row(table: &str, version: u64, operation: &str, base: Option<u64>) ->
 }
 
 /// Every version between `base` (exclusive) and `current` must be a recorded append.
-fn check_append_chain(s1: &Snapshot, oid: &str, current: Option<u64>, base: Option<u64>) -> Result<()> {
+fn check_append_chain(
+    s1: &Snapshot,
+    oid: &str,
+    current: Option<u64>,
+    base: Option<u64>,
+) -> Result<()> {
     let recorded = s1.versions.get(oid);
     let mut v = current;
     let mut steps = 0usize;
@@ -780,7 +815,11 @@ fn check_append_chain(s1: &Snapshot, oid: &str, current: Option<u64>, base: Opti
                 "partition {oid:?} moved to version {ver}, which the manifest does not record"
             )));
         };
-        let op = entry.props.get("operation").map(String::as_str).unwrap_or("");
+        let op = entry
+            .props
+            .get("operation")
+            .map(String::as_str)
+            .unwrap_or("");
         if op != "append" {
             return Err(Error::CommitConflict(format!(
                 "partition {oid:?} was changed by a concurrent {op} (version {ver})"
@@ -845,7 +884,8 @@ fn commit_manifest(
         let delete_if = if opts.mode == Mode::OverwriteAll {
             // Keep exactly the touched partitions: rewrite their ancestors and history,
             // delete every other row below a spec version.
-            let keep: HashSet<String> = pending.iter().filter_map(|p| p.object_id.clone()).collect();
+            let keep: HashSet<String> =
+                pending.iter().filter_map(|p| p.object_id.clone()).collect();
             let mut keep_rows: HashSet<usize> = copy_rows.iter().copied().collect();
             for oid in &keep {
                 let parts: Vec<&str> = oid.split('$').collect();
@@ -862,7 +902,11 @@ fn commit_manifest(
                     }
                 }
             }
-            dropped = s1.leaves.iter().filter(|l| !keep.contains(&l.object_id)).count() as u64;
+            dropped = s1
+                .leaves
+                .iter()
+                .filter(|l| !keep.contains(&l.object_id))
+                .count() as u64;
             copy_rows = keep_rows.into_iter().collect();
             copy_rows.sort_unstable();
             Some("object_id LIKE 'v%$%'".to_string())
@@ -903,7 +947,8 @@ fn commit_manifest(
         }
         let batch = concat_batches(&mschema, &source)?;
         let result = rt.block_on(async {
-            let mut b = MergeInsertBuilder::try_new(Arc::clone(&s1.dataset), vec!["object_id".into()])?;
+            let mut b =
+                MergeInsertBuilder::try_new(Arc::clone(&s1.dataset), vec!["object_id".into()])?;
             b.when_matched(WhenMatched::UpdateAll)
                 .when_not_matched(WhenNotMatched::InsertAll)
                 .conflict_retries(0)
@@ -936,7 +981,10 @@ fn commit_manifest(
     }
 }
 
-fn set_read_versions(batch: &RecordBatch, new_versions: &HashMap<&str, u64>) -> Result<RecordBatch> {
+fn set_read_versions(
+    batch: &RecordBatch,
+    new_versions: &HashMap<&str, u64>,
+) -> Result<RecordBatch> {
     use crate::arrow::array::{AsArray, UInt64Array};
     use crate::arrow::datatypes::UInt64Type;
     let ids = crate::arrow::compute::cast(
