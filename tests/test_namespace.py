@@ -420,3 +420,67 @@ def test_evolve_enforces_field_id_rules(ns: lp.PartitionedNamespace) -> None:
     with pytest.raises(exc.SpecError, match="never reused"):
         ns.evolve(reused)
     assert sorted(ns.specs) == [1]
+
+
+def test_delete_drops_covered_partitions_and_deletes_rows_inside_others(
+    ns: lp.PartitionedNamespace,
+) -> None:
+    data = events(1000)
+    ns.write(data)
+    before = ns.partitions()
+    us_parts = before.filter(pc.field("country") == "US").num_rows
+    v0 = ns.version
+    # covered exactly: identity column only -> whole partitions dropped, nothing read
+    res = ns.delete("country = 'US'")
+    assert res.dropped == us_parts
+    assert res.changed == 0
+    assert res.rows == data.filter(pc.field("country") == "US").num_rows
+    left = data.filter((pc.field("country") != "US") | pc.field("country").is_null())
+    assert sorted(ns.to_table()["id"].to_pylist()) == sorted(left["id"].to_pylist())
+    assert ns.partitions().num_rows == before.num_rows - us_parts
+    m = ns.snapshot().manifest()
+    assert not any("US" == v for v in m["partition_field_country"].to_pylist() if v)
+    # rows inside partitions (not covered): amount is not a partition column
+    res = ns.delete("amount < 100 AND country = 'FR'")
+    assert res.dropped == 0 or res.changed > 0
+    want = left.filter(~((pc.field("amount") < 100) & (pc.field("country") == "FR")))
+    assert sorted(ns.to_table()["id"].to_pylist()) == sorted(want["id"].to_pylist())
+    assert res.rows == left.num_rows - want.num_rows
+    # NULL partition values are not matched by a comparison; IS NULL drops them
+    res = ns.delete("country IS NULL")
+    assert res.dropped > 0
+    assert ns.to_table("country IS NULL").num_rows == 0
+    # nothing matches: no commit
+    version = ns.version
+    res = ns.delete("country = 'nowhere'")
+    assert (res.rows, res.dropped, res.changed) == (0, 0, 0)
+    assert ns.version == version
+    # the old snapshot still reads everything
+    assert ns.to_table(as_of=v0).num_rows == 1000
+    with pytest.raises(exc.ExpressionError):
+        ns.delete("nope = 1")
+    with pytest.raises(exc.InvalidArgumentError):
+        ns.delete("")
+
+
+def test_delete_emptying_a_partition_drops_it(ns: lp.PartitionedNamespace) -> None:
+    ns.write(events(200))
+    n = ns.partitions().num_rows
+    res = ns.delete("id >= 0")
+    assert res.dropped == n
+    assert res.changed == 0
+    assert ns.partitions().num_rows == 0
+    assert ns.to_table().num_rows == 0
+    # writes go on after everything was deleted
+    ns.write(events(10))
+    assert ns.to_table().num_rows == 10
+
+
+def test_delete_in_weak_mode(tmp_path: Path) -> None:
+    ns = lp.PartitionedNamespace.create(
+        str(tmp_path / "w"), events_schema(), SPEC, transaction_mode="weak"
+    )
+    data = events(300)
+    ns.write(data)
+    ns.delete("amount >= 150")
+    assert sorted(ns.to_table()["id"].to_pylist()) == list(range(150))

@@ -3,6 +3,7 @@ the same values, readers unaffected by a writer killed mid-commit."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import signal
 import subprocess
@@ -103,6 +104,18 @@ def test_writer_killed_mid_write_leaves_namespace_unchanged(tmp_path: Path, poin
     assert ns.refresh() is False, "the killed write changed the manifest"
     check_consistent(ns, set(range(100)))
     assert ns.snapshot().version == before.version
+    # The killed write's new partition (DE) is an orphan leaf table: invisible, and cleanable
+    # once older than the grace period (fresh files are never touched).
+    assert ns.cleanup().orphans == []
+    found = ns.cleanup(older_than=dt.timedelta(0), dry_run=True)
+    assert len(found.orphans) == 1
+    assert found.removed is False
+    assert (root / found.orphans[0]).is_dir()
+    done = ns.cleanup(older_than=dt.timedelta(0))
+    assert done.orphans == found.orphans
+    assert done.files > 0
+    assert not (root / found.orphans[0]).exists()
+    check_consistent(ns, set(range(100)))
     # The next write succeeds and sees only committed data.
     ns.write(
         pa.table(

@@ -23,7 +23,7 @@ from lance_partitioned.exceptions import (
     SpecError,
     UnsupportedTypeError,
 )
-from lance_partitioned.namespace import PartitionedNamespace, Snapshot, WriteResult
+from lance_partitioned.namespace import CleanupResult, DeleteResult, PartitionedNamespace, Snapshot, WriteResult
 from lance_partitioned.spec import (
     Bucket,
     Day,
@@ -44,7 +44,9 @@ __all__ = [
     "Bucket",
     "CommitConflictError",
     "CorruptNamespaceError",
+    "CleanupResult",
     "Day",
+    "DeleteResult",
     "ExpressionError",
     "Hour",
     "Identity",

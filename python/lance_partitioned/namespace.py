@@ -20,6 +20,7 @@ Rust without the GIL; this module only normalises arguments.
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from lance_partitioned import _native
 from lance_partitioned.exceptions import InvalidArgumentError
 from lance_partitioned.spec import PartitionSpec
 
-__all__ = ["PartitionedNamespace", "Snapshot", "WriteResult"]
+__all__ = ["CleanupResult", "DeleteResult", "PartitionedNamespace", "Snapshot", "WriteResult"]
 
 WriteMode = Literal["append", "overwrite", "overwrite_all"]
 TransactionMode = Literal["strong", "weak"]
@@ -61,6 +62,36 @@ class WriteResult:
     """The ``__manifest`` version that made the write visible."""
     attempts: int
     """Manifest commit attempts (more than 1 when concurrent writers were rebased over)."""
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    """What a delete did."""
+
+    rows: int
+    """Rows deleted (including the rows of dropped partitions)."""
+    dropped: int
+    """Partitions dropped whole (the filter covered them exactly)."""
+    changed: int
+    """Partitions with rows deleted inside them."""
+    manifest_version: int
+    """The ``__manifest`` version after the delete (unchanged when nothing matched)."""
+    attempts: int
+    """Manifest commit attempts."""
+
+
+@dataclass(frozen=True)
+class CleanupResult:
+    """What :meth:`PartitionedNamespace.cleanup` found."""
+
+    orphans: list[str]
+    """Orphan leaf table directories (relative to the root)."""
+    removed: bool
+    """Whether they were removed (``False`` for a dry run)."""
+    files: int
+    """Files in them."""
+    bytes: int
+    """Bytes in them."""
 
 
 def _stream(data: Any) -> Any:
@@ -402,6 +433,48 @@ class PartitionedNamespace:
         new_id = _native.evolve_spec(self._root, json.dumps(obj))
         self.refresh()
         return new_id
+
+    def delete(
+        self, filter: str, *, transaction_mode: TransactionMode | None = None
+    ) -> DeleteResult:
+        """Deletes the rows matching ``filter`` (a SQL expression over namespace columns).
+
+        Partitions the filter covers exactly (it reads only identity partition columns and is
+        TRUE for the partition's values) are dropped whole, without reading them; in the other
+        partitions pruning keeps, the matching rows are deleted (a partition left empty is
+        dropped). Atomic like a write: one manifest commit in strong mode; a concurrent write to
+        a partition being deleted from raises ``CommitConflictError``.
+        """
+        if not isinstance(filter, str) or not filter.strip():
+            raise InvalidArgumentError("delete needs a non-empty SQL filter (use 'TRUE' for all)")
+        strong: bool | None = None
+        if transaction_mode is not None:
+            if transaction_mode not in ("strong", "weak"):
+                raise InvalidArgumentError(
+                    f"transaction_mode must be 'strong' or 'weak', not {transaction_mode!r}"
+                )
+            strong = transaction_mode == "strong"
+        summary = _native.delete_rows(self._root, filter, strong)
+        self.refresh()
+        return DeleteResult(**summary)
+
+    def cleanup(
+        self, older_than: datetime.timedelta = datetime.timedelta(days=1), *, dry_run: bool = False
+    ) -> CleanupResult:
+        """Removes what failed writes left behind: leaf tables no ``__manifest`` version
+        references (partitions created by a write that died before its manifest commit), once
+        every file in them is older than ``older_than`` (a write in progress is never touched;
+        keep the grace period longer than your longest write). Readers never saw these tables.
+
+        Not yet removed: detached versions a failed write added to existing partitions (they
+        are unreferenced and invisible, and cost only their files).
+        """
+        if not isinstance(older_than, datetime.timedelta) or older_than < datetime.timedelta(0):
+            raise InvalidArgumentError("older_than must be a non-negative datetime.timedelta")
+        r = _native.cleanup_namespace(self._root, older_than.total_seconds(), dry_run)
+        return CleanupResult(
+            orphans=list(r["orphans"]), removed=r["removed"], files=r["files"], bytes=r["bytes"]
+        )
 
     def repair(self) -> list[str]:
         """Restores manifest columns another tool dropped (pylance's DirectoryNamespace drops

@@ -292,3 +292,54 @@ pub fn repair_manifest(py: Python<'_>, root: &str) -> PyResult<Vec<String>> {
     let root = root.to_string();
     run(py, || block_on(manifest::repair(&root)))
 }
+
+/// delete(root, filter, strong) -> summary
+#[pyfunction]
+#[pyo3(signature = (root, filter, strong = None))]
+pub fn delete_rows<'py>(
+    py: Python<'py>,
+    root: &str,
+    filter: &str,
+    strong: Option<bool>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (root, filter) = (root.to_string(), filter.to_string());
+    let s = run(py, || {
+        lance_partitioned_core::ns::delete::delete(&root, &filter, strong, 20)
+    })?;
+    let d = PyDict::new(py);
+    d.set_item("rows", s.rows)?;
+    d.set_item("dropped", s.dropped)?;
+    d.set_item("changed", s.changed)?;
+    d.set_item("manifest_version", s.manifest_version)?;
+    d.set_item("attempts", s.attempts)?;
+    Ok(d)
+}
+
+/// cleanup(root, older_than_seconds, dry_run) -> summary
+#[pyfunction]
+#[pyo3(signature = (root, older_than_seconds, dry_run = false))]
+pub fn cleanup_namespace<'py>(
+    py: Python<'py>,
+    root: &str,
+    older_than_seconds: f64,
+    dry_run: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    if !(older_than_seconds >= 0.0 && older_than_seconds.is_finite()) {
+        return Err(crate::errors::invalid_arg(
+            "older_than must be a non-negative, finite duration",
+        ));
+    }
+    let root = root.to_string();
+    let older_than = std::time::Duration::from_secs_f64(older_than_seconds);
+    let s = run(py, || {
+        block_on(lance_partitioned_core::ns::cleanup::cleanup(
+            &root, older_than, dry_run,
+        ))
+    })?;
+    let d = PyDict::new(py);
+    d.set_item("orphans", s.orphans)?;
+    d.set_item("removed", s.removed)?;
+    d.set_item("files", s.files)?;
+    d.set_item("bytes", s.bytes)?;
+    Ok(d)
+}

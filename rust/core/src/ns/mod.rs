@@ -6,8 +6,12 @@
 //! - [`values`]: partition values as strings (`partition.<field_id>` properties, D14).
 //! - [`manifest`]: the `__manifest` table: create, load a snapshot, index it.
 //! - [`write`]: route, write fragments, commit (strong or weak mode).
+//! - [`delete`]: drop covered partitions, delete rows inside the others.
+//! - [`cleanup`]: remove leaf tables that failed writes left behind.
 //! - [`scan`]: pruning through the manifest and snapshot reads of the leaves.
 
+pub mod cleanup;
+pub mod delete;
 pub mod ids;
 pub mod manifest;
 pub mod runtime;

@@ -238,7 +238,7 @@ fn op_fragments(op: Operation) -> Result<(Vec<Fragment>, Option<lance::datatypes
     }
 }
 
-async fn open_at(uri: &str, version: Option<u64>) -> Result<Arc<Dataset>> {
+pub(crate) async fn open_at(uri: &str, version: Option<u64>) -> Result<Arc<Dataset>> {
     let mut b = DatasetBuilder::from_uri(uri);
     if let Some(v) = version {
         b = b.with_version(v);
@@ -629,7 +629,7 @@ fn plan_new_partition(
     Ok(format!("{parent}${LEAF_TABLE}"))
 }
 
-fn is_retryable(e: &lance::Error) -> bool {
+pub(crate) fn is_retryable(e: &lance::Error) -> bool {
     matches!(
         e,
         lance::Error::RetryableCommitConflict { .. }
@@ -782,7 +782,7 @@ async fn prepare_rows(
     Ok((rows, copy_rows))
 }
 
-fn version_row(table: &str, version: u64, operation: &str, base: Option<u64>) -> Row {
+pub(crate) fn version_row(table: &str, version: u64, operation: &str, base: Option<u64>) -> Row {
     let mut props = HashMap::from([("operation".to_string(), operation.to_string())]);
     if let Some(b) = base {
         props.insert("base_version".into(), b.to_string());
@@ -797,7 +797,8 @@ fn version_row(table: &str, version: u64, operation: &str, base: Option<u64>) ->
     }
 }
 
-/// Every version between `base` (exclusive) and `current` must be a recorded append.
+/// Every version between `base` (exclusive) and `current` must be a recorded append or row
+/// delete.
 fn check_append_chain(
     s1: &Snapshot,
     oid: &str,
@@ -820,7 +821,8 @@ fn check_append_chain(
             .get("operation")
             .map(String::as_str)
             .unwrap_or("");
-        if op != "append" {
+        // Appends rebase over appends and row deletes; anything else replaced the data.
+        if op != "append" && op != "delete" {
             return Err(Error::CommitConflict(format!(
                 "partition {oid:?} was changed by a concurrent {op} (version {ver})"
             )));
@@ -981,7 +983,7 @@ fn commit_manifest(
     }
 }
 
-fn set_read_versions(
+pub(crate) fn set_read_versions(
     batch: &RecordBatch,
     new_versions: &HashMap<&str, u64>,
 ) -> Result<RecordBatch> {

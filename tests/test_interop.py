@@ -1,0 +1,216 @@
+"""Interoperability: our namespaces through pylance 14 and the lance-namespace client models,
+and namespaces written in another writer's form read through ours."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import lance_partitioned as lp
+
+lance = pytest.importorskip("lance")
+lance_namespace = pytest.importorskip("lance.namespace")
+models = pytest.importorskip("lance_namespace_urllib3_client.models")
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("ts", pa.timestamp("us", tz="UTC")),
+        pa.field("country", pa.string()),
+        pa.field("user_id", pa.int64()),
+        pa.field("price", pa.decimal128(12, 3)),
+    ]
+)
+
+SPEC = lp.PartitionSpec(
+    [
+        lp.PartitionField("ts_day", source="ts", transform=lp.Day()),
+        lp.PartitionField("country", source="country", transform=lp.Identity()),
+        lp.PartitionField("user_bucket", source=["user_id"], transform=lp.Bucket(3)),
+    ]
+)
+
+
+def data(n: int, start: int = 0) -> pa.Table:
+    base = dt.datetime(2025, 3, 30, 22, tzinfo=dt.timezone.utc)
+    countries = ["US", "FR", None, "日本"]
+    ids = range(start, start + n)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "ts": pa.array([base + dt.timedelta(hours=5 * i) for i in ids], SCHEMA.field("ts").type),
+            "country": pa.array([countries[i % 4] for i in ids]),
+            "user_id": pa.array([i % 11 for i in ids], pa.int64()),
+            "price": pa.array([None] * n, SCHEMA.field("price").type),
+        }
+    )
+
+
+@pytest.fixture
+def ns(tmp_path: Path) -> lp.PartitionedNamespace:
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "root"), SCHEMA, SPEC)
+    ns.write(data(300))
+    ns.write(data(200, start=300))
+    return ns
+
+
+def _dn(root: str) -> Any:
+    return lance_namespace.DirectoryNamespace(root=root)
+
+
+def test_pylance_lists_describes_and_reads_every_leaf(ns: lp.PartitionedNamespace) -> None:
+    dn = _dn(ns.root)
+    ln = lance_namespace
+    assert dn.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == ["v1"]
+    parts = ns.partitions().to_pylist()
+    fields = ["ts_day", "country", "user_bucket"]
+    seen_leaves = 0
+    total = 0
+    for p in parts:
+        path = p["object_id"].split("$")
+        assert path[-1] == "dataset"
+        # every level is listed by its parent, and describes its own partition value
+        for level in range(1, 4):
+            children = dn.list_namespaces(ln.ListNamespacesRequest(id=path[:level])).namespaces
+            assert path[level] in children
+            props = dn.describe_namespace(ln.DescribeNamespaceRequest(id=path[: level + 1]))
+            ours = ns.describe_namespace(path[: level + 1])
+            assert (props.properties or {}) == ours
+            key = f"partition.{fields[level - 1]}"
+            value = p[fields[level - 1]]
+            if value is None:
+                assert key not in ours
+            elif isinstance(value, str):
+                assert ours[key] == value
+            else:
+                assert ours[key] == str(value)
+        tables = dn.list_tables(ln.ListTablesRequest(id=path[:4])).tables
+        assert tables == ["dataset"]
+        desc = dn.describe_table(ln.DescribeTableRequest(id=path))
+        assert desc.location.rstrip("/").endswith(p["location"])
+        leaf = lance.dataset(desc.location, version=p["read_version"])
+        t = leaf.to_table()
+        assert t.num_rows == p["rows"]
+        total += t.num_rows
+        seen_leaves += 1
+    assert seen_leaves == len(parts)
+    assert total == 500
+
+
+def test_spec_and_schema_json_validate_with_client_models(ns: lp.PartitionedNamespace) -> None:
+    props = ns.snapshot().properties
+    raw = json.loads(props["partition_spec_v1"])
+    spec = models.PartitionSpec.from_dict(raw)
+    assert spec is not None
+    # nothing of ours is dropped by the model (it ignores unknown keys silently)
+    assert spec.to_dict() == raw
+    assert [f.field_id for f in spec.fields] == ["ts_day", "country", "user_bucket"]
+    assert spec.fields[2].transform.type == "bucket"
+    assert spec.fields[2].transform.num_buckets == 3
+    schema = models.JsonArrowSchema.from_dict(json.loads(props["schema"]))
+    assert [f.name for f in schema.fields] == SCHEMA.names
+    assert all("lance:field_id" in (f.metadata or {}) for f in schema.fields)
+    # the runtime property carries the same JSON
+    assert json.loads(ns.describe_namespace(["v1"])["partition_spec"]) == raw
+
+
+def test_pylance_directory_namespace_write_is_detected_and_repaired(
+    ns: lp.PartitionedNamespace,
+) -> None:
+    before = ns.partitions().sort_by("object_id")
+    want = ns.to_table().sort_by("id")
+    # pylance rewrites the manifest with its five columns only (D14)
+    _dn(ns.root).create_namespace(
+        lance_namespace.CreateNamespaceRequest(id=["scratch"], properties={"owner": "someone"})
+    )
+    reopened = lp.PartitionedNamespace.open(ns.root)
+    missing = set(reopened.missing_columns)
+    assert "read_version" in missing
+    assert {"partition_field_ts_day", "partition_field_country"} <= missing
+    # still readable: values from partition.<field_id>, read versions from table_version rows
+    after = reopened.partitions().sort_by("object_id")
+    assert after.select(before.column_names).equals(before)
+    assert reopened.to_table().sort_by("id").equals(want)
+    assert reopened.to_table("country = 'US'").num_rows == want.filter(
+        pc.field("country") == "US"
+    ).num_rows
+    restored = reopened.repair()
+    assert set(restored) == missing
+    assert reopened.missing_columns == []
+    m = reopened.snapshot().manifest()
+    assert m.schema.field("read_version").type == pa.uint64()
+    assert m.schema.field("partition_field_country").type == pa.string()
+    assert reopened.partitions().sort_by("object_id").select(before.column_names).equals(before)
+    # pylance's own namespace survives, and writes go on
+    assert "scratch" in m["object_id"].to_pylist()
+    reopened.write(data(10, start=500))
+    assert reopened.to_table().num_rows == 510
+    assert reopened.repair() == []
+
+
+def _other_writer_namespace(src: lp.PartitionedNamespace, root: Path, *, with_rv: bool) -> None:
+    """Re-creates ``src`` the way another writer could: root properties in the Arrow schema
+    metadata of ``__manifest`` (no table metadata), ``table_version`` ids zero-padded to 20
+    digits, leaves written with pylance, optionally without a ``read_version`` column."""
+    snap = src.snapshot()
+    props = snap.properties
+    manifest = snap.manifest().to_pylist()
+    rows = []
+    for r in manifest:
+        if r["object_type"] == "table_version":
+            continue
+        r = dict(r)
+        if r["object_type"] == "table":
+            leaf = lance.dataset(str(Path(src.root) / r["location"]), version=r["read_version"])
+            t = leaf.to_table()
+            # another writer: its own leaf with two versions, the manifest pinning the second
+            lance.write_dataset(t.slice(0, 1), str(root / r["location"]))
+            ds = lance.write_dataset(t, str(root / r["location"]), mode="overwrite")
+            assert ds.version == 2
+            r["read_version"] = 2
+            rows.append(dict(r))
+            for v in (1, 2):
+                rows.append(
+                    {
+                        "object_id": f"{r['object_id']}${v:020d}",
+                        "object_type": "table_version",
+                        "location": None,
+                        "metadata": json.dumps({"operation": "overwrite"}),
+                        "base_objects": None,
+                        "read_version": None,
+                    }
+                )
+        else:
+            rows.append(r)
+    cols = [c for c in snap.manifest().schema.names if with_rv or c != "read_version"]
+    schema = pa.schema(
+        [snap.manifest().schema.field(c) for c in cols],
+        metadata={k: v for k, v in props.items() if k == "schema" or k.startswith("partition_")},
+    )
+    table = pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows], schema=schema)
+    lance.write_dataset(table, str(root / "__manifest"))
+
+
+@pytest.mark.parametrize("with_rv", [True, False])
+def test_other_writers_form_is_read(
+    ns: lp.PartitionedNamespace, tmp_path: Path, with_rv: bool
+) -> None:
+    root = tmp_path / "other"
+    _other_writer_namespace(ns, root, with_rv=with_rv)
+    other = lp.PartitionedNamespace.open(str(root))
+    assert other.specs == ns.specs
+    assert other.schema.names == SCHEMA.names
+    assert ("read_version" in other.missing_columns) == (not with_rv)
+    parts = other.partitions()
+    assert set(parts["read_version"].to_pylist()) == {2}
+    assert sum(parts["rows"].to_pylist()) == 500
+    assert other.to_table().sort_by("id").equals(ns.to_table().sort_by("id"))
+    f = "country = 'FR' AND user_id = 4"
+    assert other.partitions(f).num_rows == ns.partitions(f).num_rows < parts.num_rows
+    assert other.to_table(f).sort_by("id").equals(ns.to_table(f).sort_by("id"))
