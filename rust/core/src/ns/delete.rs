@@ -20,7 +20,6 @@ use lance::dataset::{
 use crate::arrow::array::{RecordBatch, RecordBatchOptions, UInt32Array};
 use crate::arrow::compute::take;
 use crate::arrow::datatypes::{Field, Schema};
-use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 use crate::ns::manifest::{rows_to_batch, Leaf, Snapshot, OBJECT_ID};
 use crate::ns::runtime::runtime;

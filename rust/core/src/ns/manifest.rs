@@ -895,7 +895,7 @@ pub fn check_field_id_reuse(existing: &[&PartitionSpec], new: &PartitionSpec) ->
 /// # Errors
 /// `Spec` for an invalid spec or one equal to the current spec.
 pub async fn evolve(root: &str, spec: &PartitionSpec) -> Result<i32> {
-    use lance::dataset::schema_evolution::NewColumnTransform;
+    use lance::dataset::NewColumnTransform;
     use lance::dataset::{MergeInsertBuilder, WhenMatched, WhenNotMatched};
     let snap = Snapshot::load(root, None).await?;
     let mut spec = spec.clone();
@@ -954,7 +954,7 @@ pub async fn evolve(root: &str, spec: &PartitionSpec) -> Result<i32> {
 /// `Corrupt` when a value cannot be recovered.
 pub async fn repair(root: &str) -> Result<Vec<String>> {
     use crate::arrow::array::RecordBatchIterator;
-    use lance::dataset::schema_evolution::NewColumnTransform;
+    use lance::dataset::NewColumnTransform;
     let snap = Snapshot::load(root, None).await?;
     if snap.missing_columns.is_empty() {
         return Ok(Vec::new());

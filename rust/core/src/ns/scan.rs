@@ -154,8 +154,8 @@ fn binary(l: Expr, op: Operator, r: Expr) -> Expr {
 fn as_literal(e: &Expr) -> Option<ScalarValue> {
     match e {
         Expr::Literal(v, _) => Some(v.clone()),
-        Expr::Cast(c) => as_literal(&c.expr)?.cast_to(&c.data_type).ok(),
-        Expr::TryCast(c) => as_literal(&c.expr)?.cast_to(&c.data_type).ok(),
+        Expr::Cast(c) => as_literal(&c.expr)?.cast_to(c.field.data_type()).ok(),
+        Expr::TryCast(c) => as_literal(&c.expr)?.cast_to(c.field.data_type()).ok(),
         _ => None,
     }
 }

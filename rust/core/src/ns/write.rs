@@ -33,13 +33,13 @@ use crate::datafusion::scalar::ScalarValue;
 use crate::error::{schema_err, Error, Result};
 use crate::ns::ids::{random_id, table_location};
 use crate::ns::manifest::{
-    partition_column, rows_to_batch, Row, Snapshot, NAMESPACE, READ_VERSION, TABLE, TABLE_VERSION,
+    rows_to_batch, Row, Snapshot, NAMESPACE, READ_VERSION, TABLE, TABLE_VERSION,
 };
 use crate::ns::runtime::runtime;
 use crate::ns::{join_uri, values, LEAF_FIELD_ID_KEY, LEAF_TABLE, MODE_KEY};
 use crate::route::route_with_threads;
 use crate::spec::{to_namespace_type, CompiledSpec};
-use crate::types::{field_id, FIELD_ID_KEY};
+use crate::types::FIELD_ID_KEY;
 
 /// How a write treats existing data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
