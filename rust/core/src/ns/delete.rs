@@ -7,7 +7,7 @@
 //! Any other kept partition gets a Lance row delete at its `read_version` (detached in strong
 //! mode); a partition left empty by it is dropped instead.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -306,6 +306,39 @@ fn commit_delete(
                 }
             }
         }
+        // Namespaces left without any partition below them go too. Dropping one rewrites its
+        // spec version row, like creating one does, so that a concurrent writer creating a
+        // partition under it conflicts with this commit in Lance and re-plans.
+        let dropped_tables: HashSet<&str> = drop_ids.iter().map(String::as_str).collect();
+        let mut alive: HashSet<String> = HashSet::new();
+        for l in &s1.leaves {
+            if !dropped_tables.contains(l.object_id.as_str()) {
+                let parts: Vec<&str> = l.object_id.split('$').collect();
+                for i in 1..parts.len() {
+                    alive.insert(parts[..i].join("$"));
+                }
+            }
+        }
+        let mut empty_ns: Vec<String> = Vec::new();
+        let mut touched_specs: HashSet<String> = HashSet::new();
+        for oid in &dropped_tables {
+            let parts: Vec<&str> = oid.split('$').collect();
+            for i in 2..parts.len() {
+                let ns = parts[..i].join("$");
+                if !alive.contains(&ns) && s1.row_by_id.contains_key(&ns) {
+                    touched_specs.insert(parts[0].to_string());
+                    empty_ns.push(ns);
+                }
+            }
+        }
+        empty_ns.sort();
+        empty_ns.dedup();
+        for v in &touched_specs {
+            if let Some(&r) = s1.row_by_id.get(v) {
+                copy_rows.push(r);
+            }
+        }
+        drop_ids.extend(empty_ns);
         let mschema = s1.batch.schema();
         let mut source = Vec::new();
         if !copy_rows.is_empty() {

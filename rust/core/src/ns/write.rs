@@ -203,8 +203,9 @@ enum Target {
         location: String,
         base: Option<u64>,
     },
-    /// A new leaf at a fresh location.
-    New { location: String },
+    /// A new leaf at a fresh location; `path` holds the planned namespace id of every level
+    /// (existing ones where the snapshot had them), so that the location names the object id.
+    New { location: String, path: Vec<String> },
 }
 
 /// One partition being written.
@@ -265,7 +266,7 @@ async fn flush(
     batches: Vec<RecordBatch>,
 ) -> Result<()> {
     let (fragments, schema) = match &target {
-        Target::New { location } => {
+        Target::New { location, .. } => {
             let uri = join_uri(&root, location);
             let params = write_params(WriteMode::Create);
             let txn = InsertBuilder::new(uri.as_str())
@@ -314,6 +315,8 @@ pub struct Pending {
     pub object_id: Option<String>,
     /// Leaf location.
     pub location: String,
+    /// Planned namespace ids per level (new partitions).
+    pub path: Vec<String>,
     /// Whether this write created the leaf table.
     pub created: bool,
     /// The version our change was based on (None: created, or weak mode).
@@ -356,7 +359,7 @@ async fn commit_leaf(
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     match target {
-        Target::New { location } => {
+        Target::New { location, path } => {
             let uri = join_uri(root, location);
             let schema =
                 schema.ok_or_else(|| Error::Internal("new leaf without a schema".into()))?;
@@ -379,6 +382,7 @@ async fn commit_leaf(
                 key,
                 object_id: None,
                 location: location.clone(),
+                path: path.clone(),
                 created: true,
                 base: None,
                 version: ds.version().version,
@@ -423,6 +427,7 @@ async fn commit_leaf(
                 key,
                 object_id: Some(object_id.clone()),
                 location: location.clone(),
+                path: Vec::new(),
                 created: false,
                 base: Some(read_version),
                 version: committed.version().version,
@@ -489,6 +494,7 @@ pub fn write(
         }));
     };
     let mut total_rows = 0u64;
+    let mut planned: HashMap<Vec<ScalarValue>, String> = HashMap::new();
     let result: Result<()> = (|| {
         for batch in input {
             let batch = batch?;
@@ -519,13 +525,14 @@ pub fn write(
                                 location: leaf.location.clone(),
                                 base: if strong { leaf.read_version } else { None },
                             },
-                            None => Target::New {
-                                location: table_location(&format!(
-                                    "v{}${}${LEAF_TABLE}",
-                                    spec.id,
-                                    random_id()?
-                                )),
-                            },
+                            None => {
+                                let path = plan_path(&snap, spec.id, &key, &mut planned)?;
+                                let oid = format!("v{}${}${LEAF_TABLE}", spec.id, path.join("$"));
+                                Target::New {
+                                    location: table_location(&oid),
+                                    path,
+                                }
+                            }
                         };
                         parts.entry(key.clone()).or_insert(Part {
                             key,
@@ -585,12 +592,41 @@ pub fn write(
     Ok(summary)
 }
 
-/// Chooses the namespace rows for a new partition, reusing namespaces that exist.
+/// The namespace id segment of every level of a new partition: the snapshot's where the
+/// namespace exists, else one shared by every new partition of this write with that prefix.
+fn plan_path(
+    snap: &Snapshot,
+    spec_id: i32,
+    key: &[ScalarValue],
+    planned: &mut HashMap<Vec<ScalarValue>, String>,
+) -> Result<Vec<String>> {
+    let mut path = Vec::with_capacity(key.len());
+    for level in 1..=key.len() {
+        let prefix = key[..level].to_vec();
+        let seg = match snap.ns_by_key.get(&(spec_id, prefix.clone())) {
+            Some(oid) => oid.rsplit('$').next().unwrap_or_default().to_string(),
+            None => match planned.get(&prefix) {
+                Some(seg) => seg.clone(),
+                None => {
+                    let seg = random_id()?;
+                    planned.insert(prefix, seg.clone());
+                    seg
+                }
+            },
+        };
+        path.push(seg);
+    }
+    Ok(path)
+}
+
+/// Chooses the namespace rows for a new partition, reusing namespaces that exist (in the
+/// latest manifest, or created by this commit) and otherwise the planned ids.
 fn plan_new_partition(
     snap: &Snapshot,
     spec_id: i32,
     field_ids: &[String],
     key: &[ScalarValue],
+    path: &[String],
     created_ns: &mut HashMap<Vec<ScalarValue>, String>,
     rows: &mut Vec<Row>,
 ) -> Result<String> {
@@ -602,7 +638,11 @@ fn plan_new_partition(
             None => match created_ns.get(&prefix) {
                 Some(oid) => oid.clone(),
                 None => {
-                    let oid = format!("{parent}${}", random_id()?);
+                    let seg = match path.get(level - 1) {
+                        Some(s) => s.clone(),
+                        None => random_id()?,
+                    };
+                    let oid = format!("{parent}${seg}");
                     let mut props = HashMap::new();
                     if let Some(s) = values::to_string(&key[level - 1])? {
                         props.insert(format!("partition.{}", field_ids[level - 1]), s);
@@ -713,7 +753,15 @@ async fn prepare_rows(
         if p.created {
             creating = true;
             let oid =
-                plan_new_partition(s1, spec_id, field_ids, &p.key, &mut created_ns, &mut rows)?;
+                plan_new_partition(
+                s1,
+                spec_id,
+                field_ids,
+                &p.key,
+                &p.path,
+                &mut created_ns,
+                &mut rows,
+            )?;
             p.object_id = Some(oid.clone());
             rows.push(Row {
                 object_id: oid.clone(),
