@@ -120,38 +120,83 @@ def test_spec_and_schema_json_validate_with_client_models(ns: lp.PartitionedName
     assert json.loads(ns.describe_namespace(["v1"])["partition_spec"]) == raw
 
 
-def test_pylance_directory_namespace_write_is_detected_and_repaired(
-    ns: lp.PartitionedNamespace,
-) -> None:
-    before = ns.partitions().sort_by("object_id")
-    want = ns.to_table().sort_by("id")
+def test_pylance_refuses_to_write_a_strong_mode_manifest(ns: lp.PartitionedNamespace) -> None:
+    # pylance 14's DirectoryNamespace does not know `table_version` rows, so it refuses to
+    # rewrite a strong-mode manifest (and so cannot drop our columns there).
+    version = ns.version
+    before = ns.snapshot().manifest()
+    with pytest.raises(Exception, match="table_version"):
+        _dn(ns.root).create_namespace(lance_namespace.CreateNamespaceRequest(id=["scratch"]))
+    assert not ns.refresh()
+    assert ns.version == version
+    assert ns.snapshot().manifest().equals(before)
+    assert ns.missing_columns == []
+    # our manifest already carries DirectoryNamespace's primary-key marker
+    pk = ns.snapshot().manifest().schema.field("object_id").metadata
+    assert pk == {b"lance-schema:unenforced-primary-key:position": b"0"}
+
+
+def test_pylance_write_drops_columns_then_repair_restores_them(tmp_path: Path) -> None:
+    weak = lp.PartitionedNamespace.create(
+        str(tmp_path / "weak"), SCHEMA, SPEC, transaction_mode="weak"
+    )
+    weak.write(data(300))
+    before = weak.partitions().sort_by("object_id")
+    want = weak.to_table().sort_by("id")
     # pylance rewrites the manifest with its five columns only (D14)
-    _dn(ns.root).create_namespace(
+    _dn(weak.root).create_namespace(
         lance_namespace.CreateNamespaceRequest(id=["scratch"], properties={"owner": "someone"})
     )
+    reopened = lp.PartitionedNamespace.open(weak.root)
+    missing = set(reopened.missing_columns)
+    assert missing == {
+        "read_version",
+        "partition_field_ts_day",
+        "partition_field_country",
+        "partition_field_user_bucket",
+    }
+    _reads_survive_and_repair(reopened, before, want, missing)
+    assert "scratch" in reopened.snapshot().manifest()["object_id"].to_pylist()
+
+
+def test_dropped_columns_of_a_strong_manifest_are_repaired(ns: lp.PartitionedNamespace) -> None:
+    # What pylance would do if it accepted table_version rows: rewrite the manifest with its
+    # five columns, keeping every row and the table metadata.
+    before = ns.partitions().sort_by("object_id")
+    want = ns.to_table().sort_by("id")
+    m = ns.snapshot().manifest()
+    five = m.select(["object_id", "object_type", "location", "metadata", "base_objects"])
+    lance.write_dataset(five, str(Path(ns.root) / "__manifest"), mode="overwrite")
     reopened = lp.PartitionedNamespace.open(ns.root)
     missing = set(reopened.missing_columns)
     assert "read_version" in missing
-    assert {"partition_field_ts_day", "partition_field_country"} <= missing
+    assert all(v is not None for v in before["read_version"].to_pylist())
+    _reads_survive_and_repair(reopened, before, want, missing)
+
+
+def _reads_survive_and_repair(
+    ns: lp.PartitionedNamespace, before: pa.Table, want: pa.Table, missing: set[str]
+) -> None:
     # still readable: values from partition.<field_id>, read versions from table_version rows
-    after = reopened.partitions().sort_by("object_id")
+    after = ns.partitions().sort_by("object_id")
     assert after.select(before.column_names).equals(before)
-    assert reopened.to_table().sort_by("id").equals(want)
-    assert reopened.to_table("country = 'US'").num_rows == want.filter(
-        pc.field("country") == "US"
-    ).num_rows
-    restored = reopened.repair()
-    assert set(restored) == missing
-    assert reopened.missing_columns == []
-    m = reopened.snapshot().manifest()
+    assert ns.to_table().sort_by("id").equals(want)
+    us = want.filter(pc.field("country") == "US").num_rows
+    assert ns.to_table("country = 'US'").num_rows == us
+    assert ns.partitions("country = 'US'").num_rows < after.num_rows
+    # writes refuse until repaired
+    with pytest.raises(lp.CorruptNamespaceError, match="repair"):
+        ns.write(data(1, start=10_000))
+    assert set(ns.repair()) == missing
+    assert ns.missing_columns == []
+    m = ns.snapshot().manifest()
     assert m.schema.field("read_version").type == pa.uint64()
     assert m.schema.field("partition_field_country").type == pa.string()
-    assert reopened.partitions().sort_by("object_id").select(before.column_names).equals(before)
-    # pylance's own namespace survives, and writes go on
-    assert "scratch" in m["object_id"].to_pylist()
-    reopened.write(data(10, start=500))
-    assert reopened.to_table().num_rows == 510
-    assert reopened.repair() == []
+    assert ns.partitions().sort_by("object_id").select(before.column_names).equals(before)
+    n = want.num_rows
+    ns.write(data(10, start=10_000))
+    assert ns.to_table().num_rows == n + 10
+    assert ns.repair() == []
 
 
 def _other_writer_namespace(src: lp.PartitionedNamespace, root: Path, *, with_rv: bool) -> None:

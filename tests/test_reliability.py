@@ -88,19 +88,19 @@ def test_writer_killed_mid_write_leaves_namespace_unchanged(tmp_path: Path, poin
     before = ns.snapshot()
     flag = tmp_path / "paused"
     env = dict(os.environ, LANCE_PARTITIONED_TEST_PAUSE=f"{point}:{flag}")
-    p = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, WRITER, str(root), "1000", "100", "1", "US,DE"],
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-    )
-    deadline = time.time() + 120
-    while not flag.exists():
-        assert p.poll() is None, p.stderr.read() if p.stderr else ""
-        assert time.time() < deadline, "writer never reached the pause point"
-        time.sleep(0.05)
-    p.send_signal(signal.SIGKILL)
-    p.wait(timeout=30)
+    ) as p:
+        deadline = time.time() + 120
+        while not flag.exists():
+            assert p.poll() is None, p.stderr.read() if p.stderr else ""
+            assert time.time() < deadline, "writer never reached the pause point"
+            time.sleep(0.05)
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
     assert ns.refresh() is False, "the killed write changed the manifest"
     check_consistent(ns, set(range(100)))
     assert ns.snapshot().version == before.version

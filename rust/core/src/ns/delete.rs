@@ -21,11 +21,11 @@ use crate::arrow::array::{RecordBatch, RecordBatchOptions, UInt32Array};
 use crate::arrow::compute::take;
 use crate::arrow::datatypes::{Field, Schema};
 use crate::error::{Error, Result};
+use crate::ns::join_uri;
 use crate::ns::manifest::{rows_to_batch, Leaf, Snapshot, OBJECT_ID};
 use crate::ns::runtime::runtime;
 use crate::ns::scan::{evaluate_mask, prune, Filter};
 use crate::ns::write::{default_strong, is_retryable, open_at, set_read_versions, version_row};
-use crate::ns::join_uri;
 use crate::types::field_id;
 
 /// What a delete did.
@@ -184,17 +184,18 @@ pub fn delete(
             None => partial.push(i),
         }
     }
-    let mut actions: Vec<Action> = rt.block_on(
-        stream::iter(partial.iter().map(|&i| {
-            let (snap, filter, ns_schema) = (&snap, &filter, &ns_schema);
-            async move { delete_rows(root, &snap.leaves[i], filter, ns_schema, strong).await }
-        }))
-        .buffer_unordered(8)
-        .try_collect::<Vec<Option<Action>>>(),
-    )?
-    .into_iter()
-    .flatten()
-    .collect();
+    let mut actions: Vec<Action> = rt
+        .block_on(
+            stream::iter(partial.iter().map(|&i| {
+                let (snap, filter, ns_schema) = (&snap, &filter, &ns_schema);
+                async move { delete_rows(root, &snap.leaves[i], filter, ns_schema, strong).await }
+            }))
+            .buffer_unordered(8)
+            .try_collect::<Vec<Option<Action>>>(),
+        )?
+        .into_iter()
+        .flatten()
+        .collect();
     let counts = rt.block_on(crate::ns::manifest::count_rows(&snap, &whole))?;
     for (&i, rows) in whole.iter().zip(counts) {
         actions.push(Action::Drop {

@@ -53,7 +53,12 @@ pub fn partition_column(fid: &str) -> String {
 /// The DirectoryNamespace V2 columns plus `read_version`.
 pub fn base_fields() -> Vec<Field> {
     vec![
-        Field::new(OBJECT_ID, DataType::Utf8, false),
+        // DirectoryNamespace V2 marks object_id as the (unenforced) primary key; without it
+        // pylance adds the marker in a commit of its own the first time it opens the manifest.
+        Field::new(OBJECT_ID, DataType::Utf8, false).with_metadata(HashMap::from([(
+            "lance-schema:unenforced-primary-key:position".to_string(),
+            "0".to_string(),
+        )])),
         Field::new(OBJECT_TYPE, DataType::Utf8, false),
         Field::new(LOCATION, DataType::Utf8, true),
         Field::new(METADATA, DataType::Utf8, true),
@@ -75,10 +80,12 @@ pub fn manifest_schema<'a>(specs: impl IntoIterator<Item = &'a PartitionSpec>) -
         for f in &spec.fields {
             let dt = f.result_type.to_arrow()?;
             match seen.get(&f.field_id) {
-                Some(prev) if prev != &dt => return corrupt!(
+                Some(prev) if prev != &dt => {
+                    return corrupt!(
                     "partition field {:?} has result_type {prev} in one spec and {dt} in another",
                     f.field_id
-                ),
+                )
+                }
                 Some(_) => {}
                 None => {
                     seen.insert(f.field_id.clone(), dt.clone());
@@ -452,11 +459,33 @@ impl Snapshot {
         if read_versions.is_none() {
             snap.recover_read_versions();
         }
+        if !snap.missing_columns.is_empty() {
+            // Rebuild what another writer dropped, so pruning and listings work unchanged.
+            let n = snap.batch.num_rows();
+            let mut fields: Vec<Field> = snap
+                .batch
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone())
+                .collect();
+            let mut cols = snap.batch.columns().to_vec();
+            for (f, c) in snap.restore_columns()? {
+                fields.push(f);
+                cols.push(c);
+            }
+            snap.batch = RecordBatch::try_new_with_options(
+                Arc::new(Schema::new(fields)),
+                cols,
+                &crate::arrow::array::RecordBatchOptions::new().with_row_count(Some(n)),
+            )?;
+        }
         Ok(snap)
     }
 
     /// Without a `read_version` column (dropped by another writer), the version to read is the
-    /// head of each table's recorded version chain: the version no other names as its base.
+    /// head of each table's recorded version chain: the version no other names as its base
+    /// (or, for rows without `base_version` properties, the newest recorded version).
     fn recover_read_versions(&mut self) {
         for leaf in &mut self.leaves {
             if let Some(vs) = self.versions.get(&leaf.object_id) {
@@ -471,6 +500,10 @@ impl Snapshot {
                     .collect();
                 if heads.len() == 1 {
                     leaf.read_version = Some(heads[0]);
+                } else if bases.is_empty() {
+                    // Another writer's rows without lineage: versions on a main branch only
+                    // grow, so the newest recorded one is current.
+                    leaf.read_version = vs.iter().map(|v| v.version).max();
                 }
             }
         }
@@ -944,6 +977,73 @@ pub async fn evolve(root: &str, spec: &PartitionSpec) -> Result<i32> {
     Ok(spec.id)
 }
 
+impl Snapshot {
+    /// Rebuilds the missing manifest columns (D14) over every row of `batch`: partition
+    /// values from the indexed namespaces and leaves, `read_version` of tables from the
+    /// recovered chain heads and of `table_version` rows from their ids.
+    fn restore_columns(&self) -> Result<Vec<(Field, ArrayRef)>> {
+        let snap = self;
+        let mut out = Vec::new();
+        let expected = manifest_schema(snap.root_props.specs.values())?;
+        let ids = string_column(&snap.batch, OBJECT_ID)?
+            .ok_or_else(|| Error::Corrupt("no object_id column".into()))?;
+        let types = string_column(&snap.batch, OBJECT_TYPE)?
+            .ok_or_else(|| Error::Corrupt("no object_type column".into()))?;
+        // object id -> (spec id, values of its prefix)
+        let mut values_of: HashMap<&str, (i32, &[ScalarValue])> = HashMap::new();
+        for ((spec, key), oid) in &snap.ns_by_key {
+            values_of.insert(oid.as_str(), (*spec, key.as_slice()));
+        }
+        for leaf in &snap.leaves {
+            values_of.insert(
+                leaf.object_id.as_str(),
+                (leaf.spec_id, leaf.values.as_slice()),
+            );
+        }
+        let read_version: HashMap<&str, Option<u64>> = snap
+            .leaves
+            .iter()
+            .map(|l| (l.object_id.as_str(), l.read_version))
+            .collect();
+        let n = snap.batch.num_rows();
+        for name in &snap.missing_columns {
+            let f = expected.field_with_name(name)?.clone();
+            let col: ArrayRef = if name == READ_VERSION {
+                Arc::new(UInt64Array::from_iter((0..n).map(|r| {
+                    let oid = ids.value(r);
+                    match types.value(r) {
+                        TABLE => read_version.get(oid).copied().flatten(),
+                        TABLE_VERSION => oid.rsplit_once('$').and_then(|(_, v)| parse_version(v)),
+                        _ => None,
+                    }
+                })))
+            } else {
+                let fid = name.strip_prefix(PARTITION_COLUMN_PREFIX).unwrap_or(name);
+                let vals = (0..n)
+                    .map(|r| {
+                        let found = values_of.get(ids.value(r)).and_then(|(spec_id, vals)| {
+                            let spec = snap.root_props.specs.get(spec_id)?;
+                            let k = spec.fields.iter().position(|p| p.field_id == fid)?;
+                            vals.get(k).cloned()
+                        });
+                        match found {
+                            Some(v) => v.cast_to(f.data_type()),
+                            None => ScalarValue::try_from(f.data_type()),
+                        }
+                    })
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                if vals.is_empty() {
+                    new_null_array(f.data_type(), 0)
+                } else {
+                    ScalarValue::iter_to_array(vals)?
+                }
+            };
+            out.push((f, col));
+        }
+        Ok(out)
+    }
+}
+
 /// Restores manifest columns another tool dropped (D14): `read_version` from the
 /// `table_version` rows (the head of each table's version chain; the version in each
 /// `table_version` row's id) and every `partition_field_*` column from the namespaces'
@@ -959,65 +1059,17 @@ pub async fn repair(root: &str) -> Result<Vec<String>> {
     if snap.missing_columns.is_empty() {
         return Ok(Vec::new());
     }
-    let expected = manifest_schema(snap.root_props.specs.values())?;
-    let ids = string_column(&snap.batch, OBJECT_ID)?
-        .ok_or_else(|| Error::Corrupt("no object_id column".into()))?;
-    let types = string_column(&snap.batch, OBJECT_TYPE)?
-        .ok_or_else(|| Error::Corrupt("no object_type column".into()))?;
-    // object id -> (spec id, values of its prefix)
-    let mut values_of: HashMap<&str, (i32, &[ScalarValue])> = HashMap::new();
-    for ((spec, key), oid) in &snap.ns_by_key {
-        values_of.insert(oid.as_str(), (*spec, key.as_slice()));
-    }
-    for leaf in &snap.leaves {
-        values_of.insert(
-            leaf.object_id.as_str(),
-            (leaf.spec_id, leaf.values.as_slice()),
-        );
-    }
-    let read_version: HashMap<&str, Option<u64>> = snap
-        .leaves
-        .iter()
-        .map(|l| (l.object_id.as_str(), l.read_version))
-        .collect();
-    let n = snap.batch.num_rows();
+    // `index` rebuilt the missing columns in memory; persist them.
     let mut fields = Vec::new();
     let mut cols: Vec<ArrayRef> = Vec::new();
+    let schema = snap.batch.schema();
     for name in &snap.missing_columns {
-        let f = expected.field_with_name(name)?.clone();
-        let col: ArrayRef = if name == READ_VERSION {
-            Arc::new(UInt64Array::from_iter((0..n).map(|r| {
-                let oid = ids.value(r);
-                match types.value(r) {
-                    TABLE => read_version.get(oid).copied().flatten(),
-                    TABLE_VERSION => oid.rsplit_once('$').and_then(|(_, v)| parse_version(v)),
-                    _ => None,
-                }
-            })))
-        } else {
-            let fid = name.strip_prefix(PARTITION_COLUMN_PREFIX).unwrap_or(name);
-            let vals = (0..n)
-                .map(|r| {
-                    let found = values_of.get(ids.value(r)).and_then(|(spec_id, vals)| {
-                        let spec = snap.root_props.specs.get(spec_id)?;
-                        let k = spec.fields.iter().position(|p| p.field_id == fid)?;
-                        vals.get(k).cloned()
-                    });
-                    match found {
-                        Some(v) => v.cast_to(f.data_type()),
-                        None => ScalarValue::try_from(f.data_type()),
-                    }
-                })
-                .collect::<std::result::Result<Vec<_>, _>>()?;
-            if vals.is_empty() {
-                new_null_array(f.data_type(), 0)
-            } else {
-                ScalarValue::iter_to_array(vals)?
-            }
-        };
-        fields.push(f);
-        cols.push(col);
+        fields.push(schema.field_with_name(name)?.clone());
+        cols.push(Arc::clone(snap.batch.column_by_name(name).ok_or_else(
+            || Error::Internal(format!("column {name} was not rebuilt")),
+        )?));
     }
+    let n = snap.batch.num_rows();
     let schema = Arc::new(Schema::new(fields));
     let batch = RecordBatch::try_new_with_options(
         Arc::clone(&schema),

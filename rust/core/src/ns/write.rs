@@ -678,7 +678,8 @@ pub(crate) fn is_retryable(e: &lance::Error) -> bool {
     )
 }
 
-/// Copies the rows of a leaf version into another table (detached append on top of `base`).
+/// Copies the rows of a leaf version into another table (detached append on top of `base`);
+/// returns the new version and the appended fragments (to rebase them again if needed).
 async fn copy_into(
     root: &str,
     from_location: &str,
@@ -686,25 +687,26 @@ async fn copy_into(
     to_location: &str,
     base: Option<u64>,
     strong: bool,
-) -> Result<u64> {
+) -> Result<(u64, Vec<Fragment>)> {
     let src = open_at(&join_uri(root, from_location), Some(from_version)).await?;
     let batches: Vec<RecordBatch> = src.scan().try_into_stream().await?.try_collect().await?;
     let dst = open_at(&join_uri(root, to_location), base).await?;
     let read_version = dst.version().version;
     if batches.iter().all(|b| b.num_rows() == 0) {
-        return Ok(read_version);
+        return Ok((read_version, Vec::new()));
     }
     let params = write_params(WriteMode::Append);
     let txn = InsertBuilder::new(Arc::clone(&dst))
         .with_params(&params)
         .execute_uncommitted(batches)
         .await?;
+    let (fragments, _) = op_fragments(txn.operation.clone())?;
     let committed = CommitBuilder::new(dst)
         .with_detached(strong)
         .with_skip_auto_cleanup(true)
         .execute(Transaction::new(read_version, txn.operation, None))
         .await?;
-    Ok(committed.version().version)
+    Ok((committed.version().version, fragments))
 }
 
 /// Resolves conflicts of `pending` against the latest manifest `s1` (taken after S0) and
@@ -732,7 +734,7 @@ async fn prepare_rows(
                         leaf.object_id
                     )));
                 }
-                let v = copy_into(
+                let (v, copied) = copy_into(
                     root,
                     &p.location,
                     p.version,
@@ -747,13 +749,13 @@ async fn prepare_rows(
                 p.base = leaf.read_version;
                 p.version = v;
                 p.operation = "append";
-                p.fragments.clear();
+                // Later rebases re-append exactly the copied rows.
+                p.fragments = copied;
             }
         }
         if p.created {
             creating = true;
-            let oid =
-                plan_new_partition(
+            let oid = plan_new_partition(
                 s1,
                 spec_id,
                 field_ids,
