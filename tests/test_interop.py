@@ -44,7 +44,9 @@ def data(n: int, start: int = 0) -> pa.Table:
     return pa.table(
         {
             "id": pa.array(ids, pa.int64()),
-            "ts": pa.array([base + dt.timedelta(hours=5 * i) for i in ids], SCHEMA.field("ts").type),
+            "ts": pa.array(
+                [base + dt.timedelta(hours=5 * i) for i in ids], SCHEMA.field("ts").type
+            ),
             "country": pa.array([countries[i % 4] for i in ids]),
             "user_id": pa.array([i % 11 for i in ids], pa.int64()),
             "price": pa.array([None] * n, SCHEMA.field("price").type),

@@ -446,9 +446,7 @@ def test_delete_drops_covered_partitions_and_deletes_rows_inside_others(
     # rows inside partitions (not covered): amount is not a partition column
     res = ns.delete("amount < 100 AND country = 'FR'")
     assert res.dropped == 0 or res.changed > 0
-    want = [
-        r["id"] for r in left.to_pylist() if not (r["amount"] < 100 and r["country"] == "FR")
-    ]
+    want = [r["id"] for r in left.to_pylist() if not (r["amount"] < 100 and r["country"] == "FR")]
     assert sorted(ns.to_table()["id"].to_pylist()) == sorted(want)
     assert res.rows == left.num_rows - len(want)
     # NULL partition values are not matched by a comparison; IS NULL drops them

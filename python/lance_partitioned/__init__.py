@@ -23,7 +23,13 @@ from lance_partitioned.exceptions import (
     SpecError,
     UnsupportedTypeError,
 )
-from lance_partitioned.namespace import CleanupResult, DeleteResult, PartitionedNamespace, Snapshot, WriteResult
+from lance_partitioned.namespace import (
+    CleanupResult,
+    DeleteResult,
+    PartitionedNamespace,
+    Snapshot,
+    WriteResult,
+)
 from lance_partitioned.spec import (
     Bucket,
     Day,
@@ -42,9 +48,9 @@ from lance_partitioned.spec import (
 __all__ = [
     "ArrowError",
     "Bucket",
+    "CleanupResult",
     "CommitConflictError",
     "CorruptNamespaceError",
-    "CleanupResult",
     "Day",
     "DeleteResult",
     "ExpressionError",

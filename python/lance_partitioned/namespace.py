@@ -243,6 +243,7 @@ class Snapshot:
         """
         sql, post = _split_filter(filter)
         cols = list(columns) if columns is not None else None
+        read_cols: list[str] | None
         if post is not None and cols is not None:
             read_cols = list(dict.fromkeys([*cols, *self._expression_columns(post)]))
         else:
