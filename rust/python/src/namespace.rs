@@ -35,6 +35,9 @@ pub fn create_namespace<'py>(
     export_schema(py, &stored)
 }
 
+/// `partitions()` result: (pruning plan, leaves batch, row counts when asked for).
+type Partitions<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Vec<u64>>);
+
 /// A manifest snapshot (one version of `__manifest`, indexed).
 #[pyclass(module = "lance_partitioned._native", frozen)]
 pub struct ManifestSnapshot {
@@ -115,7 +118,7 @@ impl ManifestSnapshot {
         py: Python<'py>,
         filter: Option<String>,
         with_rows: bool,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Vec<u64>>)> {
+    ) -> PyResult<Partitions<'py>> {
         let snap = Arc::clone(&self.snap);
         let (plan, batch, rows) = run(py, || {
             let schema = snap.schema();

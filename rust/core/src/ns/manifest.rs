@@ -839,11 +839,11 @@ impl Snapshot {
         if level <= spec.fields.len() {
             let f = &spec.fields[level - 1];
             let key = format!("partition.{}", f.field_id);
-            if !props.contains_key(&key) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = props.entry(key) {
                 if let Some(col) = self.batch.column_by_name(&partition_column(&f.field_id)) {
                     let r = self.row_by_id[&oid];
                     if let Some(s) = values::to_string(&ScalarValue::try_from_array(col, r)?)? {
-                        props.insert(key, s);
+                        slot.insert(s);
                     }
                 }
             }

@@ -737,7 +737,7 @@ pub fn scan(snap: Arc<Snapshot>, opts: &ScanOptions) -> Result<(ScanIter, Pruned
     }
     let read_fields: Vec<_> = read
         .iter()
-        .map(|n| schema.field_with_name(n).map(|f| f.clone()))
+        .map(|n| schema.field_with_name(n).cloned())
         .collect::<std::result::Result<_, _>>()?;
     let read_schema = Arc::new(Schema::new(read_fields));
     let projection: Vec<usize> = (0..wanted.len()).collect();

@@ -444,7 +444,7 @@ pub fn default_strong(snap: &Snapshot) -> bool {
     snap.root_props
         .props
         .get(MODE_KEY)
-        .map_or(true, |m| m != "weak")
+        .is_none_or(|m| m != "weak")
 }
 
 /// Writes `input` into the namespace at `root`.
