@@ -260,7 +260,13 @@ mod tests {
         }
         assert_eq!(s(S::Binary(Some(b"HELLO".to_vec()))).unwrap(), "HELLO");
         assert_eq!(s(S::Binary(Some(vec![]))), None);
-        assert_eq!(s(S::Binary(Some(vec![0xde, 0xad]))).unwrap(), "dead");
+        // DE AD alone is valid UTF-8 (U+07AD); with BE EF it is not.
+        assert_eq!(s(S::Binary(Some(vec![0xde, 0xad]))).unwrap(), "\u{7ad}");
+        assert_eq!(
+            s(S::Binary(Some(vec![0xde, 0xad, 0xbe, 0xef]))).unwrap(),
+            "deadbeef"
+        );
+        assert_eq!(s(S::Binary(Some(vec![0xff]))).unwrap(), "ff");
     }
 
     #[test]
