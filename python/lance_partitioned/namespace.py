@@ -62,6 +62,8 @@ class WriteResult:
     """The ``__manifest`` version that made the write visible."""
     attempts: int
     """Manifest commit attempts (more than 1 when concurrent writers were rebased over)."""
+    rewritten: int = 0
+    """Partitions an append rewrote because they were written under an older schema."""
 
 
 @dataclass(frozen=True)
@@ -416,6 +418,67 @@ class PartitionedNamespace:
         )
         self.refresh()
         return WriteResult(**summary)
+
+    # -- schema evolution --------------------------------------------------------------------
+
+    def update_schema(self, schema: pa.Schema) -> pa.Schema:
+        """Replaces the namespace schema, matching fields by ``lance:field_id``.
+
+        A field with an existing id keeps its identity: a new name renames it, a new type must
+        widen the old one (integers to wider integers, float to double, decimal precision up,
+        string/binary to their large or view forms), nullable may be relaxed. Fields without an
+        id are added (must be nullable; fresh ids, never reused). Ids left out are dropped.
+        Partition source columns can be renamed but not dropped or retyped. Existing partitions
+        are not rewritten: reads match their columns by field id, cast to the namespace type and
+        fill added columns with NULL; the first append to such a partition rewrites it with the
+        current schema (``WriteResult.rewritten``). Returns the stored schema.
+        """
+        if not isinstance(schema, pa.Schema):
+            raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema)}")
+        stored = _native.update_schema(self._root, schema)
+        self.refresh()
+        return stored
+
+    def add_columns(self, fields: Sequence[pa.Field[Any]]) -> pa.Schema:
+        """Adds nullable columns (see :meth:`update_schema`)."""
+        return self.update_schema(pa.schema([*self.schema, *fields]))
+
+    def rename_column(self, old: str, new: str) -> pa.Schema:
+        """Renames a column; its field id (and every partition field over it) is kept."""
+        self._field(old)
+        schema = self.schema
+        return self.update_schema(
+            pa.schema([f.with_name(new) if f.name == old else f for f in schema])
+        )
+
+    def drop_columns(self, names: Sequence[str]) -> pa.Schema:
+        """Drops columns (not partition sources); their field ids are never reused."""
+        for n in names:
+            self._field(n)
+        return self.update_schema(pa.schema([f for f in self.schema if f.name not in names]))
+
+    def alter_column(
+        self, name: str, type: pa.DataType | None = None, *, nullable: bool | None = None
+    ) -> pa.Schema:
+        """Widens a column's type and/or makes it nullable."""
+        self._field(name)
+        fields = []
+        for f in self.schema:
+            if f.name == name:
+                if type is not None:
+                    f = f.with_type(type)
+                if nullable is not None:
+                    f = f.with_nullable(nullable)
+            fields.append(f)
+        return self.update_schema(pa.schema(fields))
+
+    def _field(self, name: str) -> pa.Field[Any]:
+        self.refresh()
+        if name not in self.schema.names:
+            raise InvalidArgumentError(
+                f"no column {name!r} in the namespace schema ({', '.join(self.schema.names)})"
+            )
+        return self.schema.field(name)
 
     def evolve(self, spec: PartitionSpec | Mapping[str, Any]) -> int:
         """Adds a new partition spec version and makes it current; returns its id.

@@ -279,6 +279,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(namespace::evolve_spec, m)?)?;
     m.add_function(wrap_pyfunction!(namespace::repair_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(namespace::delete_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(namespace::update_schema, m)?)?;
     m.add_function(wrap_pyfunction!(namespace::cleanup_namespace, m)?)?;
     m.add_class::<namespace::ManifestSnapshot>()?;
     m.add_class::<namespace::Scan>()?;

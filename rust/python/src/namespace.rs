@@ -276,7 +276,23 @@ pub fn write_data<'py>(
     d.set_item("bytes", s.bytes)?;
     d.set_item("manifest_version", s.manifest_version)?;
     d.set_item("attempts", s.attempts)?;
+    d.set_item("rewritten", s.rewritten)?;
     Ok(d)
+}
+
+/// update_schema(root, schema) -> stored schema (field ids assigned)
+#[pyfunction]
+pub fn update_schema<'py>(
+    py: Python<'py>,
+    root: &str,
+    schema: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let s = import_schema(schema)?;
+    let root = root.to_string();
+    let stored = run(py, || {
+        block_on(lance_partitioned_core::ns::schema::update_schema(&root, &s))
+    })?;
+    export_schema(py, &stored)
 }
 
 /// evolve(root, spec_json) -> new spec id

@@ -738,6 +738,11 @@ pub async fn create(
             .map_err(|e| Error::Internal(e.to_string()))?,
     ));
     props.push((format!("{SPEC_KEY_PREFIX}{}", spec.id), spec.to_json()?));
+    let last_id = crate::ns::schema::max_field_id(&schema);
+    props.push((
+        crate::ns::schema::LAST_FIELD_ID_KEY.to_string(),
+        last_id.to_string(),
+    ));
     ds.update_metadata(props).await?;
     Ok(schema)
 }

@@ -9,6 +9,7 @@
 //! - [`delete`]: drop covered partitions, delete rows inside the others.
 //! - [`cleanup`]: remove leaf tables that failed writes left behind.
 //! - [`scan`]: pruning through the manifest and snapshot reads of the leaves.
+//! - [`schema`]: schema evolution by field id.
 
 pub mod cleanup;
 pub mod delete;
@@ -16,6 +17,7 @@ pub mod ids;
 pub mod manifest;
 pub mod runtime;
 pub mod scan;
+pub mod schema;
 pub mod values;
 pub mod write;
 

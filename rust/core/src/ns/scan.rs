@@ -532,7 +532,7 @@ pub struct ScanOptions {
 }
 
 /// How a leaf column maps to a namespace column.
-fn leaf_columns(leaf: &Schema, ns: &Schema) -> HashMap<String, String> {
+pub(crate) fn leaf_columns(leaf: &Schema, ns: &Schema) -> HashMap<String, String> {
     // namespace name -> leaf name, by field id first, then by name.
     let mut by_id: HashMap<i32, String> = HashMap::new();
     for f in leaf.fields() {
@@ -560,7 +560,7 @@ fn leaf_columns(leaf: &Schema, ns: &Schema) -> HashMap<String, String> {
 }
 
 /// Adapts a leaf batch to `out` (namespace fields): rename, cast, fill NULLs.
-fn adapt(
+pub(crate) fn adapt(
     batch: &RecordBatch,
     out: &SchemaRef,
     map: &HashMap<String, String>,

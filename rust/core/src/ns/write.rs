@@ -119,6 +119,8 @@ pub struct WriteSummary {
     pub manifest_version: u64,
     /// Manifest commit attempts.
     pub attempts: u32,
+    /// Partitions an append rewrote because they were written under an older schema.
+    pub rewritten: u64,
 }
 
 /// The schema leaf tables are written with: the namespace schema with the namespace field id
@@ -224,6 +226,36 @@ struct PartShared {
     dataset: OnceCell<Arc<Dataset>>,
     fragments: Mutex<Vec<Fragment>>,
     schema: Mutex<Option<lance::datatypes::Schema>>,
+    /// Whether an append rewrites the partition (its leaf has an older schema); decided by
+    /// the first flush, which also writes the old rows.
+    rewrite: OnceCell<bool>,
+}
+
+/// The schemas a flush needs.
+#[derive(Clone)]
+struct Schemas {
+    /// The namespace schema.
+    ns: SchemaRef,
+    /// The leaf schema new data is written with.
+    leaf: SchemaRef,
+}
+
+/// The rows of a leaf at its read version, adapted to the current leaf schema (read rules).
+async fn read_adapted(ds: &Dataset, schemas: &Schemas) -> Result<Vec<RecordBatch>> {
+    let stored = Schema::from(ds.schema());
+    let map = crate::ns::scan::leaf_columns(&stored, &schemas.ns);
+    let batches: Vec<RecordBatch> = ds.scan().try_into_stream().await?.try_collect().await?;
+    batches
+        .iter()
+        .map(|b| {
+            let adapted = crate::ns::scan::adapt(b, &schemas.ns, &map)?;
+            Ok(RecordBatch::try_new_with_options(
+                Arc::clone(&schemas.leaf),
+                adapted.columns().to_vec(),
+                &RecordBatchOptions::new().with_row_count(Some(adapted.num_rows())),
+            )?)
+        })
+        .collect()
 }
 
 fn op_fragments(op: Operation) -> Result<(Vec<Fragment>, Option<lance::datatypes::Schema>)> {
@@ -263,7 +295,8 @@ async fn flush(
     target: Target,
     overwrite: bool,
     shared: Arc<PartShared>,
-    batches: Vec<RecordBatch>,
+    mut batches: Vec<RecordBatch>,
+    schemas: Schemas,
 ) -> Result<()> {
     let (fragments, schema) = match &target {
         Target::New { location, .. } => {
@@ -282,7 +315,25 @@ async fn flush(
                 .get_or_try_init(|| open_at(&uri, *base))
                 .await?
                 .clone();
-            let params = write_params(if overwrite {
+            // An append to a leaf written under an older schema rewrites the partition with
+            // the current one (old rows first, adapted by the read rules).
+            let mut old_rows = None;
+            let rewrite = overwrite
+                || *shared
+                    .rewrite
+                    .get_or_try_init(|| async {
+                        let stored = Schema::from(ds.schema());
+                        if crate::ns::schema::leaf_is_current(&stored, &schemas.leaf) {
+                            return Ok::<bool, Error>(false);
+                        }
+                        old_rows = Some(read_adapted(&ds, &schemas).await?);
+                        Ok(true)
+                    })
+                    .await?;
+            if let Some(old) = old_rows {
+                batches.splice(0..0, old);
+            }
+            let params = write_params(if rewrite {
                 WriteMode::Overwrite
             } else {
                 WriteMode::Append
@@ -325,6 +376,8 @@ pub struct Pending {
     pub version: u64,
     /// `append` or `overwrite` (`create` for new leaves).
     pub operation: &'static str,
+    /// Whether an append rewrote the partition (its leaf had an older schema).
+    pub rewritten: bool,
     /// The fragments we wrote (for rebasing).
     pub fragments: Vec<Fragment>,
     /// Rows written.
@@ -387,6 +440,7 @@ async fn commit_leaf(
                 base: None,
                 version: ds.version().version,
                 operation: "create",
+                rewritten: false,
                 fragments,
                 rows,
             })
@@ -402,7 +456,8 @@ async fn commit_leaf(
                 None => open_at(&uri, *base).await?,
             };
             let read_version = ds.version().version;
-            let op = if overwrite {
+            let rewrite = overwrite || shared.rewrite.get().copied().unwrap_or(false);
+            let op = if rewrite {
                 let schema = match schema {
                     Some(s) => s,
                     None => ds.schema().clone(),
@@ -431,7 +486,8 @@ async fn commit_leaf(
                 created: false,
                 base: Some(read_version),
                 version: committed.version().version,
-                operation: if overwrite { "overwrite" } else { "append" },
+                operation: if rewrite { "overwrite" } else { "append" },
+                rewritten: rewrite && !overwrite,
                 fragments,
                 rows,
             })
@@ -479,18 +535,22 @@ pub fn write(
     let spawn_flush = |p: &mut Part, tasks: &mut Vec<tokio::task::JoinHandle<Result<()>>>| {
         let batches = std::mem::take(&mut p.buffer);
         p.buffered = 0;
-        let (root, target, shared, sem) = (
+        let (root, target, shared, sem, schemas) = (
             root_s.clone(),
             p.target.clone(),
             Arc::clone(&p.shared),
             Arc::clone(&sem),
+            Schemas {
+                ns: Arc::clone(&ns_schema),
+                leaf: Arc::clone(&out_schema),
+            },
         );
         tasks.push(rt.spawn(async move {
             let _permit = sem
                 .acquire_owned()
                 .await
                 .map_err(|e| Error::Internal(e.to_string()))?;
-            flush(root, target, overwrite, shared, batches).await
+            flush(root, target, overwrite, shared, batches, schemas).await
         }));
     };
     let mut total_rows = 0u64;
@@ -905,6 +965,7 @@ fn commit_manifest(
     let mut summary = WriteSummary {
         partitions: pending.len() as u64,
         created: pending.iter().filter(|p| p.created).count() as u64,
+        rewritten: pending.iter().filter(|p| p.rewritten).count() as u64,
         ..Default::default()
     };
     for p in &pending {

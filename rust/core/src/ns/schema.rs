@@ -1,0 +1,270 @@
+//! Schema evolution by field id: add a nullable column, rename, drop, widen a type.
+//!
+//! The namespace schema is the `schema` root property; every field carries `lance:field_id`.
+//! An update is the new schema: fields with an existing id keep their identity (a new name is
+//! a rename, a new type must widen the old one), fields without an id are added (nullable,
+//! with fresh ids that are never reused: the largest id ever assigned is kept in the
+//! `lance_partitioned.last_field_id` root property), and ids missing from the new schema are
+//! dropped. Leaves are not rewritten: reads follow the read rules (columns matched by field
+//! id, namespace type wins, missing columns read as NULL); the first append to a partition
+//! written under an older schema rewrites that partition with the current one.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::arrow::datatypes::{DataType, Field, Schema};
+use crate::error::{schema_err, Error, Result};
+use crate::ns::manifest::{assign_field_ids, Snapshot};
+use crate::ns::SCHEMA_KEY;
+use crate::spec::{CompiledSpec, PartitionSpec};
+use crate::types::{field_id, JsonSchema};
+
+/// Root property holding the largest field id ever assigned.
+pub const LAST_FIELD_ID_KEY: &str = "lance_partitioned.last_field_id";
+
+/// Whether values of `from` can always be represented in `to` (a widening).
+pub fn is_widening(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    if from == to {
+        return true;
+    }
+    let int_rank = |t: &DataType| match t {
+        Int8 => Some((true, 8)),
+        Int16 => Some((true, 16)),
+        Int32 => Some((true, 32)),
+        Int64 => Some((true, 64)),
+        UInt8 => Some((false, 8)),
+        UInt16 => Some((false, 16)),
+        UInt32 => Some((false, 32)),
+        UInt64 => Some((false, 64)),
+        _ => None,
+    };
+    match (from, to) {
+        (a, b) if int_rank(a).is_some() && int_rank(b).is_some() => {
+            let ((sa, wa), (sb, wb)) = (
+                int_rank(a).unwrap_or_default(),
+                int_rank(b).unwrap_or_default(),
+            );
+            (sa == sb && wb > wa) || (!sa && sb && wb > wa)
+        }
+        (Float16, Float32 | Float64) | (Float32, Float64) => true,
+        (Decimal128(p1, s1), Decimal128(p2, s2)) => s1 == s2 && p2 >= p1,
+        (Decimal128(p1, s1), Decimal256(p2, s2)) => s1 == s2 && p2 >= p1,
+        (Decimal256(p1, s1), Decimal256(p2, s2)) => s1 == s2 && p2 >= p1,
+        (Utf8, LargeUtf8 | Utf8View) | (Binary, LargeBinary | BinaryView) => true,
+        _ => false,
+    }
+}
+
+/// Field ids that any spec version partitions by.
+fn source_ids<'a>(specs: impl IntoIterator<Item = &'a PartitionSpec>) -> HashSet<i32> {
+    specs
+        .into_iter()
+        .flat_map(|s| s.fields.iter().flat_map(|f| f.source_ids.iter().copied()))
+        .collect()
+}
+
+/// The largest field id in `schema` (nested fields included), -1 without any.
+pub fn max_field_id(schema: &Schema) -> i32 {
+    fn walk(f: &Field, m: &mut i32) {
+        if let Some(id) = field_id(f) {
+            *m = (*m).max(id);
+        }
+        if let DataType::Struct(kids) = f.data_type() {
+            for k in kids {
+                walk(k, m);
+            }
+        }
+    }
+    let mut m = -1;
+    for f in schema.fields() {
+        walk(f, &mut m);
+    }
+    m
+}
+
+/// Validates `new` against `old` and assigns ids to added fields. Returns the new schema and
+/// the new largest id ever assigned.
+///
+/// # Errors
+/// `SchemaMismatch` naming the offending column.
+pub fn plan_update(
+    old: &Schema,
+    new: &Schema,
+    specs: &[&PartitionSpec],
+    last_id: i32,
+) -> Result<(Schema, i32)> {
+    let old_by_id: HashMap<i32, &Field> = old
+        .fields()
+        .iter()
+        .filter_map(|f| field_id(f).map(|id| (id, f.as_ref())))
+        .collect();
+    let partition_sources = source_ids(specs.iter().copied());
+    let mut names = HashSet::new();
+    for f in new.fields() {
+        if !names.insert(f.name().clone()) {
+            return schema_err!("column {:?} appears twice in the new schema", f.name());
+        }
+        let Some(id) = field_id(f) else {
+            if !f.is_nullable() {
+                return schema_err!(
+                    "added column {:?} must be nullable (existing rows have no value for it)",
+                    f.name()
+                );
+            }
+            continue;
+        };
+        let Some(prev) = old_by_id.get(&id) else {
+            return schema_err!(
+                "column {:?} carries field id {id}, which the namespace schema does not have \
+                 (field ids are assigned by the namespace; leave it out to add a column)",
+                f.name()
+            );
+        };
+        if prev.is_nullable() && !f.is_nullable() {
+            return schema_err!(
+                "column {:?} cannot become non-nullable (existing rows may hold NULLs)",
+                f.name()
+            );
+        }
+        if prev.data_type() != f.data_type() {
+            if partition_sources.contains(&id) {
+                return schema_err!(
+                    "column {:?} is a partition source; its type cannot change ({} -> {}), \
+                     partition values would no longer match",
+                    f.name(),
+                    prev.data_type(),
+                    f.data_type()
+                );
+            }
+            if !is_widening(prev.data_type(), f.data_type()) {
+                return schema_err!(
+                    "column {:?} cannot change type from {} to {} (only widening: integers to \
+                     wider integers, float to double, decimal precision up, to large/view \
+                     string or binary)",
+                    f.name(),
+                    prev.data_type(),
+                    f.data_type()
+                );
+            }
+        }
+    }
+    let kept: HashSet<i32> = new.fields().iter().filter_map(|f| field_id(f)).collect();
+    for (id, f) in &old_by_id {
+        if !kept.contains(id) && partition_sources.contains(id) {
+            return schema_err!(
+                "column {:?} is a partition source of a spec version and cannot be dropped",
+                f.name()
+            );
+        }
+    }
+    let floor = last_id.max(max_field_id(old)) + 1;
+    let assigned = assign_field_ids(new, floor)?;
+    let last = max_field_id(&assigned).max(floor - 1);
+    Ok((assigned, last))
+}
+
+/// Applies a schema update to the namespace at `root`; returns the stored schema (ids
+/// assigned). Without changes nothing is committed.
+///
+/// # Errors
+/// `SchemaMismatch` for a refused change; `Spec` when a spec no longer compiles.
+pub async fn update_schema(root: &str, new: &Schema) -> Result<Schema> {
+    let snap = Snapshot::load(root, None).await?;
+    if !snap.missing_columns.is_empty() {
+        return Err(Error::Corrupt(format!(
+            "the manifest lacks columns {:?} (another tool rewrote it); run repair() first",
+            snap.missing_columns
+        )));
+    }
+    let old = snap.schema();
+    let last_id = snap
+        .root_props
+        .props
+        .get(LAST_FIELD_ID_KEY)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(-1);
+    let specs: Vec<&PartitionSpec> = snap.root_props.specs.values().collect();
+    let (schema, last) = plan_update(&old, new, &specs, last_id)?;
+    if schema == *old {
+        return Ok(schema);
+    }
+    for spec in &specs {
+        CompiledSpec::compile(spec, &schema, false)?;
+    }
+    let mut ds = (*snap.dataset).clone();
+    ds.update_metadata([
+        (
+            SCHEMA_KEY.to_string(),
+            serde_json::to_string(&JsonSchema::from_arrow(&schema)?)
+                .map_err(|e| Error::Internal(e.to_string()))?,
+        ),
+        (LAST_FIELD_ID_KEY.to_string(), last.to_string()),
+    ])
+    .await?;
+    Ok(schema)
+}
+
+/// Whether a leaf stored with `leaf` (Arrow schema of the Lance dataset) has exactly the
+/// columns of the namespace's leaf schema `current` (names, types, field ids, nullability).
+pub fn leaf_is_current(leaf: &Schema, current: &Schema) -> bool {
+    let key = crate::ns::LEAF_FIELD_ID_KEY;
+    leaf.fields().len() == current.fields().len()
+        && leaf.fields().iter().zip(current.fields()).all(|(a, b)| {
+            a.name() == b.name()
+                && a.data_type() == b.data_type()
+                && a.is_nullable() == b.is_nullable()
+                && a.metadata().get(key) == b.metadata().get(key)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::FIELD_ID_KEY;
+
+    fn f(name: &str, dt: DataType, id: Option<i32>) -> Field {
+        let f = Field::new(name, dt, true);
+        match id {
+            Some(i) => f.with_metadata(HashMap::from([(FIELD_ID_KEY.to_string(), i.to_string())])),
+            None => f,
+        }
+    }
+
+    #[test]
+    fn widening_rules() {
+        use DataType::*;
+        assert!(is_widening(&Int32, &Int64));
+        assert!(is_widening(&UInt16, &Int32));
+        assert!(!is_widening(&Int64, &Int32));
+        assert!(!is_widening(&Int32, &UInt64));
+        assert!(is_widening(&Float32, &Float64));
+        assert!(is_widening(&Decimal128(10, 2), &Decimal128(12, 2)));
+        assert!(!is_widening(&Decimal128(10, 2), &Decimal128(12, 3)));
+        assert!(is_widening(&Utf8, &LargeUtf8));
+        assert!(!is_widening(&Utf8, &Int64));
+    }
+
+    #[test]
+    fn plan_assigns_fresh_ids_and_refuses_bad_changes() {
+        let old = Schema::new(vec![
+            f("a", DataType::Int32, Some(0)),
+            f("b", DataType::Utf8, Some(1)),
+        ]);
+        // rename b, widen a, add c
+        let new = Schema::new(vec![
+            f("a", DataType::Int64, Some(0)),
+            f("bee", DataType::Utf8, Some(1)),
+            f("c", DataType::Float64, None),
+        ]);
+        let (s, last) = plan_update(&old, &new, &[], 5).unwrap();
+        assert_eq!(field_id(s.field(2)), Some(6));
+        assert_eq!(last, 6);
+        // unknown id, narrowing, non-nullable add
+        let bad = Schema::new(vec![f("z", DataType::Int32, Some(9))]);
+        assert!(plan_update(&old, &bad, &[], 5).is_err());
+        let narrow = Schema::new(vec![f("a", DataType::Int8, Some(0))]);
+        assert!(plan_update(&old, &narrow, &[], 5).is_err());
+        let nn = Schema::new(vec![Field::new("n", DataType::Int32, false)]);
+        assert!(plan_update(&old, &nn, &[], 5).is_err());
+    }
+}
