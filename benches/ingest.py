@@ -117,7 +117,10 @@ def ingest(n: int, repeat: int, work: Path) -> list[tuple[str, float, int]]:
 
     def pylance_parts() -> None:
         keys = pa.record_batch(
-            {"country": table["country"].combine_chunks(), "b": k.bucket(table["city"], 16)}
+            {
+                "country": table["country"].combine_chunks(),
+                "b": k.bucket(table["city"].combine_chunks(), 16),
+            }
         )
         batch = table.combine_chunks().to_batches()[0]
         routed = k.route(batch, keys)
