@@ -58,7 +58,12 @@ enum Action {
 }
 
 /// `Some(true/false)` when the filter has one value over the whole partition.
-fn covered(snap: &Snapshot, leaf: &Leaf, filter: &Filter) -> Result<Option<bool>> {
+fn covered(
+    snap: &Snapshot,
+    leaf: &Leaf,
+    values: &[crate::datafusion::scalar::ScalarValue],
+    filter: &Filter,
+) -> Result<Option<bool>> {
     let schema = snap.schema();
     let spec = &snap.root_props.specs[&leaf.spec_id];
     // namespace column -> index of the identity field over it
@@ -82,7 +87,7 @@ fn covered(snap: &Snapshot, leaf: &Leaf, filter: &Filter) -> Result<Option<bool>
     let mut arrays = Vec::with_capacity(cols.len());
     for c in &cols {
         let f = schema.field_with_name(c)?;
-        let v = &leaf.values[identity[c]];
+        let v = &values[identity[c]];
         let v = if &v.data_type() == f.data_type() {
             v.clone()
         } else {
@@ -178,7 +183,12 @@ pub fn delete(
     let mut whole = Vec::new();
     let mut partial = Vec::new();
     for &i in &pruned.leaves {
-        match covered(&snap, &snap.leaves[i], &filter)? {
+        match covered(
+            &snap,
+            &snap.leaves[i],
+            &snap.keys()?.leaf_values[i],
+            &filter,
+        )? {
             Some(true) => whole.push(i),
             Some(false) => {}
             None => partial.push(i),
@@ -243,8 +253,9 @@ fn commit_delete(
     loop {
         attempt += 1;
         let s1 = rt.block_on(Snapshot::load(root, None))?;
+        let k1 = s1.keys()?;
         let base_of = |snap: &Snapshot, oid: &str| -> Option<Option<u64>> {
-            let row = *snap.row_by_id.get(oid)?;
+            let row = *snap.keys().ok()?.row_by_id.get(oid)?;
             Some(
                 snap.leaves
                     .iter()
@@ -269,10 +280,10 @@ fn commit_delete(
                         )));
                     }
                     drop_ids.push(object_id.clone());
-                    if let Some(vs) = s1.versions.get(object_id) {
+                    if let Some(vs) = k1.versions.get(object_id) {
                         drop_ids.extend(vs.iter().map(|v| {
                             let own = format!("{object_id}${}", v.version);
-                            if s1.row_by_id.contains_key(&own) {
+                            if k1.row_by_id.contains_key(&own) {
                                 own
                             } else {
                                 format!("{object_id}${:020}", v.version)
@@ -301,7 +312,7 @@ fn commit_delete(
                              this delete"
                         )));
                     }
-                    copy_rows.push(s1.row_by_id[object_id]);
+                    copy_rows.push(k1.row_by_id[object_id]);
                     new_versions.insert(object_id.as_str(), *version);
                     rows.push(version_row(object_id, *version, "delete", *base));
                 }
@@ -326,7 +337,7 @@ fn commit_delete(
             let parts: Vec<&str> = oid.split('$').collect();
             for i in 2..parts.len() {
                 let ns = parts[..i].join("$");
-                if !alive.contains(&ns) && s1.row_by_id.contains_key(&ns) {
+                if !alive.contains(&ns) && k1.row_by_id.contains_key(&ns) {
                     touched_specs.insert(parts[0].to_string());
                     empty_ns.push(ns);
                 }
@@ -335,7 +346,7 @@ fn commit_delete(
         empty_ns.sort();
         empty_ns.dedup();
         for v in &touched_specs {
-            if let Some(&r) = s1.row_by_id.get(v) {
+            if let Some(&r) = k1.row_by_id.get(v) {
                 copy_rows.push(r);
             }
         }

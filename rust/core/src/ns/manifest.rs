@@ -170,8 +170,6 @@ pub struct Leaf {
     pub read_version: Option<u64>,
     /// Spec version.
     pub spec_id: i32,
-    /// Partition values, one per field of the spec.
-    pub values: Vec<ScalarValue>,
 }
 
 /// A recorded table version (`<table>$<version>` row).
@@ -181,6 +179,21 @@ pub struct TableVersion {
     pub version: u64,
     /// Its properties (`operation`, `base_version`).
     pub props: HashMap<String, String>,
+}
+
+/// The lookups writers need, built on first use (readers only prune and never pay for them).
+#[derive(Debug, Clone, Default)]
+pub struct Keys {
+    /// Partition values of every leaf (same order as [`Snapshot::leaves`]).
+    pub leaf_values: Vec<Vec<ScalarValue>>,
+    /// Leaf index by (spec id, values).
+    pub leaf_by_key: HashMap<(i32, Vec<ScalarValue>), usize>,
+    /// Namespace object id by (spec id, value prefix); the prefix length is the level.
+    pub ns_by_key: HashMap<(i32, Vec<ScalarValue>), String>,
+    /// Row of every object id.
+    pub row_by_id: HashMap<String, usize>,
+    /// Recorded versions by table object id.
+    pub versions: HashMap<String, Vec<TableVersion>>,
 }
 
 /// The whole manifest at one version, indexed.
@@ -198,14 +211,8 @@ pub struct Snapshot {
     pub batch: RecordBatch,
     /// Leaves.
     pub leaves: Vec<Leaf>,
-    /// Leaf index by (spec id, values).
-    pub leaf_by_key: HashMap<(i32, Vec<ScalarValue>), usize>,
-    /// Namespace object id by (spec id, value prefix); the prefix length is the level.
-    pub ns_by_key: HashMap<(i32, Vec<ScalarValue>), String>,
-    /// Row of every object id.
-    pub row_by_id: HashMap<String, usize>,
-    /// Recorded versions by table object id.
-    pub versions: HashMap<String, Vec<TableVersion>>,
+    /// Lookups for writers, see [`Snapshot::keys`].
+    keys: std::sync::OnceLock<Keys>,
     /// Expected manifest columns that are missing (another writer dropped them, D14).
     pub missing_columns: Vec<String>,
 }
@@ -320,7 +327,6 @@ impl Snapshot {
         let types = string_column(&batch, OBJECT_TYPE)?
             .ok_or_else(|| Error::Corrupt("the manifest has no object_type column".into()))?;
         let locations = string_column(&batch, LOCATION)?;
-        let metadata = string_column(&batch, METADATA)?;
         let read_versions: Option<UInt64Array> = match batch.column_by_name(READ_VERSION) {
             Some(c) => Some(
                 cast(c, &DataType::UInt64)?
@@ -336,48 +342,12 @@ impl Snapshot {
                 missing_columns.push(f.name().clone());
             }
         }
-        let mut row_by_id = HashMap::with_capacity(batch.num_rows());
-        for r in 0..batch.num_rows() {
-            row_by_id.insert(ids.value(r).to_string(), r);
-        }
-        let props_of = |r: usize| -> Result<HashMap<String, String>> {
-            match &metadata {
-                Some(m) if !m.is_null(r) => parse_props(Some(m.value(r))),
-                _ => Ok(HashMap::new()),
-            }
-        };
-        // The value of field `k` of spec `spec` at row `r`: the typed column, or (when another
-        // writer dropped it) the ancestor namespace's `partition.<field_id>` property.
-        let value_at =
-            |r: usize, spec: &PartitionSpec, k: usize, path: &[&str]| -> Result<ScalarValue> {
-                let f = &spec.fields[k];
-                let dt = f.result_type.to_arrow()?;
-                if let Some(col) = batch.column_by_name(&partition_column(&f.field_id)) {
-                    let v = ScalarValue::try_from_array(col, r)?;
-                    return Ok(if v.data_type() == dt {
-                        v
-                    } else {
-                        v.cast_to(&dt)?
-                    });
-                }
-                let ancestor = path[..k + 2].join("$");
-                let Some(&ar) = row_by_id.get(&ancestor) else {
-                    return corrupt!("namespace {ancestor:?} is missing from the manifest");
-                };
-                let p = props_of(ar)?;
-                values::from_string(
-                    p.get(&format!("partition.{}", f.field_id))
-                        .map(|s| s.as_str()),
-                    &dt,
-                )
-            };
         let mut leaves = Vec::new();
-        let mut leaf_by_key = HashMap::new();
-        let mut ns_by_key = HashMap::new();
-        let mut versions: HashMap<String, Vec<TableVersion>> = HashMap::new();
         for r in 0..batch.num_rows() {
+            if types.value(r) != TABLE {
+                continue;
+            }
             let oid = ids.value(r);
-            let path: Vec<&str> = oid.split('$').collect();
             let Some(spec_id) = spec_of(oid) else {
                 continue;
             };
@@ -385,63 +355,23 @@ impl Snapshot {
                 continue;
             };
             let n = spec.fields.len();
-            match types.value(r) {
-                NAMESPACE => {
-                    let level = path.len() - 1;
-                    if level == 0 || level > n {
-                        continue;
-                    }
-                    let vals = (0..level)
-                        .map(|k| value_at(r, spec, k, &path))
-                        .collect::<Result<Vec<_>>>()?;
-                    ns_by_key.insert((spec_id, vals), oid.to_string());
-                }
-                TABLE => {
-                    if path.len() != n + 2 || path[n + 1] != crate::ns::LEAF_TABLE {
-                        continue;
-                    }
-                    let vals = (0..n)
-                        .map(|k| value_at(r, spec, k, &path))
-                        .collect::<Result<Vec<_>>>()?;
-                    let location = match &locations {
-                        Some(l) if !l.is_null(r) => l.value(r).to_string(),
-                        _ => return corrupt!("table {oid:?} has no location"),
-                    };
-                    let read_version = read_versions
-                        .as_ref()
-                        .and_then(|rv| (!rv.is_null(r)).then(|| rv.value(r)));
-                    let key = (spec_id, vals.clone());
-                    if leaf_by_key.insert(key, leaves.len()).is_some() {
-                        return corrupt!(
-                            "two partitions of spec v{spec_id} have the same values (second: {oid:?})"
-                        );
-                    }
-                    leaves.push(Leaf {
-                        row: r,
-                        object_id: oid.to_string(),
-                        location,
-                        read_version,
-                        spec_id,
-                        values: vals,
-                    });
-                }
-                TABLE_VERSION => {
-                    let Some((table, ver)) = oid.rsplit_once('$') else {
-                        continue;
-                    };
-                    let Some(ver) = parse_version(ver) else {
-                        continue;
-                    };
-                    versions
-                        .entry(table.to_string())
-                        .or_default()
-                        .push(TableVersion {
-                            version: ver,
-                            props: props_of(r)?,
-                        });
-                }
-                _ => {}
+            if oid.split('$').count() != n + 2 || !oid.ends_with(crate::ns::LEAF_TABLE) {
+                continue;
             }
+            let location = match &locations {
+                Some(l) if !l.is_null(r) => l.value(r).to_string(),
+                _ => return corrupt!("table {oid:?} has no location"),
+            };
+            let read_version = read_versions
+                .as_ref()
+                .and_then(|rv| (!rv.is_null(r)).then(|| rv.value(r)));
+            leaves.push(Leaf {
+                row: r,
+                object_id: oid.to_string(),
+                location,
+                read_version,
+                spec_id,
+            });
         }
         let mut snap = Self {
             root: root.to_string(),
@@ -450,14 +380,16 @@ impl Snapshot {
             root_props,
             batch,
             leaves,
-            leaf_by_key,
-            ns_by_key,
-            row_by_id,
-            versions,
+            keys: std::sync::OnceLock::new(),
             missing_columns,
         };
+        if read_versions.is_some() && snap.missing_columns.is_empty() {
+            return Ok(snap);
+        }
+        // Another writer dropped columns: build the lookups now to recover from them.
+        snap.keys()?;
         if read_versions.is_none() {
-            snap.recover_read_versions();
+            snap.recover_read_versions()?;
         }
         if !snap.missing_columns.is_empty() {
             // Rebuild what another writer dropped, so pruning and listings work unchanged.
@@ -483,12 +415,153 @@ impl Snapshot {
         Ok(snap)
     }
 
+    /// The writers' lookups, built on first use.
+    ///
+    /// # Errors
+    /// `Corrupt` for inconsistent rows (two partitions with the same values, a dangling
+    /// namespace reference, a malformed value property).
+    pub fn keys(&self) -> Result<&Keys> {
+        if let Some(k) = self.keys.get() {
+            return Ok(k);
+        }
+        let built = self.build_keys()?;
+        Ok(self.keys.get_or_init(|| built))
+    }
+
+    fn build_keys(&self) -> Result<Keys> {
+        let batch = &self.batch;
+        let ids = string_column(batch, OBJECT_ID)?
+            .ok_or_else(|| Error::Corrupt("the manifest has no object_id column".into()))?;
+        let types = string_column(batch, OBJECT_TYPE)?
+            .ok_or_else(|| Error::Corrupt("the manifest has no object_type column".into()))?;
+        let metadata = string_column(batch, METADATA)?;
+        let mut row_by_id = HashMap::with_capacity(batch.num_rows());
+        for r in 0..batch.num_rows() {
+            row_by_id.insert(ids.value(r).to_string(), r);
+        }
+        let props_of = |r: usize| -> Result<HashMap<String, String>> {
+            match &metadata {
+                Some(m) if !m.is_null(r) => parse_props(Some(m.value(r))),
+                _ => Ok(HashMap::new()),
+            }
+        };
+        // Per spec: the type and (when present) the manifest column of every field.
+        let mut cols: HashMap<i32, Vec<(DataType, Option<ArrayRef>)>> = HashMap::new();
+        for (id, spec) in &self.root_props.specs {
+            let mut v = Vec::with_capacity(spec.fields.len());
+            for f in &spec.fields {
+                v.push((
+                    f.result_type.to_arrow()?,
+                    batch
+                        .column_by_name(&partition_column(&f.field_id))
+                        .cloned(),
+                ));
+            }
+            cols.insert(*id, v);
+        }
+        // The value of field `k` of spec `spec` at row `r`: the typed column, or (when another
+        // writer dropped it) the ancestor namespace's `partition.<field_id>` property.
+        let value_at =
+            |r: usize, spec: &PartitionSpec, k: usize, path: &[&str]| -> Result<ScalarValue> {
+                let (dt, col) = &cols[&spec.id][k];
+                if let Some(col) = col {
+                    let v = ScalarValue::try_from_array(col, r)?;
+                    return Ok(if &v.data_type() == dt {
+                        v
+                    } else {
+                        v.cast_to(dt)?
+                    });
+                }
+                let ancestor = path[..k + 2].join("$");
+                let Some(&ar) = row_by_id.get(&ancestor) else {
+                    return corrupt!("namespace {ancestor:?} is missing from the manifest");
+                };
+                let p = props_of(ar)?;
+                values::from_string(
+                    p.get(&format!("partition.{}", spec.fields[k].field_id))
+                        .map(|s| s.as_str()),
+                    dt,
+                )
+            };
+        let mut leaf_values = Vec::with_capacity(self.leaves.len());
+        let mut leaf_by_key = HashMap::with_capacity(self.leaves.len());
+        for (i, leaf) in self.leaves.iter().enumerate() {
+            let spec = &self.root_props.specs[&leaf.spec_id];
+            let path: Vec<&str> = leaf.object_id.split('$').collect();
+            let vals = (0..spec.fields.len())
+                .map(|k| value_at(leaf.row, spec, k, &path))
+                .collect::<Result<Vec<_>>>()?;
+            if leaf_by_key
+                .insert((leaf.spec_id, vals.clone()), i)
+                .is_some()
+            {
+                return corrupt!(
+                    "two partitions of spec v{} have the same values (second: {:?})",
+                    leaf.spec_id,
+                    leaf.object_id
+                );
+            }
+            leaf_values.push(vals);
+        }
+        let mut ns_by_key = HashMap::new();
+        let mut versions: HashMap<String, Vec<TableVersion>> = HashMap::new();
+        for r in 0..batch.num_rows() {
+            let oid = ids.value(r);
+            match types.value(r) {
+                NAMESPACE => {
+                    let Some(spec_id) = spec_of(oid) else {
+                        continue;
+                    };
+                    let Some(spec) = self.root_props.specs.get(&spec_id) else {
+                        continue;
+                    };
+                    let path: Vec<&str> = oid.split('$').collect();
+                    let level = path.len() - 1;
+                    if level == 0 || level > spec.fields.len() {
+                        continue;
+                    }
+                    let vals = (0..level)
+                        .map(|k| value_at(r, spec, k, &path))
+                        .collect::<Result<Vec<_>>>()?;
+                    ns_by_key.insert((spec_id, vals), oid.to_string());
+                }
+                TABLE_VERSION => {
+                    let Some((table, ver)) = oid.rsplit_once('$') else {
+                        continue;
+                    };
+                    let Some(ver) = parse_version(ver) else {
+                        continue;
+                    };
+                    versions
+                        .entry(table.to_string())
+                        .or_default()
+                        .push(TableVersion {
+                            version: ver,
+                            props: props_of(r)?,
+                        });
+                }
+                _ => {}
+            }
+        }
+        Ok(Keys {
+            leaf_values,
+            leaf_by_key,
+            ns_by_key,
+            row_by_id,
+            versions,
+        })
+    }
+
     /// Without a `read_version` column (dropped by another writer), the version to read is the
     /// head of each table's recorded version chain: the version no other names as its base
     /// (or, for rows without `base_version` properties, the newest recorded version).
-    fn recover_read_versions(&mut self) {
-        for leaf in &mut self.leaves {
-            if let Some(vs) = self.versions.get(&leaf.object_id) {
+    fn recover_read_versions(&mut self) -> Result<()> {
+        let keys = self.keys()?;
+        let recovered: Vec<Option<u64>> = self
+            .leaves
+            .iter()
+            .map(|leaf| {
+                let vs = keys.versions.get(&leaf.object_id)?;
                 let bases: std::collections::HashSet<&str> = vs
                     .iter()
                     .filter_map(|v| v.props.get("base_version").map(|s| s.as_str()))
@@ -499,14 +572,22 @@ impl Snapshot {
                     .map(|v| v.version)
                     .collect();
                 if heads.len() == 1 {
-                    leaf.read_version = Some(heads[0]);
+                    Some(heads[0])
                 } else if bases.is_empty() {
                     // Another writer's rows without lineage: versions on a main branch only
                     // grow, so the newest recorded one is current.
-                    leaf.read_version = vs.iter().map(|v| v.version).max();
+                    vs.iter().map(|v| v.version).max()
+                } else {
+                    None
                 }
+            })
+            .collect();
+        for (leaf, rv) in self.leaves.iter_mut().zip(recovered) {
+            if rv.is_some() {
+                leaf.read_version = rv;
             }
         }
+        Ok(())
     }
 
     /// The newest spec version.
@@ -520,15 +601,17 @@ impl Snapshot {
     }
 
     /// The leaf of spec `spec_id` with partition values `values`.
-    pub fn leaf(&self, spec_id: i32, values: &[ScalarValue]) -> Option<&Leaf> {
-        self.leaf_by_key
+    pub fn leaf(&self, spec_id: i32, values: &[ScalarValue]) -> Result<Option<&Leaf>> {
+        Ok(self
+            .keys()?
+            .leaf_by_key
             .get(&(spec_id, values.to_vec()))
-            .map(|&i| &self.leaves[i])
+            .map(|&i| &self.leaves[i]))
     }
 
     /// The properties (`metadata` column) of an object.
     pub fn props(&self, object_id: &str) -> Result<Option<HashMap<String, String>>> {
-        let Some(&r) = self.row_by_id.get(object_id) else {
+        let Some(&r) = self.keys()?.row_by_id.get(object_id) else {
             return Ok(None);
         };
         let m = string_column(&self.batch, METADATA)?;
@@ -540,7 +623,7 @@ impl Snapshot {
 
     /// The object type of an object.
     pub fn object_type(&self, object_id: &str) -> Result<Option<String>> {
-        let Some(&r) = self.row_by_id.get(object_id) else {
+        let Some(&r) = self.keys()?.row_by_id.get(object_id) else {
             return Ok(None);
         };
         let t = string_column(&self.batch, OBJECT_TYPE)?
@@ -785,24 +868,8 @@ impl Snapshot {
             };
             let col = match self.batch.column_by_name(f.name()) {
                 Some(c) => take(c.as_ref(), &rows, None)?,
-                None => {
-                    // Dropped by another writer: rebuild from the indexed values.
-                    let vals = leaves
-                        .iter()
-                        .map(|l| {
-                            let spec = &self.root_props.specs[&l.spec_id];
-                            match spec.fields.iter().position(|p| p.field_id == fid) {
-                                Some(k) => Ok(l.values[k].clone()),
-                                None => ScalarValue::try_from(f.data_type()),
-                            }
-                        })
-                        .collect::<std::result::Result<Vec<_>, _>>()?;
-                    if vals.is_empty() {
-                        new_null_array(f.data_type(), 0)
-                    } else {
-                        ScalarValue::iter_to_array(vals)?
-                    }
-                }
+                // Columns another writer dropped were rebuilt when the snapshot was indexed.
+                None => new_null_array(f.data_type(), leaves.len()),
             };
             fields.push(Field::new(fid, f.data_type().clone(), true));
             cols.push(col);
@@ -846,7 +913,7 @@ impl Snapshot {
             let key = format!("partition.{}", f.field_id);
             if let std::collections::hash_map::Entry::Vacant(slot) = props.entry(key) {
                 if let Some(col) = self.batch.column_by_name(&partition_column(&f.field_id)) {
-                    let r = self.row_by_id[&oid];
+                    let r = self.keys()?.row_by_id[&oid];
                     if let Some(s) = values::to_string(&ScalarValue::try_from_array(col, r)?)? {
                         slot.insert(s);
                     }
@@ -996,14 +1063,12 @@ impl Snapshot {
             .ok_or_else(|| Error::Corrupt("no object_type column".into()))?;
         // object id -> (spec id, values of its prefix)
         let mut values_of: HashMap<&str, (i32, &[ScalarValue])> = HashMap::new();
-        for ((spec, key), oid) in &snap.ns_by_key {
+        let keys = snap.keys()?;
+        for ((spec, key), oid) in &keys.ns_by_key {
             values_of.insert(oid.as_str(), (*spec, key.as_slice()));
         }
-        for leaf in &snap.leaves {
-            values_of.insert(
-                leaf.object_id.as_str(),
-                (leaf.spec_id, leaf.values.as_slice()),
-            );
+        for (leaf, vals) in snap.leaves.iter().zip(&keys.leaf_values) {
+            values_of.insert(leaf.object_id.as_str(), (leaf.spec_id, vals.as_slice()));
         }
         let read_version: HashMap<&str, Option<u64>> = snap
             .leaves

@@ -579,7 +579,7 @@ pub fn write(
                 let part = match parts.get_mut(&key) {
                     Some(p) => p,
                     None => {
-                        let target = match snap.leaf(spec.id, &key) {
+                        let target = match snap.leaf(spec.id, &key)? {
                             Some(leaf) => Target::Existing {
                                 object_id: leaf.object_id.clone(),
                                 location: leaf.location.clone(),
@@ -663,7 +663,7 @@ fn plan_path(
     let mut path = Vec::with_capacity(key.len());
     for level in 1..=key.len() {
         let prefix = key[..level].to_vec();
-        let seg = match snap.ns_by_key.get(&(spec_id, prefix.clone())) {
+        let seg = match snap.keys()?.ns_by_key.get(&(spec_id, prefix.clone())) {
             Some(oid) => oid.rsplit('$').next().unwrap_or_default().to_string(),
             None => match planned.get(&prefix) {
                 Some(seg) => seg.clone(),
@@ -693,7 +693,7 @@ fn plan_new_partition(
     let mut parent = format!("v{spec_id}");
     for level in 1..=key.len() {
         let prefix = key[..level].to_vec();
-        let oid = match snap.ns_by_key.get(&(spec_id, prefix.clone())) {
+        let oid = match snap.keys()?.ns_by_key.get(&(spec_id, prefix.clone())) {
             Some(oid) => oid.clone(),
             None => match created_ns.get(&prefix) {
                 Some(oid) => oid.clone(),
@@ -787,7 +787,7 @@ async fn prepare_rows(
     for p in pending.iter_mut() {
         // A partition created concurrently: adopt it (copy our rows in).
         if p.created {
-            if let Some(leaf) = s1.leaf(spec_id, &p.key) {
+            if let Some(leaf) = s1.leaf(spec_id, &p.key)? {
                 if mode != Mode::Append {
                     return Err(Error::CommitConflict(format!(
                         "partition {:?} was created by a concurrent write during this overwrite",
@@ -843,7 +843,7 @@ async fn prepare_rows(
             continue;
         }
         let oid = p.object_id.clone().unwrap_or_default();
-        let Some(&row) = s1.row_by_id.get(&oid) else {
+        let Some(&row) = s1.keys()?.row_by_id.get(&oid) else {
             return Err(Error::CommitConflict(format!(
                 "partition {oid:?} was dropped by a concurrent write"
             )));
@@ -885,7 +885,7 @@ async fn prepare_rows(
     }
     if creating {
         // Rewrite the spec version row: concurrent creators conflict on it in Lance.
-        if let Some(&r) = s1.row_by_id.get(&format!("v{spec_id}")) {
+        if let Some(&r) = s1.keys()?.row_by_id.get(&format!("v{spec_id}")) {
             copy_rows.push(r);
         }
     }
@@ -915,7 +915,7 @@ fn check_append_chain(
     current: Option<u64>,
     base: Option<u64>,
 ) -> Result<()> {
-    let recorded = s1.versions.get(oid);
+    let recorded = s1.keys()?.versions.get(oid);
     let mut v = current;
     let mut steps = 0usize;
     while v != base {
@@ -997,19 +997,20 @@ fn commit_manifest(
         let delete_if = if opts.mode == Mode::OverwriteAll {
             // Keep exactly the touched partitions: rewrite their ancestors and history,
             // delete every other row below a spec version.
+            let k1 = s1.keys()?;
             let keep: HashSet<String> =
                 pending.iter().filter_map(|p| p.object_id.clone()).collect();
             let mut keep_rows: HashSet<usize> = copy_rows.iter().copied().collect();
             for oid in &keep {
                 let parts: Vec<&str> = oid.split('$').collect();
                 for i in 1..parts.len() {
-                    if let Some(&r) = s1.row_by_id.get(&parts[..=i].join("$")) {
+                    if let Some(&r) = k1.row_by_id.get(&parts[..=i].join("$")) {
                         keep_rows.insert(r);
                     }
                 }
-                if let Some(vs) = s1.versions.get(oid) {
+                if let Some(vs) = k1.versions.get(oid) {
                     for v in vs {
-                        if let Some(&r) = s1.row_by_id.get(&format!("{oid}${}", v.version)) {
+                        if let Some(&r) = k1.row_by_id.get(&format!("{oid}${}", v.version)) {
                             keep_rows.insert(r);
                         }
                     }
