@@ -44,6 +44,18 @@ pub struct ManifestSnapshot {
     pub(crate) snap: Arc<Snapshot>,
 }
 
+impl ManifestSnapshot {
+    /// This snapshot with its property columns (reloaded at the same version when light).
+    fn full(&self, py: Python<'_>) -> PyResult<Arc<Snapshot>> {
+        if !self.snap.light {
+            return Ok(Arc::clone(&self.snap));
+        }
+        let (root, version) = (self.snap.root.clone(), self.snap.version);
+        let snap = run(py, || block_on(Snapshot::load(&root, Some(version))))?;
+        Ok(Arc::new(snap))
+    }
+}
+
 #[pymethods]
 impl ManifestSnapshot {
     /// Loads the manifest of `root` at `version` (latest when None).
@@ -51,7 +63,7 @@ impl ManifestSnapshot {
     #[pyo3(signature = (root, version = None))]
     fn load(py: Python<'_>, root: &str, version: Option<u64>) -> PyResult<Self> {
         let root = root.to_string();
-        let snap = run(py, || block_on(Snapshot::load(&root, version)))?;
+        let snap = run(py, || block_on(Snapshot::load_with(&root, version, true)))?;
         Ok(Self {
             snap: Arc::new(snap),
         })
@@ -108,7 +120,8 @@ impl ManifestSnapshot {
 
     /// All manifest rows as a pyarrow RecordBatch.
     fn manifest_batch<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        export_batch(py, &self.snap.batch)
+        let full = self.full(py)?;
+        export_batch(py, &full.batch)
     }
 
     /// Pruned leaves: (plan, leaves batch, row counts or None).
@@ -144,7 +157,7 @@ impl ManifestSnapshot {
         py: Python<'_>,
         path: Vec<String>,
     ) -> PyResult<HashMap<String, String>> {
-        let snap = Arc::clone(&self.snap);
+        let snap = self.full(py)?;
         run(py, || snap.describe_namespace(&path))
     }
 

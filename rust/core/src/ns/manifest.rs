@@ -213,6 +213,8 @@ pub struct Snapshot {
     pub leaves: Vec<Leaf>,
     /// Lookups for writers, see [`Snapshot::keys`].
     keys: std::sync::OnceLock<Keys>,
+    /// Loaded without the property columns (see [`Snapshot::load_with`]).
+    pub light: bool,
     /// Expected manifest columns that are missing (another writer dropped them, D14).
     pub missing_columns: Vec<String>,
 }
@@ -277,6 +279,16 @@ impl Snapshot {
     /// # Errors
     /// `NotFound` when there is no partitioned namespace; `Corrupt` for malformed metadata.
     pub async fn load(root: &str, version: Option<u64>) -> Result<Self> {
+        Self::load_with(root, version, false).await
+    }
+
+    /// Like [`Snapshot::load`]; a `light` snapshot (for reads: pruning and scans) skips the
+    /// `metadata` and `base_objects` columns, so it has no stored properties and its
+    /// [`Snapshot::keys`] hold no `table_version` properties. Writers load full snapshots.
+    ///
+    /// # Errors
+    /// As [`Snapshot::load`].
+    pub async fn load_with(root: &str, version: Option<u64>, light: bool) -> Result<Self> {
         let uri = manifest_uri(root);
         let mut builder = DatasetBuilder::from_uri(&uri);
         if let Some(v) = version {
@@ -297,22 +309,41 @@ impl Snapshot {
             }
             Err(e) => return Err(e.into()),
         };
-        Self::from_dataset(root, Arc::new(dataset)).await
+        Self::from_dataset(root, Arc::new(dataset), light).await
     }
 
     /// Indexes an opened manifest dataset.
     ///
     /// # Errors
     /// As [`Snapshot::load`].
-    pub async fn from_dataset(root: &str, dataset: Arc<Dataset>) -> Result<Self> {
+    pub async fn from_dataset(root: &str, dataset: Arc<Dataset>, light: bool) -> Result<Self> {
         let mut props = dataset.metadata().clone();
         if !props.keys().any(|k| k.starts_with(SPEC_KEY_PREFIX)) {
             // Another writer's form: root properties in the Arrow schema metadata (D9).
             props = dataset.schema().metadata.clone();
         }
         let root_props = Root::parse(props)?;
-        let batch = dataset.scan().try_into_batch().await?;
-        Self::index(root, dataset, root_props, batch)
+        let expected = manifest_schema(root_props.specs.values())?;
+        let stored = dataset.schema();
+        let complete = expected
+            .fields()
+            .iter()
+            .all(|f| f.name() == BASE_OBJECTS || stored.field(f.name()).is_some());
+        let mut scan = dataset.scan();
+        // Light snapshots skip the property columns; a manifest missing columns needs them
+        // (partition values fall back to the properties).
+        let light = light && complete;
+        if light {
+            let cols: Vec<&str> = stored
+                .fields
+                .iter()
+                .map(|f| f.name.as_str())
+                .filter(|n| *n != METADATA && *n != BASE_OBJECTS)
+                .collect();
+            scan.project(&cols)?;
+        }
+        let batch = scan.try_into_batch().await?;
+        Self::index(root, dataset, root_props, batch, light)
     }
 
     fn index(
@@ -320,6 +351,7 @@ impl Snapshot {
         dataset: Arc<Dataset>,
         root_props: Root,
         batch: RecordBatch,
+        light: bool,
     ) -> Result<Self> {
         let version = dataset.version().version;
         let ids = string_column(&batch, OBJECT_ID)?
@@ -338,7 +370,10 @@ impl Snapshot {
         let expected = manifest_schema(root_props.specs.values())?;
         let mut missing_columns = Vec::new();
         for f in expected.fields() {
-            if batch.column_by_name(f.name()).is_none() && f.name() != BASE_OBJECTS {
+            if batch.column_by_name(f.name()).is_none()
+                && f.name() != BASE_OBJECTS
+                && !(light && f.name() == METADATA)
+            {
                 missing_columns.push(f.name().clone());
             }
         }
@@ -381,6 +416,7 @@ impl Snapshot {
             batch,
             leaves,
             keys: std::sync::OnceLock::new(),
+            light,
             missing_columns,
         };
         if read_versions.is_some() && snap.missing_columns.is_empty() {
