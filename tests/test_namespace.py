@@ -487,3 +487,28 @@ def test_delete_in_weak_mode(tmp_path: Path) -> None:
     ns.write(data)
     ns.delete("amount >= 150")
     assert sorted(ns.to_table()["id"].to_pylist()) == list(range(150))
+
+
+def test_pyarrow_expression_prunes_on_identity_columns(ns: lp.PartitionedNamespace) -> None:
+    data = events(600)
+    ns.write(data)
+    total = ns.partitions(with_rows=False).num_rows
+    expr = pc.field("country").isin(["US", "JP"])
+    scan = ns.snapshot()._s.scan(None, None, None, ns.snapshot()._prune_expression(expr))
+    opened = 0
+    for _ in scan:
+        opened = scan.leaves_opened
+    kept = ns.partitions("country IN ('US', 'JP')", with_rows=False).num_rows
+    assert 0 < opened <= kept < total
+    got = sorted(ns.to_table(expr)["id"].to_pylist())
+    assert got == sorted(data.filter(expr)["id"].to_pylist())
+    # NULL partitions: is_null prunes to them; a non-identity column cannot prune but is exact
+    nulls = pc.field("country").is_null()
+    assert sorted(ns.to_table(nulls)["id"].to_pylist()) == sorted(
+        data.filter(nulls)["id"].to_pylist()
+    )
+    mixed = (pc.field("country") == "FR") & (pc.field("amount") > 300)
+    assert ns.snapshot()._prune_expression(mixed) is None
+    assert sorted(ns.to_table(mixed)["id"].to_pylist()) == sorted(
+        data.filter(mixed)["id"].to_pylist()
+    )

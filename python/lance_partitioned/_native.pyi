@@ -93,4 +93,5 @@ class ManifestSnapshot:
         filter: str | None = None,
         columns: list[str] | None = None,
         batch_size: int | None = None,
+        only: list[str] | None = None,
     ) -> Scan: ...

@@ -250,7 +250,8 @@ class Snapshot:
             read_cols = list(dict.fromkeys([*cols, *self._expression_columns(post)]))
         else:
             read_cols = cols
-        scan = self._s.scan(sql, read_cols, batch_size)
+        only = self._prune_expression(post) if post is not None else None
+        scan = self._s.scan(sql, read_cols, batch_size, only)
         schema = scan.schema
         if post is None:
             return pa.RecordBatchReader.from_batches(schema, iter(scan))
@@ -264,6 +265,52 @@ class Snapshot:
                 yield from t.to_batches()
 
         return pa.RecordBatchReader.from_batches(out_schema, filtered())
+
+    def _prune_expression(self, expr: pc.Expression) -> list[str] | None:
+        """Leaves a pyarrow expression can match, or None when it cannot prune.
+
+        Per spec version, the expression is evaluated on the leaves' identity partition values
+        (named and typed as their source columns). It only evaluates when every column it
+        reads is such a source; then it has one value over each whole partition, and
+        partitions where it is FALSE or NULL hold no matching row. Otherwise that spec
+        version's leaves are all kept.
+        """
+        leaves = self.partitions(with_rows=False)
+        if leaves.num_rows == 0:
+            return []
+        by_id = {
+            int(f.metadata[b"lance:field_id"]): f
+            for f in self.schema
+            if f.metadata and b"lance:field_id" in f.metadata
+        }
+        keep: list[str] = []
+        pruned_any = False
+        for spec_id, spec in self.specs.items():
+            mine = leaves.filter(pc.field("spec_id") == spec_id)
+            if mine.num_rows == 0:
+                continue
+            cols: dict[str, Any] = {}
+            for f in spec["fields"]:
+                kind = (f.get("transform") or {}).get("type")
+                if kind != "identity" or len(f["source_ids"]) != 1:
+                    continue
+                src = by_id.get(f["source_ids"][0])
+                if src is None or src.name in cols:
+                    continue
+                cols[src.name] = mine[f["field_id"]].combine_chunks().cast(src.type)
+            ids = mine["object_id"]
+            if cols:
+                values = pa.table(cols).append_column("__object_id", ids)
+                try:
+                    kept = values.filter(expr)["__object_id"].to_pylist()
+                except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, KeyError):
+                    kept = ids.to_pylist()  # reads a column that is not an identity source
+                else:
+                    pruned_any = pruned_any or len(kept) < mine.num_rows
+            else:
+                kept = ids.to_pylist()
+            keep.extend(str(k) for k in kept)
+        return keep if pruned_any else None
 
     def _expression_columns(self, expr: pc.Expression) -> list[str]:
         text = str(expr)

@@ -162,19 +162,21 @@ impl ManifestSnapshot {
     }
 
     /// Starts a scan: returns a Scan iterator.
-    #[pyo3(signature = (filter = None, columns = None, batch_size = None))]
+    #[pyo3(signature = (filter = None, columns = None, batch_size = None, only = None))]
     fn scan(
         &self,
         py: Python<'_>,
         filter: Option<String>,
         columns: Option<Vec<String>>,
         batch_size: Option<usize>,
+        only: Option<Vec<String>>,
     ) -> PyResult<Scan> {
         let snap = Arc::clone(&self.snap);
         let opts = ScanOptions {
             filter,
             columns,
             batch_size,
+            only: only.map(|o| o.into_iter().collect()),
         };
         let (iter, pruned) = run(py, || scan::scan(snap, &opts))?;
         Ok(Scan {

@@ -529,6 +529,9 @@ pub struct ScanOptions {
     pub columns: Option<Vec<String>>,
     /// Rows per batch hint.
     pub batch_size: Option<usize>,
+    /// Read only these leaves (object ids) of those pruning keeps (pruning done by the caller,
+    /// e.g. on a pyarrow expression).
+    pub only: Option<std::collections::HashSet<String>>,
 }
 
 /// How a leaf column maps to a namespace column.
@@ -715,7 +718,12 @@ pub fn scan(snap: Arc<Snapshot>, opts: &ScanOptions) -> Result<(ScanIter, Pruned
         .as_deref()
         .map(|f| Filter::parse(f, &schema))
         .transpose()?;
-    let pruned = prune(&snap, filter.as_ref())?;
+    let mut pruned = prune(&snap, filter.as_ref())?;
+    if let Some(only) = &opts.only {
+        pruned
+            .leaves
+            .retain(|&i| only.contains(&snap.leaves[i].object_id));
+    }
     let wanted: Vec<String> = match &opts.columns {
         Some(c) => c.clone(),
         None => schema.fields().iter().map(|f| f.name().clone()).collect(),
