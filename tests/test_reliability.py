@@ -106,16 +106,33 @@ def test_writer_killed_mid_write_leaves_namespace_unchanged(tmp_path: Path, poin
     assert ns.snapshot().version == before.version
     # The killed write's new partition (DE) is an orphan leaf table: invisible, and cleanable
     # once older than the grace period (fresh files are never touched).
-    assert ns.cleanup().orphans == []
+    # Its rows for the existing partitions (US) are data files no version names, plus (once
+    # the leaf commits ran) detached versions no manifest records: invisible, and cleanable.
+    fresh = ns.cleanup()
+    assert (fresh.orphans, fresh.stale_versions, fresh.stale_files) == ([], [], [])
     found = ns.cleanup(older_than=dt.timedelta(0), dry_run=True)
     assert len(found.orphans) == 1
     assert found.removed is False
     assert (root / found.orphans[0]).is_dir()
+    us = {loc for loc in (p["location"] for p in ns.partitions(with_rows=False).to_pylist())}
+    assert found.stale_files, "the killed write's data files in existing partitions"
+    assert all(f.split("/")[0] in us for f in found.stale_files)
+    assert all((root / f).is_file() for f in found.stale_files)
+    if point == "before_manifest_commit":
+        assert len(found.stale_versions) >= 1
+        assert all(v.split("@")[0] in us for v in found.stale_versions)
+    else:
+        assert found.stale_versions == []
     done = ns.cleanup(older_than=dt.timedelta(0))
     assert done.orphans == found.orphans
+    assert sorted(done.stale_files) == sorted(found.stale_files)
+    assert done.stale_versions == found.stale_versions
     assert done.files > 0
     assert not (root / found.orphans[0]).exists()
+    assert not any((root / f).exists() for f in found.stale_files)
     check_consistent(ns, set(range(100)))
+    again = ns.cleanup(older_than=dt.timedelta(0))
+    assert (again.orphans, again.stale_versions, again.stale_files) == ([], [], [])
     # The next write succeeds and sees only committed data.
     ns.write(
         pa.table(
@@ -127,3 +144,24 @@ def test_writer_killed_mid_write_leaves_namespace_unchanged(tmp_path: Path, poin
         )
     )
     check_consistent(ns, set(range(100)) | set(range(200, 210)))
+
+
+def test_cleanup_keeps_every_version_a_manifest_version_reads(tmp_path: Path) -> None:
+    ns = make_ns(tmp_path / "ns")
+    history: list[tuple[int, int]] = []
+    for r in range(4):
+        ns.write(
+            pa.table(
+                {
+                    "id": pa.array(range(r * 10, r * 10 + 10), pa.int64()),
+                    "country": pa.array(["US", "FR"] * 5),
+                    "bucket_src": pa.array(range(10), pa.int64()),
+                }
+            ),
+            mode="overwrite" if r == 2 else "append",
+        )
+        history.append((ns.snapshot().version, ns.to_table(columns=["id"]).num_rows))
+    done = ns.cleanup(older_than=dt.timedelta(0))
+    assert (done.orphans, done.stale_versions, done.stale_files) == ([], [], [])
+    for version, rows in history:
+        assert ns.snapshot(version).to_table(columns=["id"]).num_rows == rows

@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -89,11 +89,17 @@ class CleanupResult:
     orphans: list[str]
     """Orphan leaf table directories (relative to the root)."""
     removed: bool
-    """Whether they were removed (``False`` for a dry run)."""
+    """Whether everything found was removed (``False`` for a dry run)."""
     files: int
-    """Files in them."""
+    """Files found in total: the orphan directories' files, stale version manifests and stale
+    data files."""
     bytes: int
-    """Bytes in them."""
+    """Bytes of those files."""
+    stale_versions: list[str] = field(default_factory=list)
+    """Detached versions of live partitions that no manifest version records, as
+    ``<location>@<version>``."""
+    stale_files: list[str] = field(default_factory=list)
+    """Data files of live partitions that no kept version names (relative to the root)."""
 
 
 def _stream(data: Any) -> Any:
@@ -572,19 +578,28 @@ class PartitionedNamespace:
     def cleanup(
         self, older_than: datetime.timedelta = datetime.timedelta(days=1), *, dry_run: bool = False
     ) -> CleanupResult:
-        """Removes what failed writes left behind: leaf tables no ``__manifest`` version
-        references (partitions created by a write that died before its manifest commit), once
-        every file in them is older than ``older_than`` (a write in progress is never touched;
-        keep the grace period longer than your longest write). Readers never saw these tables.
+        """Removes what failed writes left behind, all of it invisible to readers:
 
-        Not yet removed: detached versions a failed write added to existing partitions (they
-        are unreferenced and invisible, and cost only their files).
+        - leaf tables no ``__manifest`` version references (partitions created by a write that
+          died before its manifest commit);
+        - in live partitions, detached versions no manifest version records (neither as a
+          ``read_version`` nor as a ``table_version`` row), then the data files no remaining
+          version names (rows a dead write added to existing partitions).
+
+        Only files older than ``older_than`` are touched, so a write in progress is safe; keep
+        the grace period longer than your longest write. Every version any manifest version
+        (old or new) reads stays, so ``as_of`` reads keep working.
         """
         if not isinstance(older_than, datetime.timedelta) or older_than < datetime.timedelta(0):
             raise InvalidArgumentError("older_than must be a non-negative datetime.timedelta")
         r = _native.cleanup_namespace(self._root, older_than.total_seconds(), dry_run)
         return CleanupResult(
-            orphans=list(r["orphans"]), removed=r["removed"], files=r["files"], bytes=r["bytes"]
+            orphans=list(r["orphans"]),
+            removed=r["removed"],
+            files=r["files"],
+            bytes=r["bytes"],
+            stale_versions=list(r["stale_versions"]),
+            stale_files=list(r["stale_files"]),
         )
 
     def repair(self) -> list[str]:

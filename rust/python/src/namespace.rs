@@ -372,6 +372,8 @@ pub fn cleanup_namespace<'py>(
     })?;
     let d = PyDict::new(py);
     d.set_item("orphans", s.orphans)?;
+    d.set_item("stale_versions", s.stale_versions)?;
+    d.set_item("stale_files", s.stale_files)?;
     d.set_item("removed", s.removed)?;
     d.set_item("files", s.files)?;
     d.set_item("bytes", s.bytes)?;

@@ -7,17 +7,24 @@
 //! column, once every file in them is older than a grace period (a write still in progress
 //! writes fresh files, so it is never touched).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
+use lance::dataset::builder::DatasetBuilder;
 use lance::io::ObjectStore;
+use lance::table::format::is_detached_version;
+use object_store::path::Path;
 
-use crate::arrow::array::{Array, AsArray};
+use crate::arrow::array::{Array, ArrayRef, AsArray};
 use crate::arrow::compute::cast;
 use crate::arrow::datatypes::DataType;
+use crate::arrow::datatypes::UInt64Type;
 use crate::error::{Error, Result};
-use crate::ns::manifest::{Snapshot, LOCATION, OBJECT_TYPE, TABLE};
+use crate::ns::manifest::{
+    Snapshot, LOCATION, OBJECT_ID, OBJECT_TYPE, READ_VERSION, TABLE, TABLE_VERSION,
+};
+use crate::ns::runtime::session;
 
 /// What a cleanup found and removed.
 #[derive(Debug, Clone, Default)]
@@ -26,9 +33,15 @@ pub struct CleanupSummary {
     pub orphans: Vec<String>,
     /// Whether they were removed (false for a dry run).
     pub removed: bool,
-    /// Files in them.
+    /// Detached versions of referenced leaves that no manifest version records, as
+    /// `<location>@<version>`.
+    pub stale_versions: Vec<String>,
+    /// Data files of referenced leaves that no kept version names (relative to the root).
+    pub stale_files: Vec<String>,
+    /// Files removed (or found, for a dry run) in total: orphan directories' files, stale
+    /// version manifests and stale data files.
     pub files: u64,
-    /// Bytes in them.
+    /// Bytes of those files.
     pub bytes: u64,
 }
 
@@ -44,31 +57,163 @@ fn is_leaf_dir(name: &str) -> bool {
         && oid.contains('$')
 }
 
-/// Locations referenced by any version of the manifest.
-async fn referenced(snap: &Snapshot) -> Result<HashSet<String>> {
-    let mut out = HashSet::new();
+/// What any version of the manifest references: leaf locations, and per location the leaf
+/// versions recorded (as a `read_version` or as a `table_version` row).
+#[derive(Default)]
+struct Referenced {
+    locations: HashSet<String>,
+    versions: HashMap<String, HashSet<u64>>,
+}
+
+fn utf8_column(batch: &crate::arrow::array::RecordBatch, name: &str) -> Result<ArrayRef> {
+    let col = batch
+        .column_by_name(name)
+        .ok_or_else(|| Error::Corrupt(format!("manifest without {name} column")))?;
+    Ok(cast(col, &DataType::Utf8)?)
+}
+
+async fn referenced(snap: &Snapshot) -> Result<Referenced> {
+    let mut out = Referenced::default();
+    // table object id -> location, and (table object id, version) pairs.
+    let mut loc_of: HashMap<String, String> = HashMap::new();
+    let mut recorded: Vec<(String, u64)> = Vec::new();
     for v in snap.dataset.versions().await? {
         let ds = snap.dataset.checkout_version(v.version).await?;
+        let has_rv = ds.schema().field(READ_VERSION).is_some();
+        let mut cols = vec![OBJECT_ID, LOCATION, OBJECT_TYPE];
+        if has_rv {
+            cols.push(READ_VERSION);
+        }
         let mut scan = ds.scan();
-        scan.project(&[LOCATION, OBJECT_TYPE])?;
+        scan.project(&cols)?;
         let batch = scan.try_into_batch().await?;
-        let locs = cast(
-            batch
-                .column_by_name(LOCATION)
-                .ok_or_else(|| Error::Corrupt("manifest without location column".into()))?,
-            &DataType::Utf8,
-        )?;
-        let types = cast(
-            batch
-                .column_by_name(OBJECT_TYPE)
-                .ok_or_else(|| Error::Corrupt("manifest without object_type column".into()))?,
-            &DataType::Utf8,
-        )?;
-        let (locs, types) = (locs.as_string::<i32>(), types.as_string::<i32>());
+        let ids = utf8_column(&batch, OBJECT_ID)?;
+        let locs = utf8_column(&batch, LOCATION)?;
+        let types = utf8_column(&batch, OBJECT_TYPE)?;
+        let rvs = match batch.column_by_name(READ_VERSION) {
+            Some(c) => Some(cast(c, &DataType::UInt64)?),
+            None => None,
+        };
+        let (ids, locs, types) = (
+            ids.as_string::<i32>(),
+            locs.as_string::<i32>(),
+            types.as_string::<i32>(),
+        );
+        let rvs = rvs.as_ref().map(|c| c.as_primitive::<UInt64Type>());
         for r in 0..batch.num_rows() {
-            if !locs.is_null(r) && types.value(r) == TABLE {
-                out.insert(locs.value(r).trim_end_matches('/').to_string());
+            let rv = rvs.and_then(|c| (!c.is_null(r)).then(|| c.value(r)));
+            match types.value(r) {
+                TABLE if !locs.is_null(r) => {
+                    let loc = locs.value(r).trim_end_matches('/').to_string();
+                    out.locations.insert(loc.clone());
+                    loc_of.insert(ids.value(r).to_string(), loc);
+                    if let Some(rv) = rv {
+                        recorded.push((ids.value(r).to_string(), rv));
+                    }
+                }
+                TABLE_VERSION => {
+                    let id = ids.value(r);
+                    if let Some((table, version)) = id.rsplit_once('$') {
+                        if let Ok(version) = version.parse::<u64>() {
+                            recorded.push((table.to_string(), version));
+                        } else if let Some(rv) = rv {
+                            recorded.push((table.to_string(), rv));
+                        }
+                    }
+                }
+                _ => {}
             }
+        }
+    }
+    for (table, version) in recorded {
+        if let Some(loc) = loc_of.get(&table) {
+            out.versions.entry(loc.clone()).or_default().insert(version);
+        }
+    }
+    Ok(out)
+}
+
+/// The version of a detached manifest file name (`d<version>.manifest`).
+fn detached_version(name: &str) -> Option<u64> {
+    let v = name
+        .strip_prefix('d')?
+        .strip_suffix(".manifest")?
+        .parse()
+        .ok()?;
+    is_detached_version(v).then_some(v)
+}
+
+/// Stale detached versions and data files of one referenced leaf.
+#[derive(Default)]
+struct LeafGarbage {
+    versions: Vec<(u64, Path, u64)>,
+    files: Vec<(Path, u64)>,
+}
+
+async fn leaf_garbage(
+    store: &ObjectStore,
+    root: &str,
+    base: &Path,
+    location: &str,
+    keep: &HashSet<u64>,
+    cutoff: i64,
+) -> Result<LeafGarbage> {
+    let mut out = LeafGarbage::default();
+    let dir = base.clone().join(location);
+    let versions_dir = dir.clone().join("_versions");
+    let mut kept_detached = Vec::new();
+    let listed: Vec<_> = store.list(Some(versions_dir)).try_collect().await?;
+    for m in listed {
+        let Some(name) = m.location.filename() else {
+            continue;
+        };
+        let Some(version) = detached_version(name) else {
+            continue;
+        };
+        if keep.contains(&version) || m.last_modified.timestamp() > cutoff {
+            kept_detached.push(version);
+        } else {
+            out.versions.push((version, m.location.clone(), m.size));
+        }
+    }
+    let data: Vec<_> = store
+        .list(Some(dir.clone().join("data")))
+        .try_collect()
+        .await?;
+    let candidates: Vec<_> = data
+        .into_iter()
+        .filter(|m| m.last_modified.timestamp() <= cutoff)
+        .collect();
+    if candidates.is_empty() {
+        return Ok(out);
+    }
+    // Data files named by any version that stays: the main line and the kept detached ones.
+    let uri = crate::ns::join_uri(root, location);
+    let ds = DatasetBuilder::from_uri(&uri)
+        .with_session(session()?)
+        .load()
+        .await?;
+    let mut versions: Vec<u64> = ds.versions().await?.iter().map(|v| v.version).collect();
+    versions.extend(kept_detached.iter().filter(|v| is_detached_version(**v)));
+    let mut named: HashSet<String> = HashSet::new();
+    let mut loaded = futures::stream::iter(versions.into_iter().map(|v| {
+        let ds = &ds;
+        async move { ds.checkout_version(v).await }
+    }))
+    .buffer_unordered(8);
+    while let Some(version) = loaded.next().await {
+        for frag in version?.get_fragments() {
+            for f in &frag.metadata().files {
+                named.insert(f.path.clone());
+            }
+        }
+    }
+    for m in candidates {
+        let Some(name) = m.location.filename() else {
+            continue;
+        };
+        if !named.contains(name) {
+            out.files.push((m.location.clone(), m.size));
         }
     }
     Ok(out)
@@ -80,7 +225,7 @@ async fn referenced(snap: &Snapshot) -> Result<HashSet<String>> {
 /// `NotFound` without a namespace; `Lance` for I/O errors.
 pub async fn cleanup(root: &str, older_than: Duration, dry_run: bool) -> Result<CleanupSummary> {
     let snap = Snapshot::load(root, None).await?;
-    let keep = referenced(&snap).await?;
+    let refs = referenced(&snap).await?;
     let (store, base) = ObjectStore::from_uri(root).await?;
     let listing = store.list_with_delimiter(Some(&base)).await?;
     let now = SystemTime::now()
@@ -96,7 +241,7 @@ pub async fn cleanup(root: &str, older_than: Duration, dry_run: bool) -> Result<
         let Some(name) = dir.filename().map(str::to_string) else {
             continue;
         };
-        if !is_leaf_dir(&name) || keep.contains(&name) {
+        if !is_leaf_dir(&name) || refs.locations.contains(&name) {
             continue;
         }
         let files: Vec<_> = store.list(Some(dir.clone())).try_collect().await?;
@@ -111,12 +256,42 @@ pub async fn cleanup(root: &str, older_than: Duration, dry_run: bool) -> Result<
         summary.orphans.push(name);
     }
     summary.orphans.sort();
+    let empty = HashSet::new();
+    let mut locations: Vec<&String> = refs.locations.iter().collect();
+    locations.sort();
+    for location in locations {
+        let keep = refs.versions.get(location).unwrap_or(&empty);
+        let garbage = leaf_garbage(&store, root, &base, location, keep, cutoff).await?;
+        // Version manifests first: a data file is only removed once nothing can name it.
+        for (version, path, size) in &garbage.versions {
+            summary.files += 1;
+            summary.bytes += size;
+            summary.stale_versions.push(format!("{location}@{version}"));
+            if !dry_run {
+                store.delete(path).await?;
+            }
+        }
+        for (path, size) in &garbage.files {
+            summary.files += 1;
+            summary.bytes += size;
+            let rel = path
+                .as_ref()
+                .strip_prefix(base.as_ref())
+                .unwrap_or(path.as_ref());
+            summary
+                .stale_files
+                .push(rel.trim_start_matches('/').to_string());
+            if !dry_run {
+                store.delete(path).await?;
+            }
+        }
+    }
     Ok(summary)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::is_leaf_dir;
+    use super::{detached_version, is_leaf_dir};
 
     #[test]
     fn leaf_dir_names() {
@@ -125,5 +300,14 @@ mod tests {
         assert!(!is_leaf_dir("0a1b2c3d_v1"));
         assert!(!is_leaf_dir("zzzzzzzz_v1$a$dataset"));
         assert!(!is_leaf_dir("0a1b2c3_v1$a$dataset"));
+    }
+
+    #[test]
+    fn detached_manifest_names() {
+        let v = 0x8000_0000_0000_0007u64;
+        assert_eq!(detached_version(&format!("d{v}.manifest")), Some(v));
+        assert_eq!(detached_version("d7.manifest"), None);
+        assert_eq!(detached_version("18446744073709551614.manifest"), None);
+        assert_eq!(detached_version("dx.manifest"), None);
     }
 }

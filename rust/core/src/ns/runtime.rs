@@ -7,11 +7,45 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
+use lance::io::ObjectStoreRegistry;
+use lance::session::Session;
 use tokio::runtime::{Builder, Runtime};
 
 use crate::error::{Error, Result};
 
 static RUNTIME: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);
+static SESSION: Mutex<Option<(u32, Arc<Session>)>> = Mutex::new(None);
+
+/// Metadata cache of the shared session (manifests, fragment metadata of opened leaves).
+const METADATA_CACHE_BYTES: usize = 256 << 20;
+/// Index cache of the shared session.
+const INDEX_CACHE_BYTES: usize = 1 << 30;
+
+/// The Lance session every dataset of this process opens with: one object-store registry
+/// and one bounded set of caches instead of a fresh session (and store) per leaf table.
+/// Like the runtime, a session inherited across `fork` is replaced.
+///
+/// # Errors
+/// Never in practice; `Result` for symmetry with [`runtime`].
+pub fn session() -> Result<Arc<Session>> {
+    let pid = std::process::id();
+    let mut guard = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((owner, s)) = guard.as_ref() {
+        if *owner == pid {
+            return Ok(Arc::clone(s));
+        }
+    }
+    if let Some((_, inherited)) = guard.take() {
+        std::mem::forget(inherited);
+    }
+    let s = Arc::new(Session::new(
+        INDEX_CACHE_BYTES,
+        METADATA_CACHE_BYTES,
+        Arc::new(ObjectStoreRegistry::default()),
+    ));
+    *guard = Some((pid, Arc::clone(&s)));
+    Ok(s)
+}
 
 /// The runtime of this process.
 ///

@@ -616,7 +616,8 @@ impl ScanIter {
         };
         let leaf = &self.snap.leaves[i];
         let uri = join_uri(&self.root, &leaf.location);
-        let mut b = lance::dataset::builder::DatasetBuilder::from_uri(&uri);
+        let mut b = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
+            .with_session(crate::ns::runtime::session()?);
         if let Some(v) = leaf.read_version {
             b = b.with_version(v);
         }

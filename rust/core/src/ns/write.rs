@@ -35,7 +35,7 @@ use crate::ns::ids::{random_id, table_location};
 use crate::ns::manifest::{
     rows_to_batch, Row, Snapshot, NAMESPACE, READ_VERSION, TABLE, TABLE_VERSION,
 };
-use crate::ns::runtime::runtime;
+use crate::ns::runtime::{runtime, session};
 use crate::ns::{join_uri, values, LEAF_FIELD_ID_KEY, LEAF_TABLE, MODE_KEY};
 use crate::route::route_with_threads;
 use crate::spec::{to_namespace_type, CompiledSpec};
@@ -272,21 +272,22 @@ fn op_fragments(op: Operation) -> Result<(Vec<Fragment>, Option<lance::datatypes
 }
 
 pub(crate) async fn open_at(uri: &str, version: Option<u64>) -> Result<Arc<Dataset>> {
-    let mut b = DatasetBuilder::from_uri(uri);
+    let mut b = DatasetBuilder::from_uri(uri).with_session(session()?);
     if let Some(v) = version {
         b = b.with_version(v);
     }
     Ok(Arc::new(b.load().await?))
 }
 
-fn write_params(mode: WriteMode) -> WriteParams {
-    WriteParams {
+fn write_params(mode: WriteMode) -> Result<WriteParams> {
+    Ok(WriteParams {
         mode,
+        session: Some(session()?),
         enable_v2_manifest_paths: true,
         skip_auto_cleanup: true,
         max_rows_per_file: usize::MAX / 2,
         ..Default::default()
-    }
+    })
 }
 
 /// Writes one buffer of a partition as fragments (uncommitted).
@@ -301,7 +302,7 @@ async fn flush(
     let (fragments, schema) = match &target {
         Target::New { location, .. } => {
             let uri = join_uri(&root, location);
-            let params = write_params(WriteMode::Create);
+            let params = write_params(WriteMode::Create)?;
             let txn = InsertBuilder::new(uri.as_str())
                 .with_params(&params)
                 .execute_uncommitted(batches)
@@ -337,7 +338,7 @@ async fn flush(
                 WriteMode::Overwrite
             } else {
                 WriteMode::Append
-            });
+            })?;
             let txn = InsertBuilder::new(ds)
                 .with_params(&params)
                 .execute_uncommitted(batches)
@@ -427,6 +428,7 @@ async fn commit_leaf(
                 None,
             );
             let ds = CommitBuilder::new(uri.as_str())
+                .with_session(session()?)
                 .enable_v2_manifest_paths(true)
                 .with_skip_auto_cleanup(true)
                 .execute(txn)
@@ -755,7 +757,7 @@ async fn copy_into(
     if batches.iter().all(|b| b.num_rows() == 0) {
         return Ok((read_version, Vec::new()));
     }
-    let params = write_params(WriteMode::Append);
+    let params = write_params(WriteMode::Append)?;
     let txn = InsertBuilder::new(Arc::clone(&dst))
         .with_params(&params)
         .execute_uncommitted(batches)
