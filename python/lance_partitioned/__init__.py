@@ -26,6 +26,7 @@ from lance_partitioned.exceptions import (
 from lance_partitioned.namespace import (
     CleanupResult,
     DeleteResult,
+    DistributedWrite,
     PartitionedNamespace,
     Snapshot,
     WriteResult,
@@ -53,6 +54,7 @@ __all__ = [
     "CorruptNamespaceError",
     "Day",
     "DeleteResult",
+    "DistributedWrite",
     "ExpressionError",
     "Hour",
     "Identity",

@@ -472,6 +472,13 @@ class PartitionedNamespace:
         self.refresh()
         return WriteResult(**summary)
 
+    def distributed_write(
+        self, mode: WriteMode = "append", *, transaction_mode: TransactionMode | None = None
+    ) -> DistributedWrite:
+        """Starts a write made of many independently staged parts (one per Spark task, or
+        per process), committed once: see :class:`DistributedWrite`."""
+        return DistributedWrite(self._root, mode, transaction_mode=transaction_mode)
+
     # -- schema evolution --------------------------------------------------------------------
 
     def update_schema(self, schema: pa.Schema) -> pa.Schema:
@@ -652,6 +659,85 @@ class PartitionedNamespace:
 
     def __repr__(self) -> str:
         return f"PartitionedNamespace({self._root!r}, version={self.version})"
+
+
+class DistributedWrite:
+    """One write made of parts staged independently (in Spark tasks, other processes or
+    machines) and committed once.
+
+    Created on the driver, it fixes what every part plans against: the manifest version, the
+    transaction mode and a random nonce (so that parts creating the same new partition write
+    into the same leaf table). The object is small and picklable: ship it to the workers, call
+    :meth:`stage` there (it writes uncommitted Lance fragments and returns a message of a few
+    hundred bytes per partition), bring the messages of the successful attempts back and call
+    :meth:`commit` once. Nothing is visible before the commit; parts that are never committed
+    (failed or duplicate attempts) leave files that :meth:`PartitionedNamespace.cleanup`
+    removes.
+    """
+
+    def __init__(
+        self,
+        root: str,
+        mode: WriteMode = "append",
+        *,
+        transaction_mode: TransactionMode | None = None,
+    ) -> None:
+        if mode not in ("append", "overwrite", "overwrite_all"):
+            raise InvalidArgumentError(
+                f"mode must be 'append', 'overwrite' or 'overwrite_all', not {mode!r}"
+            )
+        strong: bool | None = None
+        if transaction_mode is not None:
+            if transaction_mode not in ("strong", "weak"):
+                raise InvalidArgumentError(
+                    f"transaction_mode must be 'strong' or 'weak', not {transaction_mode!r}"
+                )
+            strong = transaction_mode == "strong"
+        self.root = _uri(root)
+        self.mode: WriteMode = mode
+        self.manifest_version, self.strong, self.nonce = _native.write_plan(self.root, strong)
+
+    def stage(self, data: Any, *, max_rows_per_file: int = 1 << 20, concurrency: int = 4) -> bytes:
+        """Writes ``data`` (any Arrow stream) as uncommitted fragments; returns the message
+        :meth:`commit` needs. Safe to call concurrently and in other processes."""
+        return _native.stage_write(
+            self.root,
+            _stream(data),
+            self.manifest_version,
+            self.strong,
+            self.nonce,
+            self.mode,
+            max_rows_per_file,
+            concurrency,
+        )
+
+    def commit(self, messages: Iterable[bytes], *, concurrency: int = 8) -> WriteResult:
+        """Commits the staged parts once (all leaf tables, then one manifest commit). Pass
+        each successful part's message exactly once. Conflicts with concurrent writers are
+        resolved as for :meth:`PartitionedNamespace.write`."""
+        msgs = [bytes(m) for m in messages]
+        if not msgs:
+            return WriteResult(
+                rows=0,
+                partitions=0,
+                created=0,
+                dropped=0,
+                files=0,
+                bytes=0,
+                manifest_version=self.manifest_version,
+                attempts=0,
+            )
+        return WriteResult(**_native.commit_staged(self.root, msgs, concurrency))
+
+    def key_hasher(self) -> _native.KeyHasher:
+        """The partition-key hasher of this write's spec (for repartitioning by partition)."""
+        return _native.KeyHasher(self.root, self.manifest_version)
+
+    def __repr__(self) -> str:
+        return (
+            f"DistributedWrite({self.root!r}, mode={self.mode!r}, "
+            f"manifest_version={self.manifest_version}, strong={self.strong})"
+        )
 
 
 def _uri(root: str) -> str:

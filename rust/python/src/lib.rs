@@ -281,6 +281,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(namespace::delete_rows, m)?)?;
     m.add_function(wrap_pyfunction!(namespace::update_schema, m)?)?;
     m.add_function(wrap_pyfunction!(namespace::cleanup_namespace, m)?)?;
+    m.add_function(wrap_pyfunction!(namespace::write_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(namespace::stage_write, m)?)?;
+    m.add_function(wrap_pyfunction!(namespace::commit_staged, m)?)?;
+    m.add_class::<namespace::KeyHasher>()?;
     m.add_class::<namespace::ManifestSnapshot>()?;
     m.add_class::<namespace::Scan>()?;
     Ok(())

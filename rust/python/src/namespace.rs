@@ -8,6 +8,7 @@ use lance_partitioned_core::arrow::error::ArrowError as CoreArrowError;
 use lance_partitioned_core::ns::manifest::{self, Snapshot};
 use lance_partitioned_core::ns::runtime::block_on;
 use lance_partitioned_core::ns::scan::{self, ScanIter, ScanOptions};
+use lance_partitioned_core::ns::stage;
 use lance_partitioned_core::ns::write::{self, Mode, WriteOptions};
 use lance_partitioned_core::spec::PartitionSpec;
 use lance_partitioned_core::Error;
@@ -282,6 +283,10 @@ pub fn write_data<'py>(
         let input = reader.map(|b: Result<RecordBatch, CoreArrowError>| b.map_err(Error::from));
         write::write(&root, input, &opts)
     })?;
+    summary_dict(py, &s)
+}
+
+fn summary_dict<'py>(py: Python<'py>, s: &write::WriteSummary) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("rows", s.rows)?;
     d.set_item("partitions", s.partitions)?;
@@ -293,6 +298,114 @@ pub fn write_data<'py>(
     d.set_item("attempts", s.attempts)?;
     d.set_item("rewritten", s.rewritten)?;
     Ok(d)
+}
+
+/// write_plan(root, strong) -> (manifest_version, strong, nonce): what every task of one
+/// distributed write plans against.
+#[pyfunction]
+#[pyo3(signature = (root, strong = None))]
+pub fn write_plan(
+    py: Python<'_>,
+    root: &str,
+    strong: Option<bool>,
+) -> PyResult<(u64, bool, String)> {
+    let root = root.to_string();
+    run(py, || {
+        let p = stage::plan(&root, strong)?;
+        Ok((p.manifest_version, p.strong, stage::new_nonce()?))
+    })
+}
+
+/// stage_write(root, data, manifest_version, strong, nonce, mode, ...) -> bytes: writes the
+/// rows as uncommitted fragments and returns the message the committer needs.
+#[pyfunction]
+#[pyo3(signature = (root, data, manifest_version, strong, nonce, mode = "append", max_rows_per_file = 1048576, concurrency = 4))]
+#[allow(clippy::too_many_arguments)]
+pub fn stage_write<'py>(
+    py: Python<'py>,
+    root: &str,
+    data: &Bound<'py, PyAny>,
+    manifest_version: u64,
+    strong: bool,
+    nonce: &str,
+    mode: &str,
+    max_rows_per_file: usize,
+    concurrency: usize,
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let reader = import_stream(data)?;
+    let opts = WriteOptions {
+        mode: Mode::parse(mode).map_err(crate::errors::to_py)?,
+        strong: Some(strong),
+        max_rows_per_file: max_rows_per_file.max(1),
+        concurrency: concurrency.max(1),
+        route_threads: 1,
+        ..Default::default()
+    };
+    let (root, nonce) = (root.to_string(), nonce.to_string());
+    let plan = stage::WritePlan {
+        manifest_version,
+        strong,
+    };
+    let bytes = run(py, || {
+        let input = reader.map(|b: Result<RecordBatch, CoreArrowError>| b.map_err(Error::from));
+        stage::stage(&root, plan, &nonce, input, &opts)?.to_bytes()
+    })?;
+    Ok(pyo3::types::PyBytes::new(py, &bytes))
+}
+
+/// commit_staged(root, messages, concurrency) -> summary: commits one distributed write.
+#[pyfunction]
+#[pyo3(signature = (root, messages, concurrency = 8))]
+pub fn commit_staged<'py>(
+    py: Python<'py>,
+    root: &str,
+    messages: Vec<Vec<u8>>,
+    concurrency: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let root = root.to_string();
+    let s = run(py, || {
+        let staged = messages
+            .iter()
+            .map(|m| stage::Staged::from_bytes(m))
+            .collect::<Result<Vec<_>, _>>()?;
+        let opts = WriteOptions {
+            concurrency: concurrency.max(1),
+            ..Default::default()
+        };
+        stage::commit_staged(&root, &staged, &opts)
+    })?;
+    summary_dict(py, &s)
+}
+
+/// Partition keys of rows for a distributed write's repartitioning.
+#[pyclass(module = "lance_partitioned._native", frozen)]
+pub struct KeyHasher {
+    inner: stage::KeyHasher,
+}
+
+#[pymethods]
+impl KeyHasher {
+    #[new]
+    fn new(py: Python<'_>, root: &str, manifest_version: u64) -> PyResult<Self> {
+        let root = root.to_string();
+        let inner = run(py, || stage::KeyHasher::new(&root, manifest_version))?;
+        Ok(Self { inner })
+    }
+
+    /// The columns partition values are computed from.
+    #[getter]
+    fn source_columns(&self) -> Vec<String> {
+        self.inner.source_columns().to_vec()
+    }
+
+    /// hash(batch) -> int32 array: one key per row.
+    fn hash<'py>(&self, py: Python<'py>, batch: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let b = crate::ffi::import_batch(batch)?;
+        let out = run(py, || {
+            Ok(Arc::new(self.inner.hash(&b)?) as lance_partitioned_core::arrow::array::ArrayRef)
+        })?;
+        crate::ffi::export_array(py, &out)
+    }
 }
 
 /// update_schema(root, schema) -> stored schema (field ids assigned)

@@ -7,7 +7,8 @@
 //! - [`manifest`]: the `__manifest` table: create, load a snapshot, index it.
 //! - [`write`]: route, write fragments, commit (strong or weak mode).
 //! - [`delete`]: drop covered partitions, delete rows inside the others.
-//! - [`cleanup`]: remove leaf tables that failed writes left behind.
+//! - [`stage`]: distributed writes (tasks stage fragments, one committer commits).
+//! - [`cleanup`]: remove what failed writes left behind.
 //! - [`scan`]: pruning through the manifest and snapshot reads of the leaves.
 //! - [`schema`]: schema evolution by field id.
 
@@ -18,6 +19,7 @@ pub mod manifest;
 pub mod runtime;
 pub mod scan;
 pub mod schema;
+pub mod stage;
 pub mod values;
 pub mod write;
 

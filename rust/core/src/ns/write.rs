@@ -31,7 +31,7 @@ use crate::arrow::compute::{concat_batches, take};
 use crate::arrow::datatypes::{Field, Schema, SchemaRef};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{schema_err, Error, Result};
-use crate::ns::ids::{random_id, table_location};
+use crate::ns::ids::{derived_id, random_id, table_location};
 use crate::ns::manifest::{
     rows_to_batch, Row, Snapshot, NAMESPACE, READ_VERSION, TABLE, TABLE_VERSION,
 };
@@ -198,7 +198,7 @@ pub fn align(batch: &RecordBatch, ns: &Schema, out_schema: &SchemaRef) -> Result
 
 /// Where a partition's rows go.
 #[derive(Debug, Clone)]
-enum Target {
+pub(crate) enum Target {
     /// An existing leaf, read at `base` (None = latest, weak mode).
     Existing {
         object_id: String,
@@ -211,37 +211,37 @@ enum Target {
 }
 
 /// One partition being written.
-struct Part {
-    key: Vec<ScalarValue>,
-    target: Target,
-    buffer: Vec<RecordBatch>,
-    buffered: usize,
-    rows: u64,
-    shared: Arc<PartShared>,
+pub(crate) struct Part {
+    pub(crate) key: Vec<ScalarValue>,
+    pub(crate) target: Target,
+    pub(crate) buffer: Vec<RecordBatch>,
+    pub(crate) buffered: usize,
+    pub(crate) rows: u64,
+    pub(crate) shared: Arc<PartShared>,
 }
 
 /// State of a partition shared with its flush tasks.
 #[derive(Default)]
-struct PartShared {
-    dataset: OnceCell<Arc<Dataset>>,
-    fragments: Mutex<Vec<Fragment>>,
-    schema: Mutex<Option<lance::datatypes::Schema>>,
+pub(crate) struct PartShared {
+    pub(crate) dataset: OnceCell<Arc<Dataset>>,
+    pub(crate) fragments: Mutex<Vec<Fragment>>,
+    pub(crate) schema: Mutex<Option<lance::datatypes::Schema>>,
     /// Whether an append rewrites the partition (its leaf has an older schema); decided by
     /// the first flush, which also writes the old rows.
-    rewrite: OnceCell<bool>,
+    pub(crate) rewrite: OnceCell<bool>,
 }
 
 /// The schemas a flush needs.
 #[derive(Clone)]
-struct Schemas {
+pub(crate) struct Schemas {
     /// The namespace schema.
-    ns: SchemaRef,
+    pub(crate) ns: SchemaRef,
     /// The leaf schema new data is written with.
-    leaf: SchemaRef,
+    pub(crate) leaf: SchemaRef,
 }
 
 /// The rows of a leaf at its read version, adapted to the current leaf schema (read rules).
-async fn read_adapted(ds: &Dataset, schemas: &Schemas) -> Result<Vec<RecordBatch>> {
+pub(crate) async fn read_adapted(ds: &Dataset, schemas: &Schemas) -> Result<Vec<RecordBatch>> {
     let stored = Schema::from(ds.schema());
     let map = crate::ns::scan::leaf_columns(&stored, &schemas.ns);
     let batches: Vec<RecordBatch> = ds.scan().try_into_stream().await?.try_collect().await?;
@@ -258,7 +258,9 @@ async fn read_adapted(ds: &Dataset, schemas: &Schemas) -> Result<Vec<RecordBatch
         .collect()
 }
 
-fn op_fragments(op: Operation) -> Result<(Vec<Fragment>, Option<lance::datatypes::Schema>)> {
+pub(crate) fn op_fragments(
+    op: Operation,
+) -> Result<(Vec<Fragment>, Option<lance::datatypes::Schema>)> {
     match op {
         Operation::Append { fragments } => Ok((fragments, None)),
         Operation::Overwrite {
@@ -279,7 +281,7 @@ pub(crate) async fn open_at(uri: &str, version: Option<u64>) -> Result<Arc<Datas
     Ok(Arc::new(b.load().await?))
 }
 
-fn write_params(mode: WriteMode) -> Result<WriteParams> {
+pub(crate) fn write_params(mode: WriteMode) -> Result<WriteParams> {
     Ok(WriteParams {
         mode,
         session: Some(session()?),
@@ -295,6 +297,7 @@ async fn flush(
     root: String,
     target: Target,
     overwrite: bool,
+    staging: bool,
     shared: Arc<PartShared>,
     mut batches: Vec<RecordBatch>,
     schemas: Schemas,
@@ -327,7 +330,9 @@ async fn flush(
                         if crate::ns::schema::leaf_is_current(&stored, &schemas.leaf) {
                             return Ok::<bool, Error>(false);
                         }
-                        old_rows = Some(read_adapted(&ds, &schemas).await?);
+                        if !staging {
+                            old_rows = Some(read_adapted(&ds, &schemas).await?);
+                        }
                         Ok(true)
                     })
                     .await?;
@@ -518,17 +523,56 @@ pub fn write(
 ) -> Result<WriteSummary> {
     let rt = runtime()?;
     let snap = rt.block_on(Snapshot::load(root, None))?;
+    check_writable(&snap)?;
+    let strong = opts.strong.unwrap_or_else(|| default_strong(&snap));
+    let spec = snap.current_spec().clone();
+    let mut ids = IdPlan::Random(HashMap::new());
+    let (parts, total_rows) =
+        route_input(root, &snap, &spec, input, opts, strong, &mut ids, false)?;
+    test_pause("after_fragments");
+    let mut summary = commit_parts(root, &snap, &spec, parts, strong, opts)?;
+    summary.rows = total_rows;
+    Ok(summary)
+}
+
+/// Refuses to write through a manifest another tool stripped of our columns.
+pub(crate) fn check_writable(snap: &Snapshot) -> Result<()> {
     if !snap.missing_columns.is_empty() {
         return Err(Error::Corrupt(format!(
             "the manifest lacks columns {:?} (another tool rewrote it); run repair() first",
             snap.missing_columns
         )));
     }
-    let strong = opts.strong.unwrap_or_else(|| default_strong(&snap));
+    Ok(())
+}
+
+/// How new partitions get their namespace ids.
+pub(crate) enum IdPlan {
+    /// Fresh random ids, one per new namespace prefix of this write.
+    Random(HashMap<Vec<ScalarValue>, String>),
+    /// Ids derived from a per-job random nonce and the partition values, so that every task
+    /// of a distributed write names a new partition the same way.
+    Derived(String),
+}
+
+/// Routes `input` by partition and writes every partition's rows as uncommitted fragments
+/// (concurrently). With `staging`, an append to a leaf written under an older schema writes
+/// its new rows with the current schema but leaves the old rows to the committer.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn route_input(
+    root: &str,
+    snap: &Snapshot,
+    spec: &crate::spec::PartitionSpec,
+    input: impl Iterator<Item = Result<RecordBatch>>,
+    opts: &WriteOptions,
+    strong: bool,
+    ids: &mut IdPlan,
+    staging: bool,
+) -> Result<(HashMap<Vec<ScalarValue>, Part>, u64)> {
+    let rt = runtime()?;
     let ns_schema = snap.schema();
     let out_schema = leaf_schema(&ns_schema);
-    let spec = snap.current_spec().clone();
-    let compiled = CompiledSpec::compile(&spec, &ns_schema, false)?;
+    let compiled = CompiledSpec::compile(spec, &ns_schema, false)?;
     let overwrite = opts.mode != Mode::Append;
     let sem = Arc::new(Semaphore::new(opts.concurrency.max(1)));
     let mut parts: HashMap<Vec<ScalarValue>, Part> = HashMap::new();
@@ -552,11 +596,10 @@ pub fn write(
                 .acquire_owned()
                 .await
                 .map_err(|e| Error::Internal(e.to_string()))?;
-            flush(root, target, overwrite, shared, batches, schemas).await
+            flush(root, target, overwrite, staging, shared, batches, schemas).await
         }));
     };
     let mut total_rows = 0u64;
-    let mut planned: HashMap<Vec<ScalarValue>, String> = HashMap::new();
     let result: Result<()> = (|| {
         for batch in input {
             let batch = batch?;
@@ -588,7 +631,7 @@ pub fn write(
                                 base: if strong { leaf.read_version } else { None },
                             },
                             None => {
-                                let path = plan_path(&snap, spec.id, &key, &mut planned)?;
+                                let path = plan_path(snap, spec.id, &key, ids)?;
                                 let oid = format!("v{}${}${LEAF_TABLE}", spec.id, path.join("$"));
                                 Target::New {
                                     location: table_location(&oid),
@@ -632,11 +675,22 @@ pub fn write(
     });
     result?;
     flushed?;
-    test_pause("after_fragments");
-    // Commit every leaf (concurrently), then the manifest.
-    let parts: Vec<Part> = parts.into_values().collect();
+    Ok((parts, total_rows))
+}
+
+/// Commits every partition's leaf table (concurrently), then the manifest.
+pub(crate) fn commit_parts(
+    root: &str,
+    snap: &Snapshot,
+    spec: &crate::spec::PartitionSpec,
+    parts: HashMap<Vec<ScalarValue>, Part>,
+    strong: bool,
+    opts: &WriteOptions,
+) -> Result<WriteSummary> {
+    let rt = runtime()?;
+    let overwrite = opts.mode != Mode::Append;
     let pending: Vec<Pending> = rt.block_on(
-        stream::iter(parts.into_iter().map(|p| {
+        stream::iter(parts.into_values().map(|p| {
             let root = root.to_string();
             async move {
                 commit_leaf(
@@ -649,9 +703,7 @@ pub fn write(
         .try_collect(),
     )?;
     test_pause("before_manifest_commit");
-    let mut summary = commit_manifest(root, &snap, &spec, pending, strong, opts)?;
-    summary.rows = total_rows;
-    Ok(summary)
+    commit_manifest(root, snap, spec, pending, strong, opts)
 }
 
 /// The namespace id segment of every level of a new partition: the snapshot's where the
@@ -660,20 +712,23 @@ fn plan_path(
     snap: &Snapshot,
     spec_id: i32,
     key: &[ScalarValue],
-    planned: &mut HashMap<Vec<ScalarValue>, String>,
+    ids: &mut IdPlan,
 ) -> Result<Vec<String>> {
     let mut path = Vec::with_capacity(key.len());
     for level in 1..=key.len() {
         let prefix = key[..level].to_vec();
         let seg = match snap.keys()?.ns_by_key.get(&(spec_id, prefix.clone())) {
             Some(oid) => oid.rsplit('$').next().unwrap_or_default().to_string(),
-            None => match planned.get(&prefix) {
-                Some(seg) => seg.clone(),
-                None => {
-                    let seg = random_id()?;
-                    planned.insert(prefix, seg.clone());
-                    seg
-                }
+            None => match ids {
+                IdPlan::Random(planned) => match planned.get(&prefix) {
+                    Some(seg) => seg.clone(),
+                    None => {
+                        let seg = random_id()?;
+                        planned.insert(prefix, seg.clone());
+                        seg
+                    }
+                },
+                IdPlan::Derived(nonce) => derived_id(nonce, spec_id, &prefix)?,
             },
         };
         path.push(seg);

@@ -1,0 +1,203 @@
+"""Distributed writes without Spark: parts staged independently (as Spark tasks do), committed
+once; retried and abandoned attempts never show up."""
+
+from __future__ import annotations
+
+import datetime as dt
+import multiprocessing
+import pickle
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import lance_partitioned as lp
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("country", pa.string()),
+        pa.field("ts", pa.timestamp("us", tz="UTC")),
+    ]
+)
+SPEC = lp.PartitionSpec(
+    [
+        lp.PartitionField("country", source="country", transform=lp.Identity()),
+        lp.PartitionField("day", source="ts", transform=lp.Day()),
+    ]
+)
+BASE = dt.datetime(2025, 3, 1, tzinfo=dt.timezone.utc)
+
+
+def rows(ids: range, countries: list[str], days: int = 3) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(list(ids), pa.int64()),
+            "country": pa.array([countries[i % len(countries)] for i in ids]),
+            "ts": pa.array(
+                [BASE + dt.timedelta(days=i % days, minutes=i) for i in ids],
+                pa.timestamp("us", tz="UTC"),
+            ),
+        },
+        schema=SCHEMA,
+    )
+
+
+def ids_of(ns: lp.PartitionedNamespace) -> list[int]:
+    return sorted(ns.to_table(columns=["id"])["id"].to_pylist())
+
+
+def partition_keys(ns: lp.PartitionedNamespace) -> list[tuple[object, ...]]:
+    p = ns.partitions(with_rows=False)
+    return list(zip(p["country"].to_pylist(), p["day"].to_pylist(), strict=True))
+
+
+def test_parts_staged_apart_commit_once_into_shared_new_partitions(tmp_path: Path) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    ns.write(rows(range(0, 30), ["US"]))
+    before = ns.version
+    dw = ns.distributed_write()
+    # Three "tasks" see overlapping partitions: US exists; FR and DE are new and shared.
+    msgs = [
+        dw.stage(rows(range(100, 160), ["US", "FR"])),
+        dw.stage(rows(range(200, 260), ["FR", "DE"])),
+        dw.stage(rows(range(300, 360), ["DE", "US"])),
+    ]
+    assert ns.refresh() is False, "staging made something visible"
+    assert ns.version == before
+    res = dw.commit(msgs)
+    assert res.rows == 180
+    ns.refresh()
+    expected = [*list(range(0, 30)), *range(100, 160), *range(200, 260), *range(300, 360)]
+    assert ids_of(ns) == sorted(expected)
+    keys = partition_keys(ns)
+    assert len(keys) == len(set(keys)) == 9  # 3 countries x 3 days, one leaf each
+    assert res.created == 6
+    assert res.partitions == 9
+    # Rows sit in the partition their values say.
+    t = ns.to_table(filter="country = 'FR'", columns=["id", "country"])
+    assert set(t["country"].to_pylist()) == {"FR"}
+    assert t.num_rows == 60
+
+
+def test_only_committed_attempts_count_and_leftovers_are_cleanable(tmp_path: Path) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    ns.write(rows(range(0, 10), ["US"]))
+    dw = ns.distributed_write()
+    data = rows(range(100, 150), ["US", "JP"])
+    first_attempt = dw.stage(data)  # a task attempt that "failed" after writing
+    second_attempt = dw.stage(data)  # its retry: the only one reported to the committer
+    other = dw.stage(rows(range(200, 220), ["JP"]))
+    assert first_attempt != second_attempt
+    dw.commit([second_attempt, other])
+    ns.refresh()
+    got = ids_of(ns)
+    assert [k for k, c in Counter(got).items() if c > 1] == []
+    assert got == sorted([*range(0, 10), *range(100, 150), *range(200, 220)])
+    # The failed attempt wrote fragments (in US and in the shared new JP leaves) nobody
+    # committed: invisible, and removed by cleanup without touching committed data.
+    found = ns.cleanup(older_than=dt.timedelta(0))
+    assert found.stale_files, "the abandoned attempt's data files"
+    assert found.orphans == []  # its new partitions are the committed ones (same ids)
+    assert ids_of(ns) == got
+
+
+def test_distributed_overwrite_replaces_touched_partitions(tmp_path: Path) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    ns.write(rows(range(0, 30), ["US", "FR"], days=1))
+    dw = ns.distributed_write("overwrite")
+    msgs = [
+        dw.stage(rows(range(500, 510), ["US"], days=1)),
+        dw.stage(rows(range(600, 605), ["US"], days=1)),
+    ]
+    res = dw.commit(msgs)
+    assert res.rows == 15
+    ns.refresh()
+    us = ns.to_table(filter="country = 'US'", columns=["id"])["id"].to_pylist()
+    fr = ns.to_table(filter="country = 'FR'", columns=["id"])["id"].to_pylist()
+    assert sorted(us) == [*range(500, 510), *range(600, 605)]
+    assert sorted(fr) == list(range(1, 30, 2))
+
+
+def test_distributed_append_to_partition_with_older_schema_rewrites_it_once(tmp_path: Path) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    ns.write(rows(range(0, 20), ["US"], days=1))
+    ns.add_columns([pa.field("note", pa.string())])
+    dw = ns.distributed_write()
+    new = rows(range(100, 110), ["US"], days=1).append_column("note", pa.array(["n"] * 10))
+    res = dw.commit([dw.stage(new.slice(0, 5)), dw.stage(new.slice(5))])
+    assert res.rewritten == 1
+    ns.refresh()
+    t = ns.to_table(columns=["id", "note"]).sort_by("id")
+    assert t["id"].to_pylist() == [*range(0, 20), *range(100, 110)]
+    assert t["note"].to_pylist() == [None] * 20 + ["n"] * 10
+
+
+def test_commit_rebases_over_a_concurrent_write(tmp_path: Path) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    ns.write(rows(range(0, 10), ["US"], days=1))
+    dw = ns.distributed_write()
+    msg = dw.stage(rows(range(100, 120), ["US", "BR"], days=1))
+    # Another writer appends to US and creates BR (same values) before our commit.
+    lp.PartitionedNamespace.open(ns.root).write(rows(range(200, 220), ["US", "BR"], days=1))
+    res = dw.commit([msg])
+    assert res.rows == 20
+    ns.refresh()
+    assert ids_of(ns) == sorted([*range(0, 10), *range(100, 120), *range(200, 220)])
+    keys = partition_keys(ns)
+    assert len(keys) == len(set(keys)) == 2
+
+
+def test_messages_of_different_writes_are_refused(tmp_path: Path) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    a, b = ns.distributed_write(), ns.distributed_write()
+    with pytest.raises(lp.InvalidArgumentError, match="different writes"):
+        a.commit([a.stage(rows(range(0, 5), ["US"])), b.stage(rows(range(5, 10), ["US"]))])
+    with pytest.raises(lp.InvalidArgumentError, match="staged write message"):
+        a.commit([b"not a message"])
+    with pytest.raises(lp.InvalidArgumentError):
+        ns.distributed_write("upsert")  # type: ignore[arg-type]
+    assert ids_of(ns) == []
+    assert a.commit([]).rows == 0
+
+
+def _stage_in_child(dw: lp.DistributedWrite, start: int) -> bytes:
+    return dw.stage(rows(range(start, start + 40), ["US", "NZ"]))
+
+
+def test_parts_staged_in_other_processes(tmp_path: Path) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    dw = pickle.loads(pickle.dumps(ns.distributed_write()))
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        msgs = pool.starmap(_stage_in_child, [(dw, 0), (dw, 1000)])
+    dw.commit(msgs)
+    ns.refresh()
+    assert ids_of(ns) == sorted([*range(0, 40), *range(1000, 1040)])
+    keys = partition_keys(ns)
+    assert len(keys) == len(set(keys)) == 6
+
+
+def test_key_hasher_is_per_partition_and_independent_of_input_typing(tmp_path: Path) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    h = ns.distributed_write().key_hasher()
+    assert sorted(h.source_columns) == ["country", "ts"]
+    t = rows(range(0, 200), ["US", "FR", "DE"])
+    keys = h.hash(t.select(["country", "ts"]).to_batches()[0]).to_pylist()
+    day = pc.floor_temporal(t["ts"], unit="day").to_pylist()
+    by_partition: dict[tuple[object, ...], set[int]] = {}
+    for c, d, k in zip(t["country"].to_pylist(), day, keys, strict=True):
+        by_partition.setdefault((c, d), set()).add(k)
+    assert all(len(v) == 1 for v in by_partition.values())
+    assert len({next(iter(v)) for v in by_partition.values()}) == len(by_partition)
+    # Spark hands timestamps labelled with the session time zone and strings as large_utf8:
+    # the keys must not change.
+    other = pa.record_batch(
+        {
+            "country": t["country"].cast(pa.large_string()).combine_chunks(),
+            "ts": t["ts"].cast(pa.timestamp("us", tz="America/Los_Angeles")).combine_chunks(),
+        }
+    )
+    assert h.hash(other).to_pylist() == keys
