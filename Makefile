@@ -16,6 +16,12 @@ export PYO3_PYTHON := $(PY)
 export VIRTUAL_ENV := $(VENV)
 export PATH := $(VENV)/bin:$(PATH)
 PYTHON3 ?= python3
+# Spark needs Java 17+: prefer an installed JDK 17 (then 21) when JAVA_HOME is not set.
+JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk-* /usr/lib/jvm/java-21-openjdk-*))
+ifneq ($(strip $(JAVA_HOME)),)
+export JAVA_HOME
+endif
+export SPARK_LOCAL_IP ?= 127.0.0.1
 
 .PHONY: all venv build test test-rust test-python lint fmt demo bench bench-rust java-check clean
 
@@ -44,7 +50,7 @@ lint: venv
 test-rust: venv
 	cargo test --release -p lance-partitioned-core
 
-test-python: build
+test-python: build java-check
 	pytest -q
 
 # The test command of README.md (and .ci/run).
@@ -61,12 +67,15 @@ bench: build
 	$(PY) benches/kernels.py
 
 java-check:
-	@command -v java >/dev/null || { echo "Java 17 is required for Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
-	@java -version 2>&1 | head -1
+	@JAVA="$${JAVA_HOME:+$$JAVA_HOME/bin/}java"; \
+	command -v "$$JAVA" >/dev/null || { echo "Java 17+ is required for Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }; \
+	v=$$("$$JAVA" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	[ "$${v:-0}" -ge 17 ] || { echo "Spark needs Java 17+, found $$("$$JAVA" -version 2>&1 | head -1)"; exit 1; }; \
+	echo "java $$v ($${JAVA_HOME:-java on PATH})"
 
+# The main job: a Spark ingest pipeline on a local namespace (see python/lance_partitioned/demo.py).
 demo: build java-check
-	@echo "make demo arrives with the Spark issue (#4); the kernels are ready: see README.md."
-	$(PY) -c "import lance_partitioned.kernels as k, pyarrow as pa; print(k.bucket(pa.array(['US','FR','DE']), 16))"
+	$(PY) -m lance_partitioned.demo
 
 fmt: venv
 	cargo fmt --all

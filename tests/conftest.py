@@ -2,3 +2,36 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local Spark session for the whole run (startup costs ~10 s): 2 cores, tasks may
+    fail up to 3 times (so retries can be tested), quiet UI and logs."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    import lance_partitioned.spark as lps
+
+    session = (
+        SparkSession.builder.master("local[2,3]")
+        .appName("lance-partitioned-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    lps.register(session)
+    yield session
+    session.stop()

@@ -201,3 +201,37 @@ def test_key_hasher_is_per_partition_and_independent_of_input_typing(tmp_path: P
         }
     )
     assert h.hash(other).to_pylist() == keys
+
+
+def _unaligned_decimals(values: list[int]) -> pa.Array:
+    """A decimal128 array whose value buffer sits 8 bytes off a 16-byte boundary (what Arrow
+    IPC readers, Spark's included, may hand out)."""
+    raw = b"".join(v.to_bytes(16, "little", signed=True) for v in values)
+    for pad in range(0, 16, 8):
+        buf = pa.py_buffer(b"\0" * pad + raw + b"\0" * 8).slice(pad, len(raw))
+        if buf.address % 16 == 8:
+            return pa.Array.from_buffers(pa.decimal128(10, 2), len(values), [None, buf])
+    # py_buffer placed both candidates on 16-byte boundaries: shift by copying into a bigger
+    # buffer at a known offset.
+    big = pa.allocate_buffer(len(raw) + 24)
+    start = 8 if big.address % 16 == 0 else 0
+    view = memoryview(big).cast("B")
+    view[start : start + len(raw)] = raw
+    buf = big.slice(start, len(raw))
+    assert buf.address % 16 == 8
+    return pa.Array.from_buffers(pa.decimal128(10, 2), len(values), [None, buf])
+
+
+def test_unaligned_input_buffers_are_accepted(tmp_path: Path) -> None:
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("amount", pa.decimal128(10, 2))])
+    spec = lp.PartitionSpec([lp.PartitionField("b", source="id", transform=lp.Bucket(2))])
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema, spec)
+    amounts = _unaligned_decimals([i * 7 for i in range(50)])
+    assert amounts.buffers()[1].address % 16 == 8
+    batch = pa.record_batch([pa.array(range(50), pa.int64()), amounts], schema=schema)
+    reader = pa.RecordBatchReader.from_batches(schema, [batch])
+    dw = ns.distributed_write()
+    dw.commit([dw.stage(reader)])
+    ns.refresh()
+    t = ns.to_table().sort_by("id")
+    assert t["amount"].to_pylist() == amounts.to_pylist()

@@ -512,3 +512,15 @@ def test_pyarrow_expression_prunes_on_identity_columns(ns: lp.PartitionedNamespa
     assert sorted(ns.to_table(mixed)["id"].to_pylist()) == sorted(
         data.filter(mixed)["id"].to_pylist()
     )
+
+
+def test_quoted_identifiers_filter_rows_like_plain_ones(tmp_path: Path) -> None:
+    t = pa.table({"id": pa.array(range(10), pa.int64()), "country": pa.array(["US", "FR"] * 5)})
+    spec = lp.PartitionSpec(
+        [lp.PartitionField("country", source="country", transform=lp.Identity())]
+    )
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), t.schema, spec)
+    ns.write(t)
+    for f in ["\"country\" = 'US'", "country = 'US'", '("country" IS NOT NULL) AND ("id" < 100)']:
+        got = ns.to_table(filter=f, columns=["id", "country"])
+        assert got.num_rows == (5 if "US" in f else 10), f

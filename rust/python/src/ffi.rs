@@ -9,8 +9,11 @@ use lance_partitioned_core::arrow::array::{
     make_array, Array, ArrayRef, RecordBatch, RecordBatchOptions, StructArray,
 };
 use lance_partitioned_core::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use lance_partitioned_core::arrow::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
-use lance_partitioned_core::arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use lance_partitioned_core::arrow::error::ArrowError;
+use lance_partitioned_core::arrow::ffi::{
+    from_ffi, from_ffi_and_data_type, FFI_ArrowArray, FFI_ArrowSchema,
+};
+use lance_partitioned_core::arrow::ffi_stream::FFI_ArrowArrayStream;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
@@ -125,8 +128,85 @@ pub fn export_batch<'py>(py: Python<'py>, batch: &RecordBatch) -> PyResult<Bound
     to_pyarrow(py, "RecordBatch", ffi_schema, ffi)
 }
 
+/// A record batch stream imported through the C stream interface whose buffers are copied
+/// to aligned memory where the producer's are not (Arrow IPC readers, Spark's among them,
+/// hand out buffers at any 8-byte offset; arrow-rs needs decimal128 values 16-byte aligned).
+pub struct AlignedStreamReader {
+    stream: FFI_ArrowArrayStream,
+    schema: SchemaRef,
+}
+
+// SAFETY: the C stream interface allows a stream to be consumed from any thread, one call at
+// a time; `next` takes `&mut self`.
+unsafe impl Send for AlignedStreamReader {}
+
+impl AlignedStreamReader {
+    /// Takes the stream out of `ptr` (its copy is marked released).
+    ///
+    /// # Safety
+    /// `ptr` points to a valid, initialised `ArrowArrayStream`.
+    unsafe fn from_raw(ptr: *mut FFI_ArrowArrayStream) -> Result<Self, ArrowError> {
+        // SAFETY: valid per the caller; replace moves it out and leaves a released one.
+        let mut stream = unsafe { std::ptr::replace(ptr, FFI_ArrowArrayStream::empty()) };
+        let get_schema = stream
+            .get_schema
+            .ok_or_else(|| ArrowError::CDataInterface("stream without get_schema".into()))?;
+        let mut ffi_schema = FFI_ArrowSchema::empty();
+        // SAFETY: the stream is live and owned here.
+        let code = unsafe { get_schema(&mut stream, &mut ffi_schema) };
+        if code != 0 {
+            return Err(ArrowError::CDataInterface(last_error(&mut stream)));
+        }
+        let schema = Arc::new(Schema::try_from(&ffi_schema)?);
+        Ok(Self { stream, schema })
+    }
+}
+
+fn last_error(stream: &mut FFI_ArrowArrayStream) -> String {
+    let Some(f) = stream.get_last_error else {
+        return "stream error".into();
+    };
+    // SAFETY: the stream is live; the returned string (if any) lives until the next call.
+    let ptr = unsafe { f(stream) };
+    if ptr.is_null() {
+        return "stream error".into();
+    }
+    // SAFETY: a NUL-terminated string per the C stream interface.
+    unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
+}
+
+impl Iterator for AlignedStreamReader {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let get_next = self.stream.get_next?;
+        let mut array = FFI_ArrowArray::empty();
+        // SAFETY: the stream is live and owned here.
+        let code = unsafe { get_next(&mut self.stream, &mut array) };
+        if code != 0 {
+            return Some(Err(ArrowError::CDataInterface(last_error(&mut self.stream))));
+        }
+        if array.is_released() {
+            return None;
+        }
+        // SAFETY: an array produced by the stream, of the stream's (struct) type.
+        let data = unsafe {
+            from_ffi_and_data_type(array, DataType::Struct(self.schema.fields().clone()))
+        };
+        Some(data.and_then(|mut data| {
+            data.align_buffers();
+            let len = data.len();
+            RecordBatch::try_new_with_options(
+                Arc::clone(&self.schema),
+                StructArray::from(data).into_parts().1,
+                &RecordBatchOptions::new().with_row_count(Some(len)),
+            )
+        }))
+    }
+}
+
 /// Imports a stream of record batches from an object implementing `__arrow_c_stream__`.
-pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<ArrowArrayStreamReader> {
+pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<AlignedStreamReader> {
     if !obj.hasattr("__arrow_c_stream__")? {
         return Err(invalid_arg(format!(
             "expected Arrow data (a table, record batch reader or any object with \
@@ -138,7 +218,7 @@ pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<ArrowArrayStreamReader>
     let ptr = capsule_ptr::<FFI_ArrowArrayStream>(&cap, STREAM_NAME)?;
     // SAFETY: a valid stream per the PyCapsule protocol; `from_raw` moves it out and marks
     // the capsule's copy released.
-    unsafe { ArrowArrayStreamReader::from_raw(ptr) }.map_err(arrow_err)
+    unsafe { AlignedStreamReader::from_raw(ptr) }.map_err(arrow_err)
 }
 
 /// Exports a schema to a `pyarrow.Schema` (metadata kept).

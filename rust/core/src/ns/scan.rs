@@ -651,7 +651,9 @@ impl ScanIter {
                             .map(|n| n.data_type())
             });
             if same {
-                scanner.filter(&f.sql)?;
+                // The parsed expression, not the text: Lance's SQL dialect differs from ours
+                // (it reads "x" as a string, not as a column).
+                scanner.filter_expr(f.expr.clone());
                 pushed = true;
             }
         }

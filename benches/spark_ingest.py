@@ -1,0 +1,219 @@
+"""Spark ingest and read benchmarks (issue 4).
+
+One cached DataFrame (id, country ~50 values, event_ts, city ~100k values) partitioned by
+country and bucket(city, 16) (~800 partitions), written in one run by:
+
+- ours, clustered: ``lance_partitioned.spark.write`` (key UDF, shuffle by key, one writer per
+  partition, one commit);
+- ours, one-pass: ``clustered=False`` (no shuffle);
+- ours, Data Source API: ``df.write.format("lance-partitioned")`` (one pass);
+- Spark Parquet: ``df.write.partitionBy("country", "city_bucket").parquet`` with Spark's
+  ``pmod(hash(city), 16)`` as the bucket column;
+- Spark Parquet after ``repartition(country, city_bucket)`` (one file per partition);
+- bare ``mapInArrow(identity)`` into the ``noop`` sink: moving the Arrow batches through
+  Python and back, the physical limit of any PySpark-side writer.
+
+Reads: one partition (a country) read back with a filter, ours (manifest pruning) against
+Spark's Parquet partition discovery.
+
+    python benches/spark_ingest.py [--rows N] [--tasks N] [--write BENCHMARKS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lance_partitioned as lp
+import lance_partitioned.spark as lps
+
+SPEC = lp.PartitionSpec(
+    [
+        lp.PartitionField("country", source="country", transform=lp.Identity()),
+        lp.PartitionField("city_bucket", source=["city"], transform=lp.Bucket(16)),
+    ]
+)
+
+
+def count_files(p: Path, suffix: str) -> int:
+    return sum(1 for _ in p.rglob(f"*{suffix}"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--tasks", type=int, default=4, help="shuffle partitions / writing tasks")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--write", default=None)
+    args = ap.parse_args()
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("lance-partitioned-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(args.tasks))
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+        .config("spark.driver.memory", "6g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    lps.register(spark)
+    n = args.rows
+    df = (
+        spark.range(n, numPartitions=args.tasks)
+        .select(
+            F.col("id"),
+            F.concat(F.lit("c"), (F.abs(F.hash("id", F.lit(3))) % 50).cast("string")).alias(
+                "country"
+            ),
+            F.timestamp_seconds(F.lit(1_700_000_000) + F.col("id") % 10_000_000).alias("event_ts"),
+            F.concat(
+                F.lit("city-"), (F.abs(F.hash("id", F.lit(5))) % 100_000).cast("string")
+            ).alias("city"),
+        )
+        .cache()
+    )
+    df.count()
+    keyed = df.withColumn("city_bucket", F.expr("pmod(hash(city), 16)")).cache()
+    keyed.count()
+
+    work = Path(tempfile.mkdtemp(prefix="lp-spark-bench-"))
+    results: list[tuple[str, float, int | None]] = []
+
+    def timed(name: str, fn: Callable[[], int | None], setup: Callable[[], None]) -> None:
+        best = None
+        files = None
+        for _ in range(args.repeat):
+            setup()
+            t0 = time.perf_counter()
+            files = fn()
+            dt = time.perf_counter() - t0
+            best = dt if best is None else min(best, dt)
+        assert best is not None
+        results.append((name, best, files))
+        print(f"{name}: {n / best / 1e6:.2f} M rows/s, files {files}", flush=True)
+
+    def fresh(name: str) -> Callable[[], None]:
+        return lambda: shutil.rmtree(work / name, ignore_errors=True)
+
+    def ours(clustered: bool) -> Callable[[], int | None]:
+        def run() -> int | None:
+            return lps.write(
+                df, str(work / "ours"), spec=SPEC, clustered=clustered, num_tasks=args.tasks
+            ).files
+
+        return run
+
+    timed("ours: lps.write, clustered", ours(True), fresh("ours"))
+    timed("ours: lps.write, one-pass", ours(False), fresh("ours"))
+
+    def datasource() -> int | None:
+        df.write.format(lps.FORMAT).option("spec", lps.spec_option(SPEC, df)).mode("append").save(
+            str(work / "ours")
+        )
+        return count_files(work / "ours", ".lance") - count_files(
+            work / "ours/__manifest", ".lance"
+        )
+
+    timed("ours: df.write.format('lance-partitioned') (one-pass)", datasource, fresh("ours"))
+
+    def parquet(repartition: bool) -> Callable[[], int | None]:
+        def run() -> int | None:
+            d = keyed.repartition("country", "city_bucket") if repartition else keyed
+            d.write.partitionBy("country", "city_bucket").mode("overwrite").parquet(
+                str(work / "pq")
+            )
+            return count_files(work / "pq", ".parquet")
+
+        return run
+
+    timed("Spark: partitionBy(...).parquet", parquet(False), fresh("pq"))
+    timed("Spark: repartition(keys) + partitionBy(...).parquet", parquet(True), fresh("pq"))
+
+    def noop() -> int | None:
+        df.mapInArrow(lambda it: it, df.schema).write.format("noop").mode("overwrite").save()
+        return None
+
+    timed("bare mapInArrow(identity) -> noop (round-trip limit)", noop, lambda: None)
+
+    # Reads with a partition filter (ours left from the Data Source run; parquet from the
+    # repartitioned run).
+    lps.write(df, str(work / "ours2"), spec=SPEC, num_tasks=args.tasks)
+    reads: list[tuple[str, float, int]] = []
+
+    def read_timed(name: str, fn: Callable[[], Any]) -> None:
+        times = []
+        rows = 0
+        for _ in range(3):
+            t0 = time.perf_counter()
+            rows = fn()
+            times.append(time.perf_counter() - t0)
+        reads.append((name, min(times), rows))
+        print(f"{name}: {min(times):.2f} s ({rows} rows)", flush=True)
+
+    read_timed(
+        "ours: lps.read(...).filter(country = 'c7').count()",
+        lambda: lps.read(spark, str(work / "ours2")).filter(F.col("country") == "c7").count(),
+    )
+    read_timed(
+        "Spark: read.parquet(...).filter(country = 'c7').count()",
+        lambda: spark.read.parquet(str(work / "pq")).filter(F.col("country") == "c7").count(),
+    )
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+    by = {name: t for name, t, _ in results}
+    ours_t = by["ours: lps.write, clustered"]
+    lines = [
+        f"`python benches/spark_ingest.py --rows {n} --tasks {args.tasks}` (local[2], "
+        f"best of {args.repeat}; ratios: ours clustered vs each):",
+        "",
+        "| writer | M rows/s | files | ours (clustered) vs this |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, t, files in results:
+        ratio = (
+            "(ours)"
+            if t == ours_t and name.startswith("ours: lps.write, clustered")
+            else (f"{t / ours_t:.2f}x")
+        )
+        lines.append(
+            f"| {name} | {n / t / 1e6:.2f} | {files if files is not None else '-'} | {ratio} |"
+        )
+    lines += [
+        "",
+        "Read one partition value (country, ~16 of ~800 partitions) and count (best of 3):",
+        "",
+        "| reader | s | rows |",
+        "|---|---:|---:|",
+    ]
+    lines += [f"| {name} | {t:.2f} | {rows} |" for name, t, rows in reads]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        p = Path(args.write)
+        doc = p.read_text()
+        start, end = "<!-- spark:start -->", "<!-- spark:end -->"
+        block = f"{start}\n{text}\n{end}"
+        if start in doc:
+            doc = doc[: doc.index(start)] + block + doc[doc.index(end) + len(end) :]
+        else:
+            doc += "\n## Spark ingest and reads\n\n" + block + "\n"
+        p.write_text(doc)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""PySpark integration: distributed ingest and pruned, snapshot-consistent reads.
+
+Requires PySpark >= 4.1 (Java 17+). The workers must be able to import ``lance_partitioned``
+(install it on the cluster, or run with ``PYSPARK_PYTHON`` pointing at this environment).
+
+Write pipeline (:func:`write`), per DESIGN.md:
+
+1. an Arrow UDF computes each row's partition key in Rust, reading only the partition source
+   columns (``clustered`` mode);
+2. ``repartition`` by that key, so each partition's rows meet in one task (few files);
+3. ``mapInArrow`` routes each task's rows and writes uncommitted Lance fragments in Rust; it
+   returns one small message per task;
+4. the driver commits everything once (strong mode: one atomic manifest commit).
+
+Only the results of the final successful task attempts reach the driver, so retries,
+speculative attempts and lost executors never duplicate or lose rows; a failed job commits
+nothing. Files of attempts that were never committed are removed by
+:meth:`PartitionedNamespace.cleanup`.
+
+``clustered=False`` (one-pass) skips steps 1-2: each task writes the partitions it sees. Use it
+when the input is already clustered by the partition columns (e.g. read from a source
+partitioned the same way, or sorted by them); on unclustered input every task writes a file
+into every partition it sees (up to partitions x tasks files).
+
+``df.write.format("lance-partitioned").mode("append"|"overwrite").save(uri)`` (after
+:func:`register`) is the one-pass writer through Spark's Python Data Source API: the Data
+Source API hands each task the DataFrame's partitions as they are, so repartition first (or
+use :func:`write`) for clustered output.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from lance_partitioned import _native
+from lance_partitioned.exceptions import InvalidArgumentError
+from lance_partitioned.namespace import (
+    DistributedWrite,
+    TransactionMode,
+    WriteMode,
+    WriteResult,
+)
+from lance_partitioned.spec import PartitionSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("lance_partitioned.spark")
+
+FORMAT = "lance-partitioned"
+_KEY = "__lance_partitioned_key"
+
+
+def register(spark: SparkSession) -> None:
+    """Registers the ``lance-partitioned`` data source with ``spark`` and turns on Python
+    data source filter pushdown (``spark.sql.python.filterPushdown.enabled``), which the
+    reader's partition pruning needs."""
+    from lance_partitioned._spark_source import LancePartitionedDataSource
+
+    spark.dataSource.register(LancePartitionedDataSource)
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+
+
+_HASHERS: dict[tuple[str, int], _native.KeyHasher] = {}
+
+
+def _hasher(root: str, version: int) -> _native.KeyHasher:
+    """The key hasher of one write, built once per worker process."""
+    h = _HASHERS.get((root, version))
+    if h is None:
+        h = _native.KeyHasher(root, version)
+        _HASHERS.clear()
+        _HASHERS[(root, version)] = h
+    return h
+
+
+def _key_function(root: str, version: int) -> Any:
+    """The Arrow UDF body: partition keys from a struct of the source columns."""
+
+    def partition_key(sources: pa.Array) -> pa.Array:  # type: ignore[type-arg]
+        batch = pa.RecordBatch.from_struct_array(sources)  # type: ignore[arg-type]
+        return _hasher(root, version).hash(batch)
+
+    return partition_key
+
+
+class _Stage:
+    """The ``mapInArrow`` body of the write pass (picklable)."""
+
+    def __init__(self, dw: DistributedWrite, max_rows_per_file: int, after: Any = None) -> None:
+        self.dw = dw
+        self.max_rows_per_file = max_rows_per_file
+        self.after = after
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from lance_partitioned._spark_source import stage_batches
+
+        rows = 0
+
+        def counted() -> Iterator[pa.RecordBatch]:
+            nonlocal rows
+            for b in batches:
+                rows += b.num_rows
+                yield b
+
+        msg = stage_batches(self.dw, counted(), self.max_rows_per_file)
+        if self.after is not None:
+            self.after(msg)
+        if msg is not None:
+            yield pa.record_batch(
+                {"message": pa.array([msg], pa.binary()), "rows": pa.array([rows], pa.int64())}
+            )
+
+
+def write(
+    df: DataFrame,
+    uri: str,
+    mode: WriteMode = "append",
+    spec: PartitionSpec | None = None,
+    *,
+    clustered: bool = True,
+    num_tasks: int | None = None,
+    max_rows_per_file: int = 1 << 20,
+    transaction_mode: TransactionMode | None = None,
+    properties: dict[str, str] | None = None,
+    _after_stage: Any = None,
+) -> WriteResult:
+    """Writes ``df`` into the partitioned namespace at ``uri`` and returns what was
+    committed. Creates the namespace from ``df.schema`` when it does not exist (``spec`` is
+    then required; timestamps are stored in UTC).
+
+    ``mode``: ``"append"``, ``"overwrite"`` (replace exactly the partitions the input
+    touches) or ``"overwrite_all"``. ``clustered`` (default): shuffle by partition key into
+    ``num_tasks`` tasks (default ``spark.sql.shuffle.partitions``) so each partition is
+    written by one task; ``clustered=False``: one pass, no shuffle (see the module docs).
+    ``max_rows_per_file`` splits large partitions into several files within a task.
+
+    Values are cast to the namespace schema before partitioning, so where a row lands never
+    depends on Spark's session time zone or string types.
+    """
+    from pyspark.sql.functions import struct
+    from pyspark.sql.pandas.functions import arrow_udf
+
+    from lance_partitioned._spark_source import ensure_namespace
+
+    if mode not in ("append", "overwrite", "overwrite_all"):
+        raise InvalidArgumentError(
+            f"mode must be 'append', 'overwrite' or 'overwrite_all', not {mode!r}"
+        )
+    if num_tasks is not None and num_tasks < 1:
+        raise InvalidArgumentError("num_tasks must be positive")
+    if max_rows_per_file < 1:
+        raise InvalidArgumentError("max_rows_per_file must be positive")
+    t0 = time.perf_counter()
+    ns = ensure_namespace(uri, df.schema, spec, properties)
+    dw = ns.distributed_write(mode, transaction_mode=transaction_mode)
+    log.info("lance-partitioned: writing to %s (%s, clustered=%s)", ns.root, dw, clustered)
+    out = df
+    if clustered:
+        sources = [c for c in dw.key_hasher().source_columns if c in df.columns]
+        if sources:
+            key = arrow_udf(_key_function(dw.root, dw.manifest_version), "int")  # type: ignore[call-overload]
+            n = num_tasks or int(
+                df.sparkSession.conf.get("spark.sql.shuffle.partitions", "200") or "200"
+            )
+            out = df.withColumn(_KEY, key(struct(*[df[c] for c in sources])))
+            out = out.repartition(n, _KEY).drop(_KEY)
+    elif num_tasks is not None:
+        out = df.repartition(num_tasks)
+    stage = _Stage(dw, max_rows_per_file, _after_stage)
+    t1 = time.perf_counter()
+    rows = out.mapInArrow(stage, "message binary, rows long").collect()
+    t2 = time.perf_counter()
+    log.info(
+        "lance-partitioned: staged %d rows in %d tasks in %.1f s",
+        sum(r["rows"] for r in rows),
+        len(rows),
+        t2 - t1,
+    )
+    result = dw.commit([r["message"] for r in rows])
+    t3 = time.perf_counter()
+    log.info(
+        "lance-partitioned: committed manifest version %d in %.1f s: %d rows, %d partitions "
+        "(%d new), %d files, %.1f MB; total %.1f s",
+        result.manifest_version,
+        t3 - t2,
+        result.rows,
+        result.partitions,
+        result.created,
+        result.files,
+        result.bytes / 1e6,
+        t3 - t0,
+    )
+    return result
+
+
+def read(
+    spark: SparkSession,
+    uri: str,
+    filter: str | None = None,
+    *,
+    as_of: int | None = None,
+) -> DataFrame:
+    """Reads the namespace at ``uri`` as a DataFrame: one Spark partition per leaf table, all
+    leaves at the read versions of one manifest version (the latest, or ``as_of``).
+
+    ``filter`` is SQL in the dialect of :meth:`PartitionedNamespace.scan` (DataFusion): it
+    prunes leaves through the manifest on every transform (ranges on timestamps included)
+    and is applied to the rows in Rust. Filters on the returned DataFrame are pushed down by
+    Spark as well (see the README for which ones prune).
+    """
+    register(spark)
+    reader = spark.read.format(FORMAT)
+    if as_of is not None:
+        reader = reader.option("as_of", str(as_of))
+    if filter:
+        reader = reader.option("filter", filter)
+    return reader.load(uri)
+
+
+def spec_option(spec: PartitionSpec, df: DataFrame) -> str:
+    """The ``spec`` option that lets ``df.write.format("lance-partitioned")`` create the
+    namespace from ``df``'s schema."""
+    from lance_partitioned._spark_source import spec_option as _spec_option
+
+    return _spec_option(spec, df.schema)
+
+
+__all__ = ["FORMAT", "read", "register", "spec_option", "write"]

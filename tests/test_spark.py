@@ -1,0 +1,197 @@
+"""PySpark: distributed ingest (clustered, one-pass, the Data Source API) and pruned,
+snapshot-consistent reads, with task retries and failed jobs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark import TaskContext, cloudpickle
+from pyspark.sql import functions as F
+
+import lance_partitioned as lp
+import lance_partitioned.spark as lps
+
+pytestmark = pytest.mark.spark
+
+# Hooks below run inside Spark tasks: ship this module by value (workers cannot import tests).
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+SPEC = lp.PartitionSpec(
+    [
+        lp.PartitionField("year", source="event_ts", transform=lp.Year()),
+        lp.PartitionField("country", source="country", transform=lp.Identity()),
+    ]
+)
+
+
+def events(spark: Any, n: int, start: int = 0) -> Any:
+    """n synthetic events: ids start..start+n, 4 countries (and NULL), 3 years."""
+    return spark.range(start, start + n).select(
+        F.col("id"),
+        F.when(F.col("id") % 5 == 4, F.lit(None))
+        .otherwise(
+            F.element_at(
+                F.array(*[F.lit(c) for c in ["US", "FR", "DE", "JP"]]),
+                (F.col("id") % 4 + 1).cast("int"),
+            )
+        )
+        .alias("country"),
+        (
+            F.lit(dt.datetime(2023, 6, 1, tzinfo=dt.timezone.utc))
+            + F.make_interval(days=(F.col("id") % 3 * 366).cast("int"))
+        ).alias("event_ts"),
+        (F.col("id") % 1000 / 100).cast("decimal(10,2)").alias("amount"),
+        F.concat(F.lit("payload-"), F.col("id").cast("string")).alias("payload"),
+    )
+
+
+def ids_of(ns: lp.PartitionedNamespace) -> list[int]:
+    return sorted(ns.to_table(columns=["id"])["id"].to_pylist())
+
+
+def test_clustered_write_lands_every_row_in_its_partition(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "ns")
+    res = lps.write(events(spark, 5000), uri, spec=SPEC, num_tasks=3)
+    assert res.rows == 5000
+    ns = lp.PartitionedNamespace.open(uri)
+    assert ids_of(ns) == list(range(5000))
+    parts = ns.partitions()
+    assert parts.num_rows == 3 * 5 == res.partitions  # 3 years x (4 countries + NULL)
+    # Clustered: every partition written by exactly one task, in one file.
+    assert res.files == res.partitions
+    t = ns.to_table(columns=["id", "country", "event_ts", "amount"])
+    for r in t.to_pylist()[:500]:
+        i = r["id"]
+        assert r["country"] == (None if i % 5 == 4 else ["US", "FR", "DE", "JP"][i % 4])
+        assert r["event_ts"].year == 2023 + (i % 3)
+        assert r["amount"] == Decimal(i % 1000) / 100
+    # Partition values match the rows in them.
+    for leaf in parts.to_pylist():
+        snap_rows = ns.to_table(
+            filter=f"country = '{leaf['country']}'" if leaf["country"] else "country IS NULL",
+            columns=["event_ts"],
+        )
+        assert leaf["year"] in {ts.year for ts in snap_rows["event_ts"].to_pylist()}
+    assert ns.schema.field("event_ts").type == pa.timestamp("us", tz="UTC")
+
+
+def test_one_pass_and_data_source_writes(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "ns")
+    df = events(spark, 2000)
+    lps.write(df, uri, spec=SPEC, clustered=False)
+    df2 = events(spark, 1000, start=10_000)
+    df2.write.format(lps.FORMAT).mode("append").save(uri)
+    ns = lp.PartitionedNamespace.open(uri)
+    assert ids_of(ns) == [*range(2000), *range(10_000, 11_000)]
+    # Data Source overwrite = dynamic partition overwrite: only US rows are replaced.
+    us = events(spark, 400, start=20_000).filter("country = 'US'")
+    us.write.format(lps.FORMAT).mode("overwrite").save(uri)
+    ns.refresh()
+    got = ns.to_table(filter="country = 'US'", columns=["id"])["id"].to_pylist()
+    assert sorted(got) == sorted(r["id"] for r in us.collect())
+    assert ns.to_table(filter="country = 'FR'", columns=["id"]).num_rows == 600
+    # A new namespace through the Data Source API, created from the DataFrame's schema.
+    uri2 = str(tmp_path / "ns2")
+    df.write.format(lps.FORMAT).option("spec", lps.spec_option(SPEC, df)).mode("append").save(uri2)
+    assert ids_of(lp.PartitionedNamespace.open(uri2)) == list(range(2000))
+
+
+def _fail_first_attempt(msg: bytes | None) -> None:
+    ctx = TaskContext.get()
+    if ctx is not None and ctx.partitionId() == 0 and ctx.attemptNumber() == 0:
+        raise RuntimeError("injected failure after the fragments were written")
+
+
+def _fail_partition_1(msg: bytes | None) -> None:
+    ctx = TaskContext.get()
+    if ctx is not None and ctx.partitionId() == 1:
+        raise RuntimeError("injected job failure")
+
+
+def test_task_retry_never_duplicates_rows(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "ns")
+    lps.write(events(spark, 100), uri, spec=SPEC)
+    res = lps.write(
+        events(spark, 3000, start=1000), uri, num_tasks=2, _after_stage=_fail_first_attempt
+    )
+    assert res.rows == 3000
+    ns = lp.PartitionedNamespace.open(uri)
+    assert ids_of(ns) == [*range(100), *range(1000, 4000)]
+    # The failed attempt's fragments were never committed; cleanup removes them.
+    found = ns.cleanup(older_than=dt.timedelta(0), dry_run=True)
+    assert found.stale_files or found.orphans
+    ns.cleanup(older_than=dt.timedelta(0))
+    assert ids_of(ns) == [*range(100), *range(1000, 4000)]
+
+
+def test_failed_job_leaves_namespace_unchanged(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "ns")
+    lps.write(events(spark, 100), uri, spec=SPEC)
+    ns = lp.PartitionedNamespace.open(uri)
+    before = ns.version
+    with pytest.raises(Exception, match="injected job failure"):
+        lps.write(events(spark, 3000, start=1000), uri, num_tasks=2, _after_stage=_fail_partition_1)
+    assert ns.refresh() is False
+    assert ns.version == before
+    assert ids_of(ns) == list(range(100))
+    done = ns.cleanup(older_than=dt.timedelta(0))
+    assert done.files > 0
+    lps.write(events(spark, 10, start=500), uri)
+    ns.refresh()
+    assert ids_of(ns) == [*range(100), *range(500, 510)]
+
+
+def test_partition_never_depends_on_session_time_zone(spark: Any, tmp_path: Path) -> None:
+    spec = lp.PartitionSpec([lp.PartitionField("h", source="event_ts", transform=lp.Hour())])
+    results = []
+    for tz in ["UTC", "America/Los_Angeles"]:
+        spark.conf.set("spark.sql.session.timeZone", tz)
+        try:
+            # 2023-11-14 22:13:20 UTC onwards, every 10 minutes: hours 22, 23, 0, 1 in UTC.
+            df = spark.range(0, 20).select(
+                F.col("id"),
+                F.timestamp_seconds(F.lit(1_700_000_000) + F.col("id") * 600).alias("event_ts"),
+            )
+            uri = str(tmp_path / tz.replace("/", "_"))
+            lps.write(df, uri, spec=spec)
+        finally:
+            spark.conf.set("spark.sql.session.timeZone", "UTC")
+        ns = lp.PartitionedNamespace.open(uri)
+        t = ns.partitions().select(["h", "rows"]).sort_by("h")
+        results.append(t.to_pylist())
+    assert results[0] == results[1]
+    assert [r["h"] for r in results[0]] == [0, 1, 22, 23]
+    assert [r["rows"] for r in results[0]] == [6, 3, 5, 6]
+
+
+def test_read_prunes_through_the_manifest_and_matches_spark(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "ns")
+    lps.write(events(spark, 3000), uri, spec=SPEC)
+    ns = lp.PartitionedNamespace.open(uri)
+    total_leaves = ns.partitions().num_rows
+    us_leaves = ns.partitions("country = 'US'").num_rows
+    assert 0 < us_leaves < total_leaves
+    pruned = lps.read(spark, uri).filter(F.col("country") == "US")
+    assert pruned.rdd.getNumPartitions() == us_leaves  # one Spark partition per leaf read
+    everything = lps.read(spark, uri)
+    assert everything.rdd.getNumPartitions() == total_leaves
+    want = sorted(r["id"] for r in everything.collect() if r["country"] == "US")
+    assert sorted(r["id"] for r in pruned.select("id").collect()) == want
+    # A filter helper with SQL, and IN / comparison pushdown.
+    got = lps.read(spark, uri, "country IN ('FR', 'DE') AND id < 100").select("id").collect()
+    assert sorted(r["id"] for r in got) == [i for i in range(100) if i % 5 != 4 and i % 4 in (1, 2)]
+    # Snapshot reads: as_of the version before an append sees none of it.
+    v = ns.version
+    lps.write(events(spark, 50, start=9000), uri)
+    assert lps.read(spark, uri, as_of=v).count() == 3000
+    assert lps.read(spark, uri).count() == 3050
+    # Types round-trip into Spark.
+    row = lps.read(spark, uri, "id = 7").collect()[0]
+    assert row["amount"] == Decimal("0.07")
+    assert row["payload"] == "payload-7"
