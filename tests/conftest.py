@@ -4,6 +4,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import os
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,8 +22,20 @@ def spark() -> Iterator[Any]:
 
     import lance_partitioned.spark as lps
 
-    session = (
-        SparkSession.builder.master("local[2,3]")
+    # Launching the JVM forks (and immediately execs); pylance, when imported by other tests,
+    # warns on every fork. Harmless here: nothing of lance runs in the child.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="lance is not fork-safe")
+        session = _start(SparkSession)
+    session.sparkContext.setLogLevel("ERROR")
+    lps.register(session)
+    yield session
+    session.stop()
+
+
+def _start(spark_session: Any) -> Any:
+    return (
+        spark_session.builder.master("local[2,3]")
         .appName("lance-partitioned-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -31,7 +44,3 @@ def spark() -> Iterator[Any]:
         .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
         .getOrCreate()
     )
-    session.sparkContext.setLogLevel("ERROR")
-    lps.register(session)
-    yield session
-    session.stop()
