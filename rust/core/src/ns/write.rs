@@ -302,6 +302,12 @@ async fn flush(
     mut batches: Vec<RecordBatch>,
     schemas: Schemas,
 ) -> Result<()> {
+    // Routing leaves a partition many small slices (one per input batch); Lance pays a
+    // fixed cost per batch it encodes, so hand it one contiguous batch.
+    if batches.len() > 1 {
+        let one = concat_batches(&batches[0].schema(), &batches)?;
+        batches = vec![one];
+    }
     let (fragments, schema) = match &target {
         Target::New { location, .. } => {
             let uri = join_uri(&root, location);
