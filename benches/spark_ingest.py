@@ -109,15 +109,17 @@ def main() -> None:
     def fresh(name: str) -> Callable[[], None]:
         return lambda: shutil.rmtree(work / name, ignore_errors=True)
 
-    def ours(clustered: bool) -> Callable[[], int | None]:
+    def ours(clustered: bool, key: str = "exact") -> Callable[[], int | None]:
         def run() -> int | None:
+            tasks = {"num_tasks": args.tasks} if clustered else {}
             return lps.write(
-                df, str(work / "ours"), spec=SPEC, clustered=clustered, num_tasks=args.tasks
+                df, str(work / "ours"), spec=SPEC, clustered=clustered, key=key, **tasks
             ).files
 
         return run
 
     timed("ours: lps.write, clustered", ours(True), fresh("ours"))
+    timed("ours: lps.write, clustered, key='identity'", ours(True, "identity"), fresh("ours"))
     timed("ours: lps.write, one-pass", ours(False), fresh("ours"))
 
     def datasource() -> int | None:

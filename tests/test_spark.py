@@ -195,3 +195,36 @@ def test_read_prunes_through_the_manifest_and_matches_spark(spark: Any, tmp_path
     row = lps.read(spark, uri, "id = 7").collect()[0]
     assert row["amount"] == Decimal("0.07")
     assert row["payload"] == "payload-7"
+
+
+def test_identity_key_clusters_without_a_python_pass(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "ns")
+    spec = lp.PartitionSpec(
+        [
+            lp.PartitionField("country", source="country", transform=lp.Identity()),
+            lp.PartitionField("b", source=["payload"], transform=lp.Bucket(4)),
+        ]
+    )
+    res = lps.write(events(spark, 4000), uri, spec=spec, key="identity", num_tasks=3)
+    assert res.files == res.partitions == 5 * 4  # each partition still written by one task
+    assert ids_of(lp.PartitionedNamespace.open(uri)) == list(range(4000))
+    with pytest.raises(lp.InvalidArgumentError, match="num_tasks"):
+        lps.write(events(spark, 10), uri, clustered=False, num_tasks=2)
+    with pytest.raises(lp.InvalidArgumentError, match="key"):
+        lps.write(events(spark, 10), uri, key="random")  # type: ignore[arg-type]
+
+
+def test_large_string_batches_land_like_plain_ones(spark: Any, tmp_path: Path) -> None:
+    spark.conf.set("spark.sql.execution.arrow.useLargeVarTypes", "true")
+    try:
+        lps.write(events(spark, 1000), str(tmp_path / "large"), spec=SPEC)
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.useLargeVarTypes")
+    lps.write(events(spark, 1000), str(tmp_path / "plain"), spec=SPEC)
+    large = lp.PartitionedNamespace.open(str(tmp_path / "large"))
+    plain = lp.PartitionedNamespace.open(str(tmp_path / "plain"))
+    assert large.schema.field("country").type == pa.string()
+    keys = ["year", "country", "rows"]
+    assert large.partitions().select(keys).sort_by(
+        [("year", "ascending"), ("country", "ascending")]
+    ) == plain.partitions().select(keys).sort_by([("year", "ascending"), ("country", "ascending")])

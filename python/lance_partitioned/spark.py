@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
@@ -41,6 +41,7 @@ from lance_partitioned import _native
 from lance_partitioned.exceptions import InvalidArgumentError
 from lance_partitioned.namespace import (
     DistributedWrite,
+    PartitionedNamespace,
     TransactionMode,
     WriteMode,
     WriteResult,
@@ -117,6 +118,23 @@ class _Stage:
             )
 
 
+def _identity_sources(ns: PartitionedNamespace) -> list[str]:
+    """Source columns of the current spec's identity fields."""
+    names = {
+        int(f.metadata[b"lance:field_id"]): f.name
+        for f in ns.schema
+        if f.metadata and b"lance:field_id" in f.metadata
+    }
+    out = []
+    specs = ns.specs
+    for f in specs[max(specs)]["fields"]:
+        if (f.get("transform") or {}).get("type") == "identity" and len(f["source_ids"]) == 1:
+            name = names.get(f["source_ids"][0])
+            if name is not None and name not in out:
+                out.append(name)
+    return out
+
+
 def write(
     df: DataFrame,
     uri: str,
@@ -124,6 +142,7 @@ def write(
     spec: PartitionSpec | None = None,
     *,
     clustered: bool = True,
+    key: Literal["exact", "identity"] = "exact",
     num_tasks: int | None = None,
     max_rows_per_file: int = 1 << 20,
     transaction_mode: TransactionMode | None = None,
@@ -140,6 +159,14 @@ def write(
     written by one task; ``clustered=False``: one pass, no shuffle (see the module docs).
     ``max_rows_per_file`` splits large partitions into several files within a task.
 
+    ``key`` (clustered writes): ``"exact"`` shuffles by a hash of every partition value,
+    computed in Rust by an Arrow UDF over the partition source columns (one extra pass of
+    those columns through Python). ``"identity"`` shuffles by the source columns of the
+    spec's identity fields alone, a coarser key Spark computes itself (no Python pass): each
+    partition still meets in one task, but tasks only balance as well as those columns'
+    values do, so use it when they have many more distinct values than ``num_tasks`` (a
+    spec without identity fields falls back to ``"exact"``).
+
     Values are cast to the namespace schema before partitioning, so where a row lands never
     depends on Spark's session time zone or string types.
     """
@@ -154,6 +181,12 @@ def write(
         )
     if num_tasks is not None and num_tasks < 1:
         raise InvalidArgumentError("num_tasks must be positive")
+    if num_tasks is not None and not clustered:
+        raise InvalidArgumentError(
+            "num_tasks applies to clustered writes (one-pass never shuffles)"
+        )
+    if key not in ("exact", "identity"):
+        raise InvalidArgumentError(f"key must be 'exact' or 'identity', not {key!r}")
     if max_rows_per_file < 1:
         raise InvalidArgumentError("max_rows_per_file must be positive")
     t0 = time.perf_counter()
@@ -162,16 +195,18 @@ def write(
     log.info("lance-partitioned: writing to %s (%s, clustered=%s)", ns.root, dw, clustered)
     out = df
     if clustered:
+        n = num_tasks or int(
+            df.sparkSession.conf.get("spark.sql.shuffle.partitions", "200") or "200"
+        )
+        identity = _identity_sources(ns) if key == "identity" else []
+        identity = [c for c in identity if c in df.columns]
         sources = [c for c in dw.key_hasher().source_columns if c in df.columns]
-        if sources:
-            key = arrow_udf(_key_function(dw.root, dw.manifest_version), "int")  # type: ignore[call-overload]
-            n = num_tasks or int(
-                df.sparkSession.conf.get("spark.sql.shuffle.partitions", "200") or "200"
-            )
-            out = df.withColumn(_KEY, key(struct(*[df[c] for c in sources])))
+        if identity:
+            out = df.repartition(n, *[df[c] for c in identity])
+        elif sources:
+            udf = arrow_udf(_key_function(dw.root, dw.manifest_version), "int")  # type: ignore[call-overload]
+            out = df.withColumn(_KEY, udf(struct(*[df[c] for c in sources])))
             out = out.repartition(n, _KEY).drop(_KEY)
-    elif num_tasks is not None:
-        out = df.repartition(num_tasks)
     stage = _Stage(dw, max_rows_per_file, _after_stage)
     t1 = time.perf_counter()
     rows = out.mapInArrow(stage, "message binary, rows long").collect()
