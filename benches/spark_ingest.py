@@ -119,7 +119,7 @@ def main() -> None:
         return run
 
     timed("ours: lps.write, clustered", ours(True), fresh("ours"))
-    timed("ours: lps.write, clustered, key='identity'", ours(True, "identity"), fresh("ours"))
+    timed("ours: lps.write, clustered, key='native'", ours(True, "native"), fresh("ours"))
     timed("ours: lps.write, one-pass", ours(False), fresh("ours"))
 
     def datasource() -> int | None:

@@ -235,3 +235,20 @@ def test_unaligned_input_buffers_are_accepted(tmp_path: Path) -> None:
     ns.refresh()
     t = ns.to_table().sort_by("id")
     assert t["amount"].to_pylist() == amounts.to_pylist()
+
+
+def test_empty_string_and_null_partitions_stay_apart(tmp_path: Path) -> None:
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("tag", pa.string())])
+    spec = lp.PartitionSpec([lp.PartitionField("tag", source="tag", transform=lp.Identity())])
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema, spec)
+    t = pa.table({"id": pa.array(range(6), pa.int64()), "tag": ["", None, "a", "", None, "a"]})
+    dw = ns.distributed_write()
+    dw.commit([dw.stage(t.slice(0, 3)), dw.stage(t.slice(3))])
+    ns.refresh()
+    parts = ns.partitions()
+    assert sorted(parts["tag"].to_pylist(), key=str) == sorted(["", None, "a"], key=str)
+    assert parts["rows"].to_pylist() == [2, 2, 2]
+    assert len(set(parts["location"].to_pylist())) == 3
+    empty = ns.to_table(filter="tag = ''", columns=["id"])["id"].to_pylist()
+    null = ns.to_table(filter="tag IS NULL", columns=["id"])["id"].to_pylist()
+    assert (sorted(empty), sorted(null)) == ([0, 3], [1, 4])

@@ -159,7 +159,9 @@ def test_partition_never_depends_on_session_time_zone(spark: Any, tmp_path: Path
                 F.timestamp_seconds(F.lit(1_700_000_000) + F.col("id") * 600).alias("event_ts"),
             )
             uri = str(tmp_path / tz.replace("/", "_"))
-            lps.write(df, uri, spec=spec)
+            res = lps.write(df, uri, spec=spec, num_tasks=3)
+            # The key Spark computes (hour of day in UTC) keeps each partition in one task.
+            assert res.files == res.partitions
         finally:
             spark.conf.set("spark.sql.session.timeZone", "UTC")
         ns = lp.PartitionedNamespace.open(uri)
@@ -197,7 +199,7 @@ def test_read_prunes_through_the_manifest_and_matches_spark(spark: Any, tmp_path
     assert row["payload"] == "payload-7"
 
 
-def test_identity_key_clusters_without_a_python_pass(spark: Any, tmp_path: Path) -> None:
+def test_native_key_clusters_without_a_python_pass(spark: Any, tmp_path: Path) -> None:
     uri = str(tmp_path / "ns")
     spec = lp.PartitionSpec(
         [
@@ -205,9 +207,16 @@ def test_identity_key_clusters_without_a_python_pass(spark: Any, tmp_path: Path)
             lp.PartitionField("b", source=["payload"], transform=lp.Bucket(4)),
         ]
     )
-    res = lps.write(events(spark, 4000), uri, spec=spec, key="identity", num_tasks=3)
+    res = lps.write(events(spark, 4000), uri, spec=spec, key="native", num_tasks=3)
     assert res.files == res.partitions == 5 * 4  # each partition still written by one task
     assert ids_of(lp.PartitionedNamespace.open(uri)) == list(range(4000))
+    # The exact key of a bucket-only spec goes through the Rust Arrow UDF.
+    only_bucket = lp.PartitionSpec(
+        [lp.PartitionField("b", source=["payload"], transform=lp.Bucket(7))]
+    )
+    res = lps.write(events(spark, 3000), str(tmp_path / "b"), spec=only_bucket, num_tasks=3)
+    assert res.files == res.partitions == 7
+    assert ids_of(lp.PartitionedNamespace.open(str(tmp_path / "b"))) == list(range(3000))
     with pytest.raises(lp.InvalidArgumentError, match="num_tasks"):
         lps.write(events(spark, 10), uri, clustered=False, num_tasks=2)
     with pytest.raises(lp.InvalidArgumentError, match="key"):

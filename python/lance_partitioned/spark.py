@@ -118,21 +118,58 @@ class _Stage:
             )
 
 
-def _identity_sources(ns: PartitionedNamespace) -> list[str]:
-    """Source columns of the current spec's identity fields."""
+def _native_key_columns(ns: PartitionedNamespace, df: DataFrame) -> tuple[list[Any], bool]:
+    """Spark expressions for the current spec's partition fields that Spark can compute
+    exactly itself, and whether that covers every field.
+
+    Identity fields are their source column; year/month/day/hour of a DATE, or of a TIMESTAMP
+    (an instant, evaluated in UTC from ``unix_micros``, so the session time zone plays no
+    part), are computed with date functions. Other transforms (bucket, truncate, expressions)
+    are not: a key without them is coarser, which still keeps every partition in one task.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DateType, TimestampType
+
     names = {
         int(f.metadata[b"lance:field_id"]): f.name
         for f in ns.schema
         if f.metadata and b"lance:field_id" in f.metadata
     }
-    out = []
+    spark_types = {f.name: f.dataType for f in df.schema.fields}
     specs = ns.specs
+    cols: list[Any] = []
+    complete = True
     for f in specs[max(specs)]["fields"]:
-        if (f.get("transform") or {}).get("type") == "identity" and len(f["source_ids"]) == 1:
-            name = names.get(f["source_ids"][0])
-            if name is not None and name not in out:
-                out.append(name)
-    return out
+        kind = (f.get("transform") or {}).get("type")
+        src = names.get(f["source_ids"][0]) if len(f["source_ids"]) == 1 else None
+        st = spark_types.get(src) if src is not None else None
+        ns_type = ns.schema.field(src).type if src is not None else None
+        col = None
+        if kind == "identity" and st is not None:
+            col = F.col(f"`{src}`")
+        elif kind in ("year", "month", "day", "hour") and st is not None and ns_type is not None:
+            date = None
+            if isinstance(st, DateType) and pa.types.is_date(ns_type) and kind != "hour":
+                date = F.col(f"`{src}`")
+            elif (
+                isinstance(st, TimestampType)
+                and pa.types.is_timestamp(ns_type)
+                and getattr(ns_type, "tz", None) in ("UTC", "Etc/UTC", "+00:00", "Z")
+            ):
+                micros = F.unix_micros(F.col(f"`{src}`"))
+                day_us = F.lit(86_400_000_000)
+                if kind == "hour":
+                    col = F.floor(F.pmod(micros, day_us) / 3_600_000_000)
+                else:
+                    days = ((micros - F.pmod(micros, day_us)) / day_us).cast("int")
+                    date = F.date_from_unix_date(days)
+            if date is not None:
+                col = {"year": F.year, "month": F.month, "day": F.dayofmonth}[kind](date)
+        if col is None:
+            complete = False
+        else:
+            cols.append(col)
+    return cols, complete
 
 
 def write(
@@ -142,7 +179,7 @@ def write(
     spec: PartitionSpec | None = None,
     *,
     clustered: bool = True,
-    key: Literal["exact", "identity"] = "exact",
+    key: Literal["exact", "native"] = "exact",
     num_tasks: int | None = None,
     max_rows_per_file: int = 1 << 20,
     transaction_mode: TransactionMode | None = None,
@@ -159,13 +196,15 @@ def write(
     written by one task; ``clustered=False``: one pass, no shuffle (see the module docs).
     ``max_rows_per_file`` splits large partitions into several files within a task.
 
-    ``key`` (clustered writes): ``"exact"`` shuffles by a hash of every partition value,
-    computed in Rust by an Arrow UDF over the partition source columns (one extra pass of
-    those columns through Python). ``"identity"`` shuffles by the source columns of the
-    spec's identity fields alone, a coarser key Spark computes itself (no Python pass): each
-    partition still meets in one task, but tasks only balance as well as those columns'
-    values do, so use it when they have many more distinct values than ``num_tasks`` (a
-    spec without identity fields falls back to ``"exact"``).
+    ``key`` (clustered writes): ``"exact"`` shuffles by the exact partition key: Spark
+    computes it itself when every partition field allows (identity, and year/month/day/hour
+    of a DATE or of a UTC TIMESTAMP, evaluated in UTC), otherwise a Rust Arrow UDF over the
+    partition source columns does (one extra pass of those columns through Python).
+    ``"native"`` shuffles by the fields Spark computes itself and ignores the others (e.g.
+    bucket): a coarser key with no Python pass; each partition still meets in one task, but
+    tasks only balance as well as those fields' values do, so use it when they have many
+    more distinct values than ``num_tasks`` (a spec with no such field falls back to
+    ``"exact"``).
 
     Values are cast to the namespace schema before partitioning, so where a row lands never
     depends on Spark's session time zone or string types.
@@ -185,8 +224,8 @@ def write(
         raise InvalidArgumentError(
             "num_tasks applies to clustered writes (one-pass never shuffles)"
         )
-    if key not in ("exact", "identity"):
-        raise InvalidArgumentError(f"key must be 'exact' or 'identity', not {key!r}")
+    if key not in ("exact", "native"):
+        raise InvalidArgumentError(f"key must be 'exact' or 'native', not {key!r}")
     if max_rows_per_file < 1:
         raise InvalidArgumentError("max_rows_per_file must be positive")
     t0 = time.perf_counter()
@@ -198,15 +237,16 @@ def write(
         n = num_tasks or int(
             df.sparkSession.conf.get("spark.sql.shuffle.partitions", "200") or "200"
         )
-        identity = _identity_sources(ns) if key == "identity" else []
-        identity = [c for c in identity if c in df.columns]
+        native, complete = _native_key_columns(ns, df)
         sources = [c for c in dw.key_hasher().source_columns if c in df.columns]
-        if identity:
-            out = df.repartition(n, *[df[c] for c in identity])
+        if native and (complete or key == "native"):
+            out = df.repartition(n, *native)
+            log.info("lance-partitioned: clustering by a Spark-native key (exact: %s)", complete)
         elif sources:
             udf = arrow_udf(_key_function(dw.root, dw.manifest_version), "int")  # type: ignore[call-overload]
             out = df.withColumn(_KEY, udf(struct(*[df[c] for c in sources])))
             out = out.repartition(n, _KEY).drop(_KEY)
+            log.info("lance-partitioned: clustering by the exact key (Rust Arrow UDF)")
     stage = _Stage(dw, max_rows_per_file, _after_stage)
     t1 = time.perf_counter()
     rows = out.mapInArrow(stage, "message binary, rows long").collect()

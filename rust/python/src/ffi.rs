@@ -172,7 +172,9 @@ fn last_error(stream: &mut FFI_ArrowArrayStream) -> String {
         return "stream error".into();
     }
     // SAFETY: a NUL-terminated string per the C stream interface.
-    unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(ptr) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 impl Iterator for AlignedStreamReader {
@@ -184,7 +186,9 @@ impl Iterator for AlignedStreamReader {
         // SAFETY: the stream is live and owned here.
         let code = unsafe { get_next(&mut self.stream, &mut array) };
         if code != 0 {
-            return Some(Err(ArrowError::CDataInterface(last_error(&mut self.stream))));
+            return Some(Err(ArrowError::CDataInterface(last_error(
+                &mut self.stream,
+            ))));
         }
         if array.is_released() {
             return None;

@@ -41,7 +41,9 @@ const FORMAT: u32 = 1;
 /// What one task wrote for one partition.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StagedPart {
-    /// Partition values, serialised per the partition value serialization spec (None: NULL).
+    /// Partition values, serialised per the partition value serialization spec; None is NULL
+    /// and an empty string is `Some("")` (unlike the spec's string form, which maps both to
+    /// absent).
     pub key: Vec<Option<String>>,
     /// Existing leaf: its object id; None for a new partition.
     pub object_id: Option<String>,
@@ -202,10 +204,17 @@ pub fn stage(
             }
         }
         let rewrite = opts.mode != Mode::Append || p.shared.rewrite.get().copied().unwrap_or(false);
+        // NULL is None; every other value is Some (the string form alone maps '' to None).
         let key = p
             .key
             .iter()
-            .map(values::to_string)
+            .map(|v| {
+                Ok(if v.is_null() {
+                    None
+                } else {
+                    Some(values::to_string(v)?.unwrap_or_default())
+                })
+            })
             .collect::<Result<Vec<_>>>()?;
         let (object_id, location, path, base) = match p.target {
             Target::Existing {
