@@ -4,6 +4,8 @@ snapshot-consistent reads, with task retries and failed jobs."""
 from __future__ import annotations
 
 import datetime as dt
+import os
+import signal
 import sys
 from decimal import Decimal
 from pathlib import Path
@@ -108,6 +110,12 @@ def _fail_first_attempt(msg: bytes | None) -> None:
         raise RuntimeError("injected failure after the fragments were written")
 
 
+def _kill_first_attempt(msg: bytes | None) -> None:
+    ctx = TaskContext.get()
+    if ctx is not None and ctx.partitionId() == 1 and ctx.attemptNumber() == 0:
+        os.kill(os.getpid(), signal.SIGKILL)  # the Python worker dies mid-task
+
+
 def _fail_partition_1(msg: bytes | None) -> None:
     ctx = TaskContext.get()
     if ctx is not None and ctx.partitionId() == 1:
@@ -128,6 +136,20 @@ def test_task_retry_never_duplicates_rows(spark: Any, tmp_path: Path) -> None:
     assert found.stale_files or found.orphans
     ns.cleanup(older_than=dt.timedelta(0))
     assert ids_of(ns) == [*range(100), *range(1000, 4000)]
+
+
+def test_killed_task_is_retried_without_duplicates(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "ns")
+    lps.write(events(spark, 100), uri, spec=SPEC)
+    res = lps.write(
+        events(spark, 2000, start=1000), uri, num_tasks=2, _after_stage=_kill_first_attempt
+    )
+    assert res.rows == 2000
+    ns = lp.PartitionedNamespace.open(uri)
+    assert ids_of(ns) == [*range(100), *range(1000, 3000)]
+    # The killed attempt had written its fragments: never committed, and cleanable.
+    left = ns.cleanup(older_than=dt.timedelta(0), dry_run=True)
+    assert left.stale_files or left.orphans
 
 
 def test_failed_job_leaves_namespace_unchanged(spark: Any, tmp_path: Path) -> None:
