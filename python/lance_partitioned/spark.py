@@ -80,11 +80,12 @@ def _hasher(root: str, version: int) -> _native.KeyHasher:
     return h
 
 
-def _key_function(root: str, version: int) -> Any:
-    """The Arrow UDF body: partition keys from a struct of the source columns."""
+def _key_function(root: str, version: int, names: list[str]) -> Any:
+    """The Arrow UDF body: partition keys from the source columns (passed one argument per
+    column; a struct argument measured ~20% slower)."""
 
-    def partition_key(sources: pa.Array) -> pa.Array:  # type: ignore[type-arg]
-        batch = pa.RecordBatch.from_struct_array(sources)  # type: ignore[arg-type]
+    def partition_key(*sources: pa.Array) -> pa.Array:  # type: ignore[type-arg]
+        batch = pa.RecordBatch.from_arrays(list(sources), names=names)
         return _hasher(root, version).hash(batch)
 
     return partition_key
@@ -209,7 +210,6 @@ def write(
     Values are cast to the namespace schema before partitioning, so where a row lands never
     depends on Spark's session time zone or string types.
     """
-    from pyspark.sql.functions import struct
     from pyspark.sql.pandas.functions import arrow_udf
 
     from lance_partitioned._spark_source import ensure_namespace
@@ -243,8 +243,8 @@ def write(
             out = df.repartition(n, *native)
             log.info("lance-partitioned: clustering by a Spark-native key (exact: %s)", complete)
         elif sources:
-            udf = arrow_udf(_key_function(dw.root, dw.manifest_version), "int")  # type: ignore[call-overload]
-            out = df.withColumn(_KEY, udf(struct(*[df[c] for c in sources])))
+            udf = arrow_udf(_key_function(dw.root, dw.manifest_version, sources), "int")  # type: ignore[call-overload]
+            out = df.withColumn(_KEY, udf(*[df[c] for c in sources]))
             out = out.repartition(n, _KEY).drop(_KEY)
             log.info("lance-partitioned: clustering by the exact key (Rust Arrow UDF)")
     stage = _Stage(dw, max_rows_per_file, _after_stage)
