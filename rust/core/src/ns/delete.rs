@@ -18,7 +18,7 @@ use lance::dataset::{
 };
 
 use crate::arrow::array::{RecordBatch, RecordBatchOptions, UInt32Array};
-use crate::arrow::compute::take;
+use crate::arrow::compute::take_record_batch;
 use crate::arrow::datatypes::{Field, Schema};
 use crate::error::{Error, Result};
 use crate::ns::join_uri;
@@ -355,13 +355,7 @@ fn commit_delete(
         let mut source = Vec::new();
         if !copy_rows.is_empty() {
             let idx = UInt32Array::from_iter_values(copy_rows.iter().map(|&r| r as u32));
-            let cols = s1
-                .batch
-                .columns()
-                .iter()
-                .map(|c| take(c.as_ref(), &idx, None))
-                .collect::<std::result::Result<Vec<_>, _>>()?;
-            let copied = RecordBatch::try_new(Arc::clone(&mschema), cols)?;
+            let copied = take_record_batch(&s1.batch, &idx)?;
             source.push(set_read_versions(&copied, &new_versions)?);
         }
         if !rows.is_empty() {

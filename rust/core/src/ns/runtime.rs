@@ -21,30 +21,41 @@ const METADATA_CACHE_BYTES: usize = 256 << 20;
 /// Index cache of the shared session.
 const INDEX_CACHE_BYTES: usize = 1 << 30;
 
-/// The Lance session every dataset of this process opens with: one object-store registry
-/// and one bounded set of caches instead of a fresh session (and store) per leaf table.
-/// Like the runtime, a session inherited across `fork` is replaced.
-///
-/// # Errors
-/// Never in practice; `Result` for symmetry with [`runtime`].
-pub fn session() -> Result<Arc<Session>> {
+/// The value in `slot` built by this process, building it on first use. A value inherited
+/// across `fork` (built by the parent: its threads do not exist here) is leaked, never
+/// touched again, and replaced.
+fn per_process<T>(
+    slot: &Mutex<Option<(u32, Arc<T>)>>,
+    build: impl FnOnce() -> Result<T>,
+) -> Result<Arc<T>> {
     let pid = std::process::id();
-    let mut guard = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((owner, s)) = guard.as_ref() {
+    let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((owner, v)) = guard.as_ref() {
         if *owner == pid {
-            return Ok(Arc::clone(s));
+            return Ok(Arc::clone(v));
         }
     }
     if let Some((_, inherited)) = guard.take() {
         std::mem::forget(inherited);
     }
-    let s = Arc::new(Session::new(
-        INDEX_CACHE_BYTES,
-        METADATA_CACHE_BYTES,
-        Arc::new(ObjectStoreRegistry::default()),
-    ));
-    *guard = Some((pid, Arc::clone(&s)));
-    Ok(s)
+    let v = Arc::new(build()?);
+    *guard = Some((pid, Arc::clone(&v)));
+    Ok(v)
+}
+
+/// The Lance session every dataset of this process opens with: one object-store registry
+/// and one bounded set of caches instead of a fresh session (and store) per leaf table.
+///
+/// # Errors
+/// Never in practice; `Result` for symmetry with [`runtime`].
+pub fn session() -> Result<Arc<Session>> {
+    per_process(&SESSION, || {
+        Ok(Session::new(
+            INDEX_CACHE_BYTES,
+            METADATA_CACHE_BYTES,
+            Arc::new(ObjectStoreRegistry::default()),
+        ))
+    })
 }
 
 /// The runtime of this process.
@@ -52,26 +63,13 @@ pub fn session() -> Result<Arc<Session>> {
 /// # Errors
 /// `Internal` if the runtime cannot be built.
 pub fn runtime() -> Result<Arc<Runtime>> {
-    let pid = std::process::id();
-    let mut guard = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((owner, rt)) = guard.as_ref() {
-        if *owner == pid {
-            return Ok(Arc::clone(rt));
-        }
-    }
-    if let Some((_, inherited)) = guard.take() {
-        // Built by the parent before a fork: its worker threads do not exist here.
-        std::mem::forget(inherited);
-    }
-    let rt = Arc::new(
+    per_process(&RUNTIME, || {
         Builder::new_multi_thread()
             .enable_all()
             .thread_name("lance-partitioned")
             .build()
-            .map_err(|e| Error::Internal(format!("cannot start the tokio runtime: {e}")))?,
-    );
-    *guard = Some((pid, Arc::clone(&rt)));
-    Ok(rt)
+            .map_err(|e| Error::Internal(format!("cannot start the tokio runtime: {e}")))
+    })
 }
 
 /// Runs a future to completion on the runtime (from a thread that is not a runtime worker).

@@ -27,7 +27,7 @@ use tokio::sync::{OnceCell, Semaphore};
 
 use crate::arrow::array::UInt32Array;
 use crate::arrow::array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
-use crate::arrow::compute::{concat_batches, take};
+use crate::arrow::compute::{concat_batches, take_record_batch};
 use crate::arrow::datatypes::{Field, Schema, SchemaRef};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{schema_err, Error, Result};
@@ -1094,13 +1094,7 @@ fn commit_manifest(
         let mschema = s1.batch.schema();
         if !copy_rows.is_empty() {
             let idx = UInt32Array::from_iter_values(copy_rows.iter().map(|&r| r as u32));
-            let cols = s1
-                .batch
-                .columns()
-                .iter()
-                .map(|c| take(c.as_ref(), &idx, None))
-                .collect::<std::result::Result<Vec<_>, _>>()?;
-            let mut copied = RecordBatch::try_new(Arc::clone(&mschema), cols)?;
+            let mut copied = take_record_batch(&s1.batch, &idx)?;
             // Set read_version of the tables we wrote.
             let new_versions: HashMap<&str, u64> = pending
                 .iter()
