@@ -32,6 +32,7 @@ import lance
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from report import update_section
 
 import lance_partitioned as lp
 from lance_partitioned import kernels as k
@@ -293,15 +294,9 @@ def main() -> None:
         text = "\n".join(lines)
         print(text)
         if args.write:
-            p = Path(args.write)
-            doc = p.read_text()
-            start, end = "<!-- ingest:start -->", "<!-- ingest:end -->"
-            block = f"{start}\n{text}\n{end}"
-            if start in doc:
-                doc = doc[: doc.index(start)] + block + doc[doc.index(end) + len(end) :]
-            else:
-                doc += "\n## Partitioned namespace: ingest and pruning\n\n" + block + "\n"
-            p.write_text(doc)
+            update_section(
+                Path(args.write), "ingest", text, "## Partitioned namespace: ingest and pruning"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -23,6 +23,7 @@ from typing import Any
 import mmh3
 import pyarrow as pa
 import pyarrow.compute as pc
+from report import update_section
 
 from lance_partitioned import kernels as k
 
@@ -272,14 +273,7 @@ def main() -> None:
             f"{ln:,} values) on {platform.machine()}, {os.cpu_count()} cores, SIMD level "
             f"`{k.simd_level()}`, release build, pyarrow {pa.__version__}, polars {pl.__version__}."
         )
-        text = args.write.read_text() if args.write.exists() else ""
-        start, end = "<!-- kernels:start -->", "<!-- kernels:end -->"
-        block = f"{start}\n{header}\n\n{md}\n{end}"
-        if start in text and end in text:
-            text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]
-        else:
-            text += "\n" + block + "\n"
-        args.write.write_text(text)
+        update_section(args.write, "kernels", f"{header}\n\n{md}", "## Kernels against peers")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from report import update_section
+
 import lance_partitioned as lp
 import lance_partitioned.spark as lps
 
@@ -206,15 +208,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        p = Path(args.write)
-        doc = p.read_text()
-        start, end = "<!-- spark:start -->", "<!-- spark:end -->"
-        block = f"{start}\n{text}\n{end}"
-        if start in doc:
-            doc = doc[: doc.index(start)] + block + doc[doc.index(end) + len(end) :]
-        else:
-            doc += "\n## Spark ingest and reads\n\n" + block + "\n"
-        p.write_text(doc)
+        update_section(Path(args.write), "spark", text, "## Spark ingest and reads")
 
 
 if __name__ == "__main__":

@@ -96,21 +96,30 @@ def ensure_namespace(
 
 def stage_batches(
     dw: DistributedWrite, batches: Iterator[pa.RecordBatch], max_rows_per_file: int
-) -> bytes | None:
-    """Stages one task's batches; None when the task saw no rows."""
-    it = iter(batches)
+) -> tuple[bytes | None, int]:
+    """Stages one task's batches: the message (None when the task saw no rows) and the rows
+    staged."""
+    rows = 0
+
+    def counted() -> Iterator[pa.RecordBatch]:
+        nonlocal rows
+        for b in batches:
+            if b.num_rows:
+                rows += b.num_rows
+                yield b
+
+    it = counted()
     first = next(it, None)
-    while first is not None and first.num_rows == 0:
-        first = next(it, None)
     if first is None:
-        return None
+        return None, 0
 
     def chain() -> Iterator[pa.RecordBatch]:
         yield first
         yield from it
 
     reader = pa.RecordBatchReader.from_batches(first.schema, chain())
-    return dw.stage(reader, max_rows_per_file=max_rows_per_file)
+    msg = dw.stage(reader, max_rows_per_file=max_rows_per_file)
+    return msg, rows
 
 
 # -- write -------------------------------------------------------------------------------------
@@ -132,15 +141,7 @@ class LancePartitionedWriter(DataSourceArrowWriter):
         self.max_rows_per_file = max_rows_per_file
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedMessage:  # type: ignore[override]
-        rows = 0
-
-        def counted() -> Iterator[pa.RecordBatch]:
-            nonlocal rows
-            for b in iterator:
-                rows += b.num_rows
-                yield b
-
-        msg = stage_batches(self.dw, counted(), self.max_rows_per_file)
+        msg, rows = stage_batches(self.dw, iterator, self.max_rows_per_file)
         return StagedMessage(payload=msg or b"", rows=rows)
 
     def commit(self, messages: list[StagedMessage | None]) -> None:  # type: ignore[override]

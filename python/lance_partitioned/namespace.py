@@ -449,17 +449,7 @@ class PartitionedNamespace:
         default) nothing is visible until one atomic manifest commit; concurrent appends are
         rebased, an overwrite racing another write raises ``CommitConflictError``.
         """
-        if mode not in ("append", "overwrite", "overwrite_all"):
-            raise InvalidArgumentError(
-                f"mode must be 'append', 'overwrite' or 'overwrite_all', not {mode!r}"
-            )
-        strong: bool | None = None
-        if transaction_mode is not None:
-            if transaction_mode not in ("strong", "weak"):
-                raise InvalidArgumentError(
-                    f"transaction_mode must be 'strong' or 'weak', not {transaction_mode!r}"
-                )
-            strong = transaction_mode == "strong"
+        strong = _write_args(mode, transaction_mode)
         summary = _native.write_data(
             self._root,
             _stream(data),
@@ -682,17 +672,7 @@ class DistributedWrite:
         *,
         transaction_mode: TransactionMode | None = None,
     ) -> None:
-        if mode not in ("append", "overwrite", "overwrite_all"):
-            raise InvalidArgumentError(
-                f"mode must be 'append', 'overwrite' or 'overwrite_all', not {mode!r}"
-            )
-        strong: bool | None = None
-        if transaction_mode is not None:
-            if transaction_mode not in ("strong", "weak"):
-                raise InvalidArgumentError(
-                    f"transaction_mode must be 'strong' or 'weak', not {transaction_mode!r}"
-                )
-            strong = transaction_mode == "strong"
+        strong = _write_args(mode, transaction_mode)
         self.root = _uri(root)
         self.mode: WriteMode = mode
         self.manifest_version, self.strong, self.nonce = _native.write_plan(self.root, strong)
@@ -738,6 +718,22 @@ class DistributedWrite:
             f"DistributedWrite({self.root!r}, mode={self.mode!r}, "
             f"manifest_version={self.manifest_version}, strong={self.strong})"
         )
+
+
+def _write_args(mode: str, transaction_mode: str | None) -> bool | None:
+    """Validates a write's ``mode`` and ``transaction_mode``; returns the strong flag (None:
+    the namespace default)."""
+    if mode not in ("append", "overwrite", "overwrite_all"):
+        raise InvalidArgumentError(
+            f"mode must be 'append', 'overwrite' or 'overwrite_all', not {mode!r}"
+        )
+    if transaction_mode is None:
+        return None
+    if transaction_mode not in ("strong", "weak"):
+        raise InvalidArgumentError(
+            f"transaction_mode must be 'strong' or 'weak', not {transaction_mode!r}"
+        )
+    return transaction_mode == "strong"
 
 
 def _uri(root: str) -> str:

@@ -45,6 +45,7 @@ from lance_partitioned.namespace import (
     TransactionMode,
     WriteMode,
     WriteResult,
+    _write_args,
 )
 from lance_partitioned.spec import PartitionSpec
 
@@ -102,15 +103,7 @@ class _Stage:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from lance_partitioned._spark_source import stage_batches
 
-        rows = 0
-
-        def counted() -> Iterator[pa.RecordBatch]:
-            nonlocal rows
-            for b in batches:
-                rows += b.num_rows
-                yield b
-
-        msg = stage_batches(self.dw, counted(), self.max_rows_per_file)
+        msg, rows = stage_batches(self.dw, batches, self.max_rows_per_file)
         if self.after is not None:
             self.after(msg)
         if msg is not None:
@@ -214,10 +207,7 @@ def write(
 
     from lance_partitioned._spark_source import ensure_namespace
 
-    if mode not in ("append", "overwrite", "overwrite_all"):
-        raise InvalidArgumentError(
-            f"mode must be 'append', 'overwrite' or 'overwrite_all', not {mode!r}"
-        )
+    _write_args(mode, transaction_mode)  # before anything is created
     if num_tasks is not None and num_tasks < 1:
         raise InvalidArgumentError("num_tasks must be positive")
     if num_tasks is not None and not clustered:
@@ -238,11 +228,10 @@ def write(
             df.sparkSession.conf.get("spark.sql.shuffle.partitions", "200") or "200"
         )
         native, complete = _native_key_columns(ns, df)
-        sources = [c for c in dw.key_hasher().source_columns if c in df.columns]
         if native and (complete or key == "native"):
             out = df.repartition(n, *native)
             log.info("lance-partitioned: clustering by a Spark-native key (exact: %s)", complete)
-        elif sources:
+        elif sources := [c for c in dw.key_hasher().source_columns if c in df.columns]:
             udf = arrow_udf(_key_function(dw.root, dw.manifest_version, sources), "int")  # type: ignore[call-overload]
             out = df.withColumn(_KEY, udf(*[df[c] for c in sources]))
             out = out.repartition(n, _KEY).drop(_KEY)

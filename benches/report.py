@@ -1,0 +1,18 @@
+"""Shared by the benches: replace a marked section of BENCHMARKS.md with fresh results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def update_section(path: Path, name: str, text: str, heading: str) -> None:
+    """Replaces the text between ``<!-- name:start -->`` and ``<!-- name:end -->`` in
+    ``path`` with ``text``; appends ``heading`` and a new marked section if there is none."""
+    doc = path.read_text() if path.exists() else ""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    block = f"{start}\n{text}\n{end}"
+    if start in doc and end in doc:
+        doc = doc[: doc.index(start)] + block + doc[doc.index(end) + len(end) :]
+    else:
+        doc += f"\n{heading}\n\n{block}\n"
+    path.write_text(doc)
