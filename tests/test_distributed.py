@@ -252,3 +252,91 @@ def test_empty_string_and_null_partitions_stay_apart(tmp_path: Path) -> None:
     empty = ns.to_table(filter="tag = ''", columns=["id"])["id"].to_pylist()
     null = ns.to_table(filter="tag IS NULL", columns=["id"])["id"].to_pylist()
     assert (sorted(empty), sorted(null)) == ([0, 3], [1, 4])
+
+
+def _rows_per_partition(ns: lp.PartitionedNamespace) -> dict[tuple[object, ...], int]:
+    p = ns.partitions()
+    return {
+        (c, d): r
+        for c, d, r in zip(
+            p["country"].to_pylist(), p["day"].to_pylist(), p["rows"].to_pylist(), strict=True
+        )
+    }
+
+
+@pytest.mark.parametrize("how", ["stage", "write"])
+def test_a_small_buffer_budget_writes_early_and_loses_nothing(tmp_path: Path, how: str) -> None:
+    # A skewed input (one big partition, many small ones) in many small batches: with a
+    # budget far below the input, the largest partitions are written early (more files than
+    # partitions) and the small ones compacted; every row still lands in its partition.
+    countries = ["US"] * 20 + [f"c{i}" for i in range(30)]
+    t = rows(range(60_000), countries, days=2)
+    results = []
+    for budget in (1 << 30, 256 << 10):
+        ns = lp.PartitionedNamespace.create(str(tmp_path / f"ns{budget}"), SCHEMA, SPEC)
+        data = pa.RecordBatchReader.from_batches(SCHEMA, iter(t.to_batches(max_chunksize=1_000)))
+        if how == "stage":
+            dw = ns.distributed_write()
+            res = dw.commit([dw.stage(data, max_buffer_bytes=budget)])
+            ns.refresh()
+        else:
+            res = ns.write(data, max_buffer_bytes=budget)
+        assert res.rows == t.num_rows
+        assert ids_of(ns) == list(range(t.num_rows))
+        # Pruned reads find every row of a partition in it.
+        assert (
+            ns.to_table(filter="country = 'c7'").num_rows
+            == pc.sum(pc.equal(t["country"], "c7")).as_py()
+        )
+        results.append((res, _rows_per_partition(ns)))
+    (unbounded, per_partition), (bounded, per_partition_bounded) = results
+    assert per_partition_bounded == per_partition
+    assert unbounded.files == unbounded.partitions == len(per_partition)
+    assert bounded.partitions == len(per_partition)
+    assert bounded.files > bounded.partitions
+
+
+_PEAK_SCRIPT = """
+import resource, sys
+import pyarrow as pa
+import lance_partitioned as lp
+
+schema = pa.schema([pa.field("k", pa.int64()), pa.field("payload", pa.string())])
+spec = lp.PartitionSpec([lp.PartitionField("k", source="k", transform=lp.Identity())])
+ns = lp.PartitionedNamespace.create(sys.argv[1], schema, spec)
+pad = "x" * 200
+
+
+def batches():
+    for i in range(100):  # 100 x 20k rows x ~210 bytes: ~420 MB in all
+        ids = pa.array(range(i * 20_000, (i + 1) * 20_000), pa.int64())
+        keys = pa.compute.bit_wise_and(ids, 7)
+        yield pa.record_batch([keys, pa.array([pad] * 20_000)], schema=schema)
+
+
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+data = pa.RecordBatchReader.from_batches(schema, batches())
+res = ns.write(data, max_buffer_bytes=int(sys.argv[2]))
+assert res.rows == 2_000_000, res
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+"""
+
+
+def test_buffer_budget_bounds_memory(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    def peak_growth_mib(budget: int, name: str) -> int:
+        out = subprocess.run(
+            [sys.executable, "-c", _PEAK_SCRIPT, str(tmp_path / name), str(budget)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return int(out.stdout.strip())
+
+    unbounded = peak_growth_mib(1 << 32, "a")
+    bounded = peak_growth_mib(32 << 20, "b")
+    # Without a budget the whole ~420 MB input is held until the end.
+    assert unbounded > 350, unbounded
+    assert bounded < 200, (bounded, unbounded)

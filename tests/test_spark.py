@@ -7,6 +7,7 @@ import datetime as dt
 import os
 import signal
 import sys
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,22 @@ def test_one_pass_and_data_source_writes(spark: Any, tmp_path: Path) -> None:
     uri2 = str(tmp_path / "ns2")
     df.write.format(lps.FORMAT).option("spec", lps.spec_option(SPEC, df)).mode("append").save(uri2)
     assert ids_of(lp.PartitionedNamespace.open(uri2)) == list(range(2000))
+    # A tiny per-task buffer budget: partitions written early, nothing lost.
+    uri3 = str(tmp_path / "ns3")
+    df.write.format(lps.FORMAT).option("spec", lps.spec_option(SPEC, df)).option(
+        "max_buffer_bytes", "4096"
+    ).mode("append").save(uri3)
+    ns3 = lp.PartitionedNamespace.open(uri3)
+    assert ids_of(ns3) == list(range(2000))
+
+    def per_partition(n: lp.PartitionedNamespace) -> Counter[tuple[object, ...]]:
+        p = n.partitions()
+        cols = (p[c].to_pylist() for c in ("year", "country", "rows"))
+        return Counter(zip(*cols, strict=True))
+
+    assert per_partition(ns3) == per_partition(lp.PartitionedNamespace.open(uri2))
+    with pytest.raises(Exception, match="max_buffer_bytes"):
+        df.write.format(lps.FORMAT).option("max_buffer_bytes", "lots").mode("append").save(uri3)
 
 
 def _fail_first_attempt(msg: bytes | None) -> None:

@@ -95,7 +95,10 @@ def ensure_namespace(
 
 
 def stage_batches(
-    dw: DistributedWrite, batches: Iterator[pa.RecordBatch], max_rows_per_file: int
+    dw: DistributedWrite,
+    batches: Iterator[pa.RecordBatch],
+    max_rows_per_file: int,
+    max_buffer_bytes: int,
 ) -> tuple[bytes | None, int]:
     """Stages one task's batches: the message (None when the task saw no rows) and the rows
     staged."""
@@ -118,7 +121,7 @@ def stage_batches(
         yield from it
 
     reader = pa.RecordBatchReader.from_batches(first.schema, chain())
-    msg = dw.stage(reader, max_rows_per_file=max_rows_per_file)
+    msg = dw.stage(reader, max_rows_per_file=max_rows_per_file, max_buffer_bytes=max_buffer_bytes)
     return msg, rows
 
 
@@ -136,12 +139,13 @@ class StagedMessage(WriterCommitMessage):
 class LancePartitionedWriter(DataSourceArrowWriter):
     """Stages every task's rows; the commit (on the driver side) makes them visible at once."""
 
-    def __init__(self, dw: DistributedWrite, max_rows_per_file: int) -> None:
+    def __init__(self, dw: DistributedWrite, max_rows_per_file: int, max_buffer_bytes: int) -> None:
         self.dw = dw
         self.max_rows_per_file = max_rows_per_file
+        self.max_buffer_bytes = max_buffer_bytes
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedMessage:  # type: ignore[override]
-        msg, rows = stage_batches(self.dw, iterator, self.max_rows_per_file)
+        msg, rows = stage_batches(self.dw, iterator, self.max_rows_per_file, self.max_buffer_bytes)
         return StagedMessage(payload=msg or b"", rows=rows)
 
     def commit(self, messages: list[StagedMessage | None]) -> None:  # type: ignore[override]
@@ -311,7 +315,8 @@ class LancePartitionedDataSource(DataSource):
     Options: ``path`` (the namespace root, or ``save(uri)``/``load(uri)``); writes:
     ``spec`` (PartitionSpec JSON, to create the namespace), ``overwrite`` (``partitions``:
     dynamic partition overwrite, the default; ``all``: replace everything),
-    ``transaction_mode`` (``strong``/``weak``), ``max_rows_per_file``; reads: ``as_of``
+    ``transaction_mode`` (``strong``/``weak``), ``max_rows_per_file``, ``max_buffer_bytes``
+    (per task; default 256 MiB); reads: ``as_of``
     (manifest version), ``filter`` (SQL, pruned through the manifest).
     """
 
@@ -349,8 +354,25 @@ class LancePartitionedDataSource(DataSource):
         if tm not in (None, "strong", "weak"):
             raise InvalidArgumentError(f"transaction_mode must be strong or weak, not {tm!r}")
         dw = DistributedWrite(root, mode, transaction_mode=tm)  # type: ignore[arg-type]
-        max_rows = int(self.options.get("max_rows_per_file", str(1 << 20)))
-        return LancePartitionedWriter(dw, max_rows)
+        return LancePartitionedWriter(
+            dw,
+            self._int_option("max_rows_per_file", 1 << 20),
+            self._int_option("max_buffer_bytes", 256 << 20),
+        )
+
+    def _int_option(self, name: str, default: int) -> int:
+        text = self.options.get(name)
+        if text is None:
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            raise InvalidArgumentError(
+                f"option {name!r} must be an integer, not {text!r}"
+            ) from None
+        if value < 1:
+            raise InvalidArgumentError(f"option {name!r} must be positive, not {value}")
+        return value
 
     def reader(self, schema: StructType) -> LancePartitionedReader:
         root = self._root()

@@ -440,6 +440,7 @@ class PartitionedNamespace:
         max_rows_per_file: int = 1 << 20,
         concurrency: int = 8,
         route_threads: int = 1,
+        max_buffer_bytes: int = 1 << 30,
     ) -> WriteResult:
         """Writes ``data`` (a pyarrow Table / RecordBatch / RecordBatchReader, any Arrow
         stream, or an iterable of RecordBatches).
@@ -448,8 +449,13 @@ class PartitionedNamespace:
         touches; ``"overwrite_all"`` also drops every other partition. In strong mode (the
         default) nothing is visible until one atomic manifest commit; concurrent appends are
         rebased, an overwrite racing another write raises ``CommitConflictError``.
+
+        Memory stays near ``max_buffer_bytes``: when the routed rows reach half of it the
+        largest partitions are written out (a partition then gets more than one file), and
+        routing waits while the writes in flight hold the other half.
         """
         strong = _write_args(mode, transaction_mode)
+        _check_sizes(max_rows_per_file, max_buffer_bytes)
         summary = _native.write_data(
             self._root,
             _stream(data),
@@ -458,6 +464,7 @@ class PartitionedNamespace:
             max_rows_per_file,
             concurrency,
             route_threads,
+            max_buffer_bytes,
         )
         self.refresh()
         return WriteResult(**summary)
@@ -677,9 +684,18 @@ class DistributedWrite:
         self.mode: WriteMode = mode
         self.manifest_version, self.strong, self.nonce = _native.write_plan(self.root, strong)
 
-    def stage(self, data: Any, *, max_rows_per_file: int = 1 << 20, concurrency: int = 4) -> bytes:
+    def stage(
+        self,
+        data: Any,
+        *,
+        max_rows_per_file: int = 1 << 20,
+        concurrency: int = 4,
+        max_buffer_bytes: int = 256 << 20,
+    ) -> bytes:
         """Writes ``data`` (any Arrow stream) as uncommitted fragments; returns the message
-        :meth:`commit` needs. Safe to call concurrently and in other processes."""
+        :meth:`commit` needs. Safe to call concurrently and in other processes. Memory stays
+        near ``max_buffer_bytes`` (as in :meth:`PartitionedNamespace.write`)."""
+        _check_sizes(max_rows_per_file, max_buffer_bytes)
         return _native.stage_write(
             self.root,
             _stream(data),
@@ -689,6 +705,7 @@ class DistributedWrite:
             self.mode,
             max_rows_per_file,
             concurrency,
+            max_buffer_bytes,
         )
 
     def commit(self, messages: Iterable[bytes], *, concurrency: int = 8) -> WriteResult:
@@ -718,6 +735,14 @@ class DistributedWrite:
             f"DistributedWrite({self.root!r}, mode={self.mode!r}, "
             f"manifest_version={self.manifest_version}, strong={self.strong})"
         )
+
+
+def _check_sizes(max_rows_per_file: int, max_buffer_bytes: int) -> None:
+    """Validates a write's size limits."""
+    if max_rows_per_file < 1:
+        raise InvalidArgumentError(f"max_rows_per_file must be positive, not {max_rows_per_file}")
+    if max_buffer_bytes < 1:
+        raise InvalidArgumentError(f"max_buffer_bytes must be positive, not {max_buffer_bytes}")
 
 
 def _write_args(mode: str, transaction_mode: str | None) -> bool | None:

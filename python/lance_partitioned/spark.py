@@ -45,6 +45,7 @@ from lance_partitioned.namespace import (
     TransactionMode,
     WriteMode,
     WriteResult,
+    _check_sizes,
     _write_args,
 )
 from lance_partitioned.spec import PartitionSpec
@@ -95,15 +96,18 @@ def _key_function(root: str, version: int, names: list[str]) -> Any:
 class _Stage:
     """The ``mapInArrow`` body of the write pass (picklable)."""
 
-    def __init__(self, dw: DistributedWrite, max_rows_per_file: int, after: Any = None) -> None:
+    def __init__(
+        self, dw: DistributedWrite, max_rows_per_file: int, max_buffer_bytes: int, after: Any
+    ) -> None:
         self.dw = dw
         self.max_rows_per_file = max_rows_per_file
+        self.max_buffer_bytes = max_buffer_bytes
         self.after = after
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from lance_partitioned._spark_source import stage_batches
 
-        msg, rows = stage_batches(self.dw, batches, self.max_rows_per_file)
+        msg, rows = stage_batches(self.dw, batches, self.max_rows_per_file, self.max_buffer_bytes)
         if self.after is not None:
             self.after(msg)
         if msg is not None:
@@ -176,6 +180,7 @@ def write(
     key: Literal["exact", "native"] = "exact",
     num_tasks: int | None = None,
     max_rows_per_file: int = 1 << 20,
+    max_buffer_bytes: int = 256 << 20,
     transaction_mode: TransactionMode | None = None,
     properties: dict[str, str] | None = None,
     _after_stage: Any = None,
@@ -189,6 +194,10 @@ def write(
     ``num_tasks`` tasks (default ``spark.sql.shuffle.partitions``) so each partition is
     written by one task; ``clustered=False``: one pass, no shuffle (see the module docs).
     ``max_rows_per_file`` splits large partitions into several files within a task.
+    ``max_buffer_bytes`` bounds a task's write buffers (the Python worker's memory, outside
+    the JVM heap: size it to ``spark.executor.pyspark.memory`` / cores): a task whose rows
+    exceed half of it writes its largest partitions early, so a partition may get more than
+    one file per task.
 
     ``key`` (clustered writes): ``"exact"`` shuffles by the exact partition key: Spark
     computes it itself when every partition field allows (identity, and year/month/day/hour
@@ -216,8 +225,7 @@ def write(
         )
     if key not in ("exact", "native"):
         raise InvalidArgumentError(f"key must be 'exact' or 'native', not {key!r}")
-    if max_rows_per_file < 1:
-        raise InvalidArgumentError("max_rows_per_file must be positive")
+    _check_sizes(max_rows_per_file, max_buffer_bytes)
     t0 = time.perf_counter()
     ns = ensure_namespace(uri, df.schema, spec, properties)
     dw = ns.distributed_write(mode, transaction_mode=transaction_mode)
@@ -236,7 +244,7 @@ def write(
             out = df.withColumn(_KEY, udf(*[df[c] for c in sources]))
             out = out.repartition(n, _KEY).drop(_KEY)
             log.info("lance-partitioned: clustering by the exact key (Rust Arrow UDF)")
-    stage = _Stage(dw, max_rows_per_file, _after_stage)
+    stage = _Stage(dw, max_rows_per_file, max_buffer_bytes, _after_stage)
     t1 = time.perf_counter()
     rows = out.mapInArrow(stage, "message binary, rows long").collect()
     t2 = time.perf_counter()

@@ -255,9 +255,10 @@ impl Scan {
     }
 }
 
-/// write(root, data, mode, strong, max_rows_per_file, concurrency, route_threads) -> summary
+/// write(root, data, mode, strong, max_rows_per_file, concurrency, route_threads,
+/// max_buffer_bytes) -> summary
 #[pyfunction]
-#[pyo3(signature = (root, data, mode = "append", strong = None, max_rows_per_file = 1048576, concurrency = 8, route_threads = 1))]
+#[pyo3(signature = (root, data, mode = "append", strong = None, max_rows_per_file = 1048576, concurrency = 8, route_threads = 1, max_buffer_bytes = 1073741824))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_data<'py>(
     py: Python<'py>,
@@ -268,6 +269,7 @@ pub fn write_data<'py>(
     max_rows_per_file: usize,
     concurrency: usize,
     route_threads: usize,
+    max_buffer_bytes: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let reader = import_stream(data)?;
     let opts = WriteOptions {
@@ -276,6 +278,7 @@ pub fn write_data<'py>(
         max_rows_per_file: max_rows_per_file.max(1),
         concurrency: concurrency.max(1),
         route_threads: route_threads.max(1),
+        max_buffer_bytes: max_buffer_bytes.max(1),
         ..Default::default()
     };
     let root = root.to_string();
@@ -319,7 +322,7 @@ pub fn write_plan(
 /// stage_write(root, data, manifest_version, strong, nonce, mode, ...) -> bytes: writes the
 /// rows as uncommitted fragments and returns the message the committer needs.
 #[pyfunction]
-#[pyo3(signature = (root, data, manifest_version, strong, nonce, mode = "append", max_rows_per_file = 1048576, concurrency = 4))]
+#[pyo3(signature = (root, data, manifest_version, strong, nonce, mode = "append", max_rows_per_file = 1048576, concurrency = 4, max_buffer_bytes = 268435456))]
 #[allow(clippy::too_many_arguments)]
 pub fn stage_write<'py>(
     py: Python<'py>,
@@ -331,6 +334,7 @@ pub fn stage_write<'py>(
     mode: &str,
     max_rows_per_file: usize,
     concurrency: usize,
+    max_buffer_bytes: usize,
 ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
     let reader = import_stream(data)?;
     let opts = WriteOptions {
@@ -339,6 +343,7 @@ pub fn stage_write<'py>(
         max_rows_per_file: max_rows_per_file.max(1),
         concurrency: concurrency.max(1),
         route_threads: 1,
+        max_buffer_bytes: max_buffer_bytes.max(1),
         ..Default::default()
     };
     let (root, nonce) = (root.to_string(), nonce.to_string());

@@ -396,6 +396,7 @@ pub fn commit_staged(root: &str, staged: &[Staged], opts: &WriteOptions) -> Resu
                 target: m.target,
                 buffer: Vec::new(),
                 buffered: 0,
+                buffered_bytes: 0,
                 rows: m.rows,
                 shared: Arc::new(PartShared {
                     dataset,

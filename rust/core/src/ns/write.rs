@@ -11,7 +11,7 @@
 //! commits updating the same table row, or both creating partitions under the same spec
 //! version (both rewrite the `v<N>` row), cannot both succeed; the loser re-checks and retries.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,6 +23,7 @@ use lance::dataset::{
     WhenNotMatchedBySource, WriteMode, WriteParams,
 };
 use lance::table::format::Fragment;
+use lance_file::writer::FileWriterOptions;
 use tokio::sync::{OnceCell, Semaphore};
 
 use crate::arrow::array::UInt32Array;
@@ -85,6 +86,11 @@ pub struct WriteOptions {
     pub route_threads: usize,
     /// Manifest commit attempts before giving up with `CommitConflict`.
     pub max_attempts: u32,
+    /// Memory budget of a write's buffers, in bytes: rows routed but not yet written plus
+    /// rows being written. When the routed rows reach half of it, the largest partitions are
+    /// written out (a partition may then get more than one file) and the rest compacted;
+    /// when the writes in flight reach the other half, routing waits for them.
+    pub max_buffer_bytes: usize,
 }
 
 impl Default for WriteOptions {
@@ -96,6 +102,7 @@ impl Default for WriteOptions {
             concurrency: 8,
             route_threads: 1,
             max_attempts: 20,
+            max_buffer_bytes: 1 << 30,
         }
     }
 }
@@ -215,7 +222,11 @@ pub(crate) struct Part {
     pub(crate) key: Vec<ScalarValue>,
     pub(crate) target: Target,
     pub(crate) buffer: Vec<RecordBatch>,
+    /// Rows in `buffer`.
     pub(crate) buffered: usize,
+    /// Estimated memory held by `buffer` (slices share their routed batch: each is charged
+    /// its share of it).
+    pub(crate) buffered_bytes: usize,
     pub(crate) rows: u64,
     pub(crate) shared: Arc<PartShared>,
 }
@@ -288,6 +299,12 @@ pub(crate) fn write_params(mode: WriteMode) -> Result<WriteParams> {
         enable_v2_manifest_paths: true,
         skip_auto_cleanup: true,
         max_rows_per_file: usize::MAX / 2,
+        // Our batches are owned, contiguous Rust arrays (routing copies them out of the
+        // input), so Lance can keep them instead of copying every buffered slice again.
+        file_writer_options: Some(FileWriterOptions {
+            keep_original_array: Some(true),
+            ..Default::default()
+        }),
         ..Default::default()
     })
 }
@@ -582,10 +599,16 @@ pub(crate) fn route_input(
     let overwrite = opts.mode != Mode::Append;
     let sem = Arc::new(Semaphore::new(opts.concurrency.max(1)));
     let mut parts: HashMap<Vec<ScalarValue>, Part> = HashMap::new();
-    let mut tasks = Vec::new();
+    // Flushes in flight, oldest first, with the bytes each holds.
+    let mut tasks: VecDeque<(tokio::task::JoinHandle<Result<()>>, usize)> = VecDeque::new();
+    let mut inflight_bytes = 0usize;
+    // Bytes held by the partitions' buffers.
+    let mut buffered_bytes = 0usize;
+    let half_budget = (opts.max_buffer_bytes / 2).max(1);
     let root_s = root.to_string();
-    let spawn_flush = |p: &mut Part, tasks: &mut Vec<tokio::task::JoinHandle<Result<()>>>| {
+    let spawn_flush = |p: &mut Part, tasks: &mut VecDeque<_>| -> usize {
         let batches = std::mem::take(&mut p.buffer);
+        let bytes = std::mem::take(&mut p.buffered_bytes);
         p.buffered = 0;
         let (root, target, shared, sem, schemas) = (
             root_s.clone(),
@@ -597,13 +620,21 @@ pub(crate) fn route_input(
                 leaf: Arc::clone(&out_schema),
             },
         );
-        tasks.push(rt.spawn(async move {
-            let _permit = sem
-                .acquire_owned()
-                .await
-                .map_err(|e| Error::Internal(e.to_string()))?;
-            flush(root, target, overwrite, staging, shared, batches, schemas).await
-        }));
+        tasks.push_back((
+            rt.spawn(async move {
+                let _permit = sem
+                    .acquire_owned()
+                    .await
+                    .map_err(|e| Error::Internal(e.to_string()))?;
+                flush(root, target, overwrite, staging, shared, batches, schemas).await
+            }),
+            bytes,
+        ));
+        bytes
+    };
+    let join = |h: tokio::task::JoinHandle<Result<()>>| -> Result<()> {
+        rt.block_on(h)
+            .map_err(|e| Error::Internal(format!("write task failed: {e}")))?
     };
     let mut total_rows = 0u64;
     let result: Result<()> = (|| {
@@ -620,6 +651,8 @@ pub(crate) fn route_input(
                 keys.schema(),
                 opts.route_threads.max(1),
             )?;
+            let batch_rows = routed.batch.num_rows().max(1);
+            let batch_bytes = routed.batch.get_array_memory_size();
             for g in 0..routed.keys.num_rows() {
                 let key = routed
                     .keys
@@ -650,19 +683,61 @@ pub(crate) fn route_input(
                             target,
                             buffer: Vec::new(),
                             buffered: 0,
+                            buffered_bytes: 0,
                             rows: 0,
                             shared: Arc::new(PartShared::default()),
                         })
                     }
                 };
                 let rows = routed.offsets[g + 1] - routed.offsets[g];
+                let bytes = (batch_bytes as u128 * rows as u128 / batch_rows as u128) as usize;
                 part.buffer.push(routed.group(g));
                 part.buffered += rows;
+                part.buffered_bytes += bytes;
+                buffered_bytes += bytes;
                 part.rows += rows as u64;
                 total_rows += rows as u64;
                 if part.buffered >= opts.max_rows_per_file {
-                    spawn_flush(part, &mut tasks);
+                    let b = spawn_flush(part, &mut tasks);
+                    buffered_bytes -= b;
+                    inflight_bytes += b;
                 }
+            }
+            drop(routed);
+            if buffered_bytes >= half_budget {
+                // Write the largest partitions until half of the buffers are gone, then copy
+                // what the others hold out of the routed batches they share (a slice keeps its
+                // whole batch alive), so the memory is really released.
+                let mut order: Vec<(usize, Vec<ScalarValue>)> = parts
+                    .iter()
+                    .filter(|(_, p)| p.buffered > 0)
+                    .map(|(k, p)| (p.buffered_bytes, k.clone()))
+                    .collect();
+                order.sort_unstable_by_key(|b| std::cmp::Reverse(b.0));
+                let goal = half_budget / 2;
+                for (_, k) in order {
+                    let Some(p) = parts.get_mut(&k) else { continue };
+                    if buffered_bytes > goal {
+                        let b = spawn_flush(p, &mut tasks);
+                        buffered_bytes -= b;
+                        inflight_bytes += b;
+                    } else if p.buffer.len() > 1
+                        || p.buffer[0].get_array_memory_size() > p.buffered_bytes
+                    {
+                        let owned = compact(&p.buffer)?;
+                        let b = owned.get_array_memory_size();
+                        buffered_bytes = buffered_bytes - p.buffered_bytes + b;
+                        p.buffered_bytes = b;
+                        p.buffer = vec![owned];
+                    }
+                }
+            }
+            while inflight_bytes >= half_budget {
+                let Some((h, b)) = tasks.pop_front() else {
+                    break;
+                };
+                inflight_bytes -= b;
+                join(h)?;
             }
         }
         Ok(())
@@ -672,16 +747,29 @@ pub(crate) fn route_input(
             spawn_flush(p, &mut tasks);
         }
     }
-    let flushed: Result<()> = rt.block_on(async {
-        for t in tasks {
-            t.await
-                .map_err(|e| Error::Internal(format!("write task failed: {e}")))??;
+    let mut flushed: Result<()> = Ok(());
+    for (h, _) in tasks {
+        let r = join(h);
+        if flushed.is_ok() {
+            flushed = r;
         }
-        Ok(())
-    });
+    }
     result?;
     flushed?;
     Ok((parts, total_rows))
+}
+
+/// One batch holding `batches`' rows in buffers of its own (nothing shared with the batches
+/// they were sliced from).
+fn compact(batches: &[RecordBatch]) -> Result<RecordBatch> {
+    match batches {
+        [] => Err(Error::Internal("compact: no batches".into())),
+        [one] => {
+            let all = UInt32Array::from_iter_values(0..one.num_rows() as u32);
+            Ok(take_record_batch(one, &all)?)
+        }
+        many => Ok(concat_batches(&many[0].schema(), many)?),
+    }
 }
 
 /// Commits every partition's leaf table (concurrently), then the manifest.
