@@ -139,34 +139,31 @@ def _fail_partition_1(msg: bytes | None) -> None:
         raise RuntimeError("injected job failure")
 
 
-def test_task_retry_never_duplicates_rows(spark: Any, tmp_path: Path) -> None:
+def _write_with_a_failing_attempt(
+    spark: Any, tmp_path: Path, n: int, hook: Any
+) -> lp.PartitionedNamespace:
+    """Writes 100 rows, then n more whose write pass runs `hook` after staging; checks that
+    every row is there exactly once and that the failed attempt left cleanable files."""
     uri = str(tmp_path / "ns")
     lps.write(events(spark, 100), uri, spec=SPEC)
-    res = lps.write(
-        events(spark, 3000, start=1000), uri, num_tasks=2, _after_stage=_fail_first_attempt
-    )
-    assert res.rows == 3000
+    res = lps.write(events(spark, n, start=1000), uri, num_tasks=2, _after_stage=hook)
+    assert res.rows == n
     ns = lp.PartitionedNamespace.open(uri)
-    assert ids_of(ns) == [*range(100), *range(1000, 4000)]
-    # The failed attempt's fragments were never committed; cleanup removes them.
-    found = ns.cleanup(older_than=dt.timedelta(0), dry_run=True)
-    assert found.stale_files or found.orphans
+    assert ids_of(ns) == [*range(100), *range(1000, 1000 + n)]
+    # The failed attempt had written its fragments: never committed, and cleanable.
+    left = ns.cleanup(older_than=dt.timedelta(0), dry_run=True)
+    assert left.stale_files or left.orphans
+    return ns
+
+
+def test_task_retry_never_duplicates_rows(spark: Any, tmp_path: Path) -> None:
+    ns = _write_with_a_failing_attempt(spark, tmp_path, 3000, _fail_first_attempt)
     ns.cleanup(older_than=dt.timedelta(0))
     assert ids_of(ns) == [*range(100), *range(1000, 4000)]
 
 
 def test_killed_task_is_retried_without_duplicates(spark: Any, tmp_path: Path) -> None:
-    uri = str(tmp_path / "ns")
-    lps.write(events(spark, 100), uri, spec=SPEC)
-    res = lps.write(
-        events(spark, 2000, start=1000), uri, num_tasks=2, _after_stage=_kill_first_attempt
-    )
-    assert res.rows == 2000
-    ns = lp.PartitionedNamespace.open(uri)
-    assert ids_of(ns) == [*range(100), *range(1000, 3000)]
-    # The killed attempt had written its fragments: never committed, and cleanable.
-    left = ns.cleanup(older_than=dt.timedelta(0), dry_run=True)
-    assert left.stale_files or left.orphans
+    _write_with_a_failing_attempt(spark, tmp_path, 2000, _kill_first_attempt)
 
 
 def test_failed_job_leaves_namespace_unchanged(spark: Any, tmp_path: Path) -> None:
