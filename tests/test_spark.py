@@ -119,6 +119,13 @@ def test_one_pass_and_data_source_writes(spark: Any, tmp_path: Path) -> None:
     assert per_partition(ns3) == per_partition(lp.PartitionedNamespace.open(uri2))
     with pytest.raises(Exception, match="max_buffer_bytes"):
         df.write.format(lps.FORMAT).option("max_buffer_bytes", "lots").mode("append").save(uri3)
+    # Bad options are refused before a namespace is created.
+    uri4 = tmp_path / "ns4"
+    with pytest.raises(Exception, match="transaction_mode"):
+        df.write.format(lps.FORMAT).option("spec", lps.spec_option(SPEC, df)).option(
+            "transaction_mode", "eventual"
+        ).mode("append").save(str(uri4))
+    assert not uri4.exists()
 
 
 def _fail_first_attempt(msg: bytes | None) -> None:

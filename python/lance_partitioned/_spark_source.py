@@ -39,7 +39,12 @@ from pyspark.sql.types import StructType
 
 from lance_partitioned import _native
 from lance_partitioned.exceptions import InvalidArgumentError, NamespaceNotFoundError
-from lance_partitioned.namespace import DistributedWrite, PartitionedNamespace, WriteMode
+from lance_partitioned.namespace import (
+    DistributedWrite,
+    PartitionedNamespace,
+    WriteMode,
+    _write_args,
+)
 from lance_partitioned.spec import PartitionSpec
 
 log = logging.getLogger("lance_partitioned.spark")
@@ -338,10 +343,7 @@ class LancePartitionedDataSource(DataSource):
         return arrow_to_spark_schema(PartitionedNamespace.open(self._root()).schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> LancePartitionedWriter:
-        root = self._root()
-        spec_json = self.options.get("spec")
-        spec = json.loads(spec_json) if spec_json else None
-        ensure_namespace(root, schema, spec)
+        # Every option is checked before the namespace may be created.
         mode: WriteMode = "append"
         if overwrite:
             how = self.options.get("overwrite", "partitions")
@@ -351,16 +353,17 @@ class LancePartitionedDataSource(DataSource):
                 )
             mode = "overwrite" if how == "partitions" else "overwrite_all"
         tm = self.options.get("transaction_mode")
-        if tm not in (None, "strong", "weak"):
-            raise InvalidArgumentError(f"transaction_mode must be strong or weak, not {tm!r}")
+        _write_args(mode, tm)
+        max_rows = self._int_option("max_rows_per_file", 1 << 20)
+        max_buffer = self._int_option("max_buffer_bytes", 256 << 20)
+        root = self._root()
+        spec_json = self.options.get("spec")
+        ensure_namespace(root, schema, json.loads(spec_json) if spec_json else None)
         dw = DistributedWrite(root, mode, transaction_mode=tm)  # type: ignore[arg-type]
-        return LancePartitionedWriter(
-            dw,
-            self._int_option("max_rows_per_file", 1 << 20),
-            self._int_option("max_buffer_bytes", 256 << 20),
-        )
+        return LancePartitionedWriter(dw, max_rows, max_buffer)
 
     def _int_option(self, name: str, default: int) -> int:
+        """A positive integer option (typed error otherwise)."""
         text = self.options.get(name)
         if text is None:
             return default
@@ -376,9 +379,8 @@ class LancePartitionedDataSource(DataSource):
 
     def reader(self, schema: StructType) -> LancePartitionedReader:
         root = self._root()
-        as_of = self.options.get("as_of")
-        if as_of is not None:
-            version = int(as_of)
+        if self.options.get("as_of") is not None:
+            version = self._int_option("as_of", 0)
         else:
             version = _native.ManifestSnapshot.load(root, None).version
         return LancePartitionedReader(root, schema, version, self.options.get("filter"))
