@@ -381,6 +381,7 @@ class LancePartitionedDataSource(DataSource):
         root = self._root()
         if self.options.get("as_of") is not None:
             version = self._int_option("as_of", 0)
+            _native.ManifestSnapshot.load_as_of(root, version)  # typed errors on the driver
         else:
             version = _native.ManifestSnapshot.load(root, None).version
         return LancePartitionedReader(root, schema, version, self.options.get("filter"))

@@ -7,7 +7,7 @@
 4. run pruned queries and print the partition tree, rows per partition (top-k and skew), the
    pruning plan of a query, its result and timings.
 
-``python -m lance_partitioned.demo [--rows N] [--root DIR] [--keep]``
+``python -m lance_partitioned.demo [--rows N] [--root DIR [--replace]] [--keep]``
 """
 
 from __future__ import annotations
@@ -119,12 +119,48 @@ def _skew(ns: lp.PartitionedNamespace, k: int = 8) -> None:
     _say("   rows per country: " + ", ".join(f"{c} {n:,}" for c, n in by_country.most_common()))
 
 
+def _is_namespace(path: str) -> bool:
+    return os.path.isdir(os.path.join(path, "__manifest"))
+
+
+def _root_problem(root: str, replace: bool) -> str | None:
+    """Why the demo may not write to ``root``: it never deletes what it did not create."""
+    if not os.path.exists(root):
+        return None
+    if not os.path.isdir(root):
+        return f"--root {root!r} exists and is not a directory"
+    if not os.listdir(root):
+        return None
+    if not _is_namespace(root):
+        return (
+            f"--root {root!r} is a non-empty directory that is not a lance-partitioned "
+            "namespace; the demo will not touch it (pick an empty or new directory)"
+        )
+    if not replace:
+        return (
+            f"--root {root!r} already holds a namespace; pass --replace to delete it and start "
+            "over, or pick another directory"
+        )
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=2_000_000, help="events of the first ingest")
     ap.add_argument("--root", default=None, help="namespace directory (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the namespace afterwards")
+    ap.add_argument(
+        "--replace",
+        action="store_true",
+        help="with --root: replace a lance-partitioned namespace already there (anything else "
+        "in a non-empty directory is never deleted)",
+    )
     args = ap.parse_args(argv)
+    if args.root is not None:
+        problem = _root_problem(args.root, args.replace)
+        if problem:
+            print(f"demo: {problem}", file=sys.stderr)
+            return 2
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -133,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = args.root or tempfile.mkdtemp(prefix="lance-partitioned-demo-")
     root = os.path.join(workdir, "events") if args.root is None else args.root
-    if os.path.exists(root):
+    if args.root is not None and args.replace and _is_namespace(root):
         shutil.rmtree(root)
     timings: dict[str, float] = {}
     t_start = time.perf_counter()

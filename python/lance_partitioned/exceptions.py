@@ -17,6 +17,8 @@ arrive with their own type; this module re-exports them.
 - :class:`CorruptNamespaceError`: stored metadata is malformed; see ``repair()``.
 - :class:`CommitConflictError`: a concurrent commit made this one impossible; nothing of it
   became visible.
+- :class:`PartialCommitError`: a weak-mode write failed after some of its partitions were
+  committed; those are visible and the message names them (strong mode never does this).
 - :class:`LanceError`: the Lance storage layer failed (I/O, format).
 """
 
@@ -31,6 +33,7 @@ from lance_partitioned._native import (
     LancePartitionedError,
     NamespaceExistsError,
     NamespaceNotFoundError,
+    PartialCommitError,
     SchemaMismatchError,
     SpecError,
     UnsupportedTypeError,
@@ -47,6 +50,7 @@ __all__ = [
     "LancePartitionedError",
     "NamespaceExistsError",
     "NamespaceNotFoundError",
+    "PartialCommitError",
     "SchemaMismatchError",
     "SpecError",
     "UnsupportedTypeError",

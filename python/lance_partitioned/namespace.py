@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_partitioned import _native
-from lance_partitioned.exceptions import InvalidArgumentError
+from lance_partitioned.exceptions import ExpressionError, InvalidArgumentError
 from lance_partitioned.spec import PartitionSpec
 
 __all__ = ["CleanupResult", "DeleteResult", "PartitionedNamespace", "Snapshot", "WriteResult"]
@@ -40,6 +40,10 @@ TransactionMode = Literal["strong", "weak"]
 Filter = str | pc.Expression | None
 
 _MODE_KEY = "lance_partitioned.transaction_mode"
+
+DEFAULT_MAX_NEW_PARTITIONS = 1000
+"""Default of ``max_new_partitions``: the most partitions one write (one task of a
+distributed write) may create, like Hive's limit on dynamic partitions per node."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,9 @@ class WriteResult:
     """Manifest commit attempts (more than 1 when concurrent writers were rebased over)."""
     rewritten: int = 0
     """Partitions an append rewrote because they were written under an older schema."""
+    already_committed: bool = False
+    """A repeated :meth:`DistributedWrite.commit` of a write that was already committed:
+    nothing was done (commits are idempotent per write)."""
 
 
 @dataclass(frozen=True)
@@ -103,9 +110,21 @@ class CleanupResult:
 
 
 def _stream(data: Any) -> Any:
-    """Any Arrow data as an object with ``__arrow_c_stream__``."""
+    """Any Arrow data as what the native writer takes: an object with ``__arrow_c_stream__``
+    whose batches all share its schema (a table), or an iterator of record batches that the
+    writer imports one by one, each with its own schema (so a later batch with other types
+    is checked and cast against the namespace schema on its own, never reinterpreted)."""
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatchReader):
+        return _batches(iter(data))
+    if isinstance(data, (str, bytes, bytearray, Mapping)):
+        raise InvalidArgumentError(
+            "data must be a pyarrow Table, RecordBatch, RecordBatchReader, an object with "
+            f"__arrow_c_stream__, or an iterable of RecordBatches; got {type(data).__name__}"
+        )
     if hasattr(data, "__arrow_c_stream__"):
         return data
     if hasattr(data, "__arrow_c_array__"):
@@ -122,20 +141,53 @@ def _stream(data: Any) -> Any:
         first = next(batches, None)
         if first is None:
             raise InvalidArgumentError("no data to write (an empty iterable)")
-        if not isinstance(first, pa.RecordBatch):
-            raise InvalidArgumentError(
-                f"expected an iterable of pyarrow.RecordBatch, got {type(first).__name__}"
-            )
 
         def chain() -> Iterator[pa.RecordBatch]:
             yield first
             yield from batches
 
-        return pa.RecordBatchReader.from_batches(first.schema, chain())
+        return _batches(chain())
     raise InvalidArgumentError(
         "data must be a pyarrow Table, RecordBatch, RecordBatchReader, an object with "
         f"__arrow_c_stream__, or an iterable of RecordBatches; got {type(data).__name__}"
     )
+
+
+def _batches(items: Iterator[Any]) -> Iterator[pa.RecordBatch]:
+    """Checks that every item is a record batch (by index, with a typed error)."""
+    for i, b in enumerate(items):
+        if not isinstance(b, pa.RecordBatch):
+            if hasattr(b, "__arrow_c_array__") and not isinstance(b, pa.Array):
+                b = pa.record_batch(b)
+            else:
+                raise InvalidArgumentError(
+                    f"item {i} of the input is a {type(b).__name__}, not a pyarrow.RecordBatch"
+                )
+        yield b
+
+
+def _columns_arg(columns: Any) -> list[str] | None:
+    """``columns`` as a list of names (a single string is a mistake, not a list of letters)."""
+    if columns is None:
+        return None
+    if isinstance(columns, (str, bytes)) or not isinstance(columns, Iterable):
+        raise InvalidArgumentError(
+            f"columns must be a list of column names, not {type(columns).__name__} {columns!r}"
+        )
+    cols = list(columns)
+    for c in cols:
+        if not isinstance(c, str):
+            raise InvalidArgumentError(f"column names must be strings, not {c!r}")
+    return cols
+
+
+def _check_expression(expr: pc.Expression, schema: pa.Schema) -> None:
+    """Binds a pyarrow filter expression to the namespace schema before anything is read."""
+    try:
+        result = schema.empty_table().filter(expr)
+    except (pa.ArrowException, KeyError, TypeError, ValueError) as e:
+        raise ExpressionError(f"bad filter expression {expr}: {e}") from None
+    del result
 
 
 def _split_filter(filter: Filter) -> tuple[str | None, pc.Expression | None]:
@@ -250,7 +302,9 @@ class Snapshot:
         namespace schema (projected to ``columns``).
         """
         sql, post = _split_filter(filter)
-        cols = list(columns) if columns is not None else None
+        cols = _columns_arg(columns)
+        if post is not None:
+            _check_expression(post, self.schema)
         read_cols: list[str] | None
         if post is not None and cols is not None:
             read_cols = list(dict.fromkeys([*cols, *self._expression_columns(post)]))
@@ -389,9 +443,8 @@ class PartitionedNamespace:
         if version is None:
             self.refresh()
             return Snapshot(self._snap)
-        if version == self._snap.version:
-            return Snapshot(self._snap)
-        return Snapshot(_native.ManifestSnapshot.load(self._root, version))
+        version = _version_arg(version, "as_of")
+        return Snapshot(_native.ManifestSnapshot.load_as_of(self._root, version))
 
     # -- metadata ----------------------------------------------------------------------------
 
@@ -441,6 +494,7 @@ class PartitionedNamespace:
         concurrency: int = 8,
         route_threads: int = 1,
         max_buffer_bytes: int = 1 << 30,
+        max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS,
     ) -> WriteResult:
         """Writes ``data`` (a pyarrow Table / RecordBatch / RecordBatchReader, any Arrow
         stream, or an iterable of RecordBatches).
@@ -453,9 +507,18 @@ class PartitionedNamespace:
         Memory stays near ``max_buffer_bytes``: when the routed rows reach half of it the
         largest partitions are written out (a partition then gets more than one file), and
         routing waits while the writes in flight hold the other half.
+
+        A write that would create more than ``max_new_partitions`` partitions fails with
+        ``InvalidArgumentError`` before committing anything (``None``: no limit).
         """
         strong = _write_args(mode, transaction_mode)
-        _check_sizes(max_rows_per_file, max_buffer_bytes)
+        _check_limit(max_new_partitions)
+        _check_sizes(
+            max_rows_per_file=max_rows_per_file,
+            max_buffer_bytes=max_buffer_bytes,
+            concurrency=concurrency,
+            route_threads=route_threads,
+        )
         summary = _native.write_data(
             self._root,
             _stream(data),
@@ -465,6 +528,7 @@ class PartitionedNamespace:
             concurrency,
             route_threads,
             max_buffer_bytes,
+            max_new_partitions,
         )
         self.refresh()
         return WriteResult(**summary)
@@ -691,11 +755,17 @@ class DistributedWrite:
         max_rows_per_file: int = 1 << 20,
         concurrency: int = 4,
         max_buffer_bytes: int = 256 << 20,
+        max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS,
     ) -> bytes:
         """Writes ``data`` (any Arrow stream) as uncommitted fragments; returns the message
         :meth:`commit` needs. Safe to call concurrently and in other processes. Memory stays
         near ``max_buffer_bytes`` (as in :meth:`PartitionedNamespace.write`)."""
-        _check_sizes(max_rows_per_file, max_buffer_bytes)
+        _check_sizes(
+            max_rows_per_file=max_rows_per_file,
+            max_buffer_bytes=max_buffer_bytes,
+            concurrency=concurrency,
+        )
+        _check_limit(max_new_partitions)
         return _native.stage_write(
             self.root,
             _stream(data),
@@ -706,13 +776,33 @@ class DistributedWrite:
             max_rows_per_file,
             concurrency,
             max_buffer_bytes,
+            max_new_partitions,
         )
 
     def commit(self, messages: Iterable[bytes], *, concurrency: int = 8) -> WriteResult:
-        """Commits the staged parts once (all leaf tables, then one manifest commit). Pass
-        each successful part's message exactly once. Conflicts with concurrent writers are
-        resolved as for :meth:`PartitionedNamespace.write`."""
-        msgs = [bytes(m) for m in messages]
+        """Commits the staged parts once (all leaf tables, then one manifest commit).
+        Conflicts with concurrent writers are resolved as for
+        :meth:`PartitionedNamespace.write`.
+
+        Idempotent per write: a message passed twice counts once, and committing a write that
+        was already committed does nothing (``WriteResult.already_committed``; strong mode
+        records the write's id on its manifest rows, weak mode finds its data files in the
+        leaves). A staged data file that no longer exists (removed by :meth:`cleanup` with a
+        grace period shorter than the write) fails the commit with ``CommitConflictError``
+        before anything is committed."""
+        _check_sizes(concurrency=concurrency)
+        if isinstance(messages, (bytes, str)) or not isinstance(messages, Iterable):
+            raise InvalidArgumentError(
+                "messages must be an iterable of the bytes stage() returned, "
+                f"not {type(messages).__name__}"
+            )
+        msgs = list(messages)
+        for m in msgs:
+            if not isinstance(m, (bytes, bytearray, memoryview)):
+                raise InvalidArgumentError(
+                    f"each message must be the bytes stage() returned, not {type(m).__name__}"
+                )
+        msgs = [bytes(m) for m in msgs]
         if not msgs:
             return WriteResult(
                 rows=0,
@@ -737,12 +827,18 @@ class DistributedWrite:
         )
 
 
-def _check_sizes(max_rows_per_file: int, max_buffer_bytes: int) -> None:
-    """Validates a write's size limits."""
-    if max_rows_per_file < 1:
-        raise InvalidArgumentError(f"max_rows_per_file must be positive, not {max_rows_per_file}")
-    if max_buffer_bytes < 1:
-        raise InvalidArgumentError(f"max_buffer_bytes must be positive, not {max_buffer_bytes}")
+def _check_sizes(**limits: Any) -> None:
+    """Validates a write's positive integer limits (``max_rows_per_file=...``, ...)."""
+    for name, value in limits.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidArgumentError(f"{name} must be an int, not {value!r}")
+        if value < 1:
+            raise InvalidArgumentError(f"{name} must be positive, not {value}")
+
+
+def _check_limit(max_new_partitions: int | None) -> None:
+    if max_new_partitions is not None:
+        _check_sizes(max_new_partitions=max_new_partitions)
 
 
 def _write_args(mode: str, transaction_mode: str | None) -> bool | None:
@@ -761,8 +857,19 @@ def _write_args(mode: str, transaction_mode: str | None) -> bool | None:
     return transaction_mode == "strong"
 
 
+def _version_arg(version: Any, name: str) -> int:
+    """A manifest version argument: a positive int."""
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InvalidArgumentError(f"{name} must be a manifest version (an int), not {version!r}")
+    if version < 1:
+        raise InvalidArgumentError(f"{name} must be a manifest version >= 1, not {version}")
+    return version
+
+
 def _uri(root: str) -> str:
     """Local paths become absolute; URIs pass through."""
+    if not isinstance(root, str) or not root.strip():
+        raise InvalidArgumentError(f"root must be a non-empty path or URI, not {root!r}")
     if "://" in root:
         return root
     import os

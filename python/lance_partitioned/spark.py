@@ -225,7 +225,7 @@ def write(
         )
     if key not in ("exact", "native"):
         raise InvalidArgumentError(f"key must be 'exact' or 'native', not {key!r}")
-    _check_sizes(max_rows_per_file, max_buffer_bytes)
+    _check_sizes(max_rows_per_file=max_rows_per_file, max_buffer_bytes=max_buffer_bytes)
     t0 = time.perf_counter()
     ns = ensure_namespace(uri, df.schema, spec, properties)
     dw = ns.distributed_write(mode, transaction_mode=transaction_mode)

@@ -51,6 +51,10 @@ pub enum Error {
     /// concurrent write, or retries exhausted).
     #[error("{0}")]
     CommitConflict(String),
+    /// A weak-mode write failed after some of its partitions were committed: those are
+    /// visible (weak mode commits leaves directly); the message names them.
+    #[error("{0}")]
+    PartialCommit(String),
     /// An error reported by the lance crate (I/O, format, commit).
     #[error("lance error: {0}")]
     Lance(Box<lance::Error>),
@@ -96,3 +100,59 @@ macro_rules! corrupt {
     ($($arg:tt)*) => { Err($crate::error::Error::Corrupt(format!($($arg)*))) };
 }
 pub(crate) use {corrupt, expr_err, invalid_arg, schema_err, spec_err, unsupported};
+
+/// Removes what only helps a Rust developer from an error message: the source locations the
+/// lance crate appends (`, /home/.../filtered_read.rs:1666:33`), keeping the cause.
+pub fn user_message(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(pos) = rest.find(".rs:") {
+        // The location starts after the last separator before ".rs:".
+        let head = &rest[..pos];
+        let start = head
+            .rfind(|c: char| c.is_whitespace() || c == '(' || c == '[' || c == ',')
+            .map(|i| i + 1)
+            .unwrap_or(0);
+        let tail = &rest[pos + 4..];
+        let digits = tail
+            .find(|c: char| !(c.is_ascii_digit() || c == ':'))
+            .unwrap_or(tail.len());
+        let looks_like_path = head[start..].contains('/') || head[start..].contains('\\');
+        if digits == 0 || !looks_like_path {
+            out.push_str(&rest[..pos + 4]);
+            rest = tail;
+            continue;
+        }
+        let mut kept = rest[..start].trim_end();
+        for sep in [",", " at"] {
+            kept = kept.strip_suffix(sep).unwrap_or(kept).trim_end();
+        }
+        out.push_str(kept);
+        rest = &tail[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::user_message;
+
+    #[test]
+    fn strips_rust_source_locations() {
+        let m = "lance error: Invalid user input: Duplicate column name: a, \
+                 /root/.cargo/registry/src/index.crates.io-1/lance-14.0.2/src/dataset/scanner.rs:1666:33";
+        assert_eq!(
+            user_message(m),
+            "lance error: Invalid user input: Duplicate column name: a"
+        );
+        let m = "Not found: /data/x/dataset/_versions/3.manifest, /src/lance-io/src/local.rs:99:5, \
+                 more";
+        assert_eq!(
+            user_message(m),
+            "Not found: /data/x/dataset/_versions/3.manifest, more"
+        );
+        assert_eq!(user_message("file a.rs:12 stays"), "file a.rs:12 stays");
+        assert_eq!(user_message("no location"), "no location");
+    }
+}

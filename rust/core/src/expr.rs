@@ -147,45 +147,50 @@ fn placeholder_schema(types: &[DataType]) -> SchemaRef {
     ))
 }
 
+/// Why `e` (one node) may not appear in a partition expression or a filter: subqueries,
+/// aggregates, window functions, placeholders, session variables, lambdas and functions that
+/// are not immutable; `None` when it may.
+pub(crate) fn forbidden_construct(e: &Expr) -> Option<String> {
+    match e {
+        Expr::ScalarSubquery(_)
+        | Expr::Exists(_)
+        | Expr::InSubquery(_)
+        | Expr::SetComparison(_)
+        | Expr::OuterReferenceColumn(_, _) => Some("subqueries are not allowed".to_string()),
+        Expr::AggregateFunction(f) => Some(format!(
+            "aggregate function {}() is not allowed",
+            f.func.name()
+        )),
+        Expr::WindowFunction(_) => Some("window functions are not allowed".to_string()),
+        Expr::Placeholder(p) => Some(format!("placeholder {} is not allowed", p.id)),
+        Expr::ScalarVariable(_, v) => Some(format!("session variable {} is not allowed", v.join("."))),
+        Expr::GroupingSet(_) | Expr::Unnest(_) => Some(format!("{} is not allowed", e.variant_name())),
+        Expr::HigherOrderFunction(_) | Expr::Lambda(_) | Expr::LambdaVariable(_) => {
+            Some("lambda functions are not allowed".to_string())
+        }
+        Expr::ScalarFunction(f) => {
+            let v = f.func.signature().volatility;
+            (v != Volatility::Immutable).then(|| {
+                format!(
+                    "function {}() is {} (its result depends on more than its arguments); \
+                     it must be deterministic and stateless",
+                    f.func.name(),
+                    match v {
+                        Volatility::Volatile => "volatile",
+                        _ => "not immutable",
+                    }
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
 /// Checks that `expr` is allowed as a partition expression.
 fn validate(sql: &str, expr: &Expr, num_sources: usize) -> Result<()> {
     let mut problem: Option<String> = None;
     let visit = expr.apply(|e| {
         let msg = match e {
-            Expr::ScalarSubquery(_)
-            | Expr::Exists(_)
-            | Expr::InSubquery(_)
-            | Expr::SetComparison(_)
-            | Expr::OuterReferenceColumn(_, _) => Some("subqueries are not allowed".to_string()),
-            Expr::AggregateFunction(f) => Some(format!(
-                "aggregate function {}() is not allowed",
-                f.func.name()
-            )),
-            Expr::WindowFunction(_) => Some("window functions are not allowed".to_string()),
-            Expr::Placeholder(p) => Some(format!("placeholder {} is not allowed", p.id)),
-            Expr::ScalarVariable(_, v) => {
-                Some(format!("session variable {} is not allowed", v.join(".")))
-            }
-            Expr::GroupingSet(_) | Expr::Unnest(_) => {
-                Some(format!("{} is not allowed", e.variant_name()))
-            }
-            Expr::HigherOrderFunction(_) | Expr::Lambda(_) | Expr::LambdaVariable(_) => {
-                Some("lambda functions are not allowed".to_string())
-            }
-            Expr::ScalarFunction(f) => {
-                let v = f.func.signature().volatility;
-                (v != Volatility::Immutable).then(|| {
-                    format!(
-                        "function {}() is {} (its result depends on more than its \
-                         arguments); partition expressions must be deterministic and stateless",
-                        f.func.name(),
-                        match v {
-                            Volatility::Volatile => "volatile",
-                            _ => "not immutable",
-                        }
-                    )
-                })
-            }
             Expr::Column(c) => {
                 let ok = c
                     .name
@@ -194,7 +199,7 @@ fn validate(sql: &str, expr: &Expr, num_sources: usize) -> Result<()> {
                     .is_some_and(|n| n < num_sources && placeholder(n) == c.name);
                 (!ok || c.relation.is_some()).then(|| unknown_column_msg(&c.name, num_sources))
             }
-            _ => None,
+            other => forbidden_construct(other),
         };
         if let Some(m) = msg {
             problem = Some(m);

@@ -405,17 +405,56 @@ pub(crate) fn strict_cast() -> CastOptions<'static> {
     }
 }
 
-/// Casts `col` to the namespace type `to` (D2), refusing lossy casts.
+/// Casts `col` to the namespace type `to` (D2), refusing lossy casts: every value must come
+/// back unchanged when cast back to its input type (so `1.5` is not stored as `1`, a timestamp
+/// at 23:59 is not stored as its date, `2^63 + 1` does not wrap). Widenings skip the check.
 pub(crate) fn to_namespace_type(col: &ArrayRef, to: &DataType, name: &str) -> Result<ArrayRef> {
-    if col.data_type() == to {
+    let from = col.data_type();
+    if from == to {
         return Ok(Arc::clone(col));
     }
-    cast_with_options(col.as_ref(), to, &strict_cast()).map_err(|e| {
+    let refuse = |why: String| {
         Error::InvalidArgument(format!(
-            "column {name:?} of type {} cannot be cast to its namespace type {to}: {e}",
-            col.data_type()
+            "column {name:?} of type {from} cannot be cast to its namespace type {to}: {why}"
         ))
-    })
+    };
+    let out = cast_with_options(col.as_ref(), to, &strict_cast()).map_err(|e| refuse(e.to_string()))?;
+    if always_lossless(from, to) {
+        return Ok(out);
+    }
+    let back = cast_with_options(out.as_ref(), from, &strict_cast())
+        .map_err(|e| refuse(format!("the cast is not reversible ({e})")))?;
+    let changed = crate::arrow::compute::kernels::cmp::distinct(col, &back)?;
+    if changed.true_count() > 0 {
+        let row = (0..changed.len())
+            .find(|&i| changed.is_valid(i) && changed.value(i))
+            .unwrap_or(0);
+        let shown = crate::arrow::util::display::array_value_to_string(col.as_ref(), row)
+            .unwrap_or_else(|_| "?".into());
+        return Err(refuse(format!(
+            "{} value(s) would change, the first at row {row} ({shown}); cast the input \
+             explicitly if that is intended",
+            changed.true_count()
+        )));
+    }
+    Ok(out)
+}
+
+/// Casts that can never change a value (widenings, string and binary encodings, dictionary
+/// decoding, time zone changes of an instant, finer units of a date).
+fn always_lossless(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    if crate::types::is_widening(from, to) {
+        return true;
+    }
+    match (from, to) {
+        (Dictionary(_, v), t) => v.as_ref() == t,
+        (Utf8 | LargeUtf8 | Utf8View, Utf8 | LargeUtf8 | Utf8View) => true,
+        (Binary | LargeBinary | BinaryView, Binary | LargeBinary | BinaryView) => true,
+        (Timestamp(u1, _), Timestamp(u2, _)) => u1 == u2,
+        (Date32, Date64) => true,
+        _ => false,
+    }
 }
 
 #[cfg(test)]

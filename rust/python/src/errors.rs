@@ -1,123 +1,209 @@
 //! The Python exception hierarchy, created here and re-exported by
 //! `lance_partitioned.exceptions`, and the guard that keeps panics from crossing the FFI
 //! boundary.
+//!
+//! Every class derives from `LancePartitionedError` and, where one fits, from the matching
+//! builtin (`InvalidArgumentError` is a `ValueError`, `NamespaceNotFoundError` a
+//! `FileNotFoundError`, ...), so code written against the builtins keeps working. The classes
+//! are made with `type(name, bases, namespace)` at import time because a Rust-declared
+//! exception can have only one base.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use lance_partitioned_core::arrow::error::ArrowError as CoreArrowError;
 use lance_partitioned_core::Error;
-use pyo3::create_exception;
-use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
 
-create_exception!(
-    lance_partitioned.exceptions,
-    LancePartitionedError,
-    PyException,
-    "Base class of every error raised by lance_partitioned."
-);
-create_exception!(
-    lance_partitioned.exceptions,
-    SpecError,
-    LancePartitionedError,
-    "A partition spec or schema is malformed or inconsistent."
-);
-create_exception!(
-    lance_partitioned.exceptions,
-    ExpressionError,
-    LancePartitionedError,
-    "A partition expression is malformed, unbound, or not deterministic and stateless."
-);
-create_exception!(
-    lance_partitioned.exceptions,
-    UnsupportedTypeError,
-    LancePartitionedError,
-    "A kernel was given an Arrow type it does not support."
-);
-create_exception!(
-    lance_partitioned.exceptions,
-    InvalidArgumentError,
-    LancePartitionedError,
-    "An argument is out of range or inconsistent (n <= 0, width <= 0, length mismatch, ...)."
-);
-create_exception!(
-    lance_partitioned.exceptions,
-    ArrowError,
-    LancePartitionedError,
-    "Arrow reported an error (for example a failed cast or a malformed array)."
-);
-create_exception!(
-    lance_partitioned.exceptions,
-    InternalError,
-    LancePartitionedError,
-    "A bug in lance_partitioned (including a caught Rust panic). Please report it."
-);
+/// The exception classes, in creation order (a parent before its children).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Base,
+    Spec,
+    Expression,
+    UnsupportedType,
+    InvalidArgument,
+    Arrow,
+    Internal,
+    SchemaMismatch,
+    NamespaceNotFound,
+    NamespaceExists,
+    CorruptNamespace,
+    CommitConflict,
+    PartialCommit,
+    Lance,
+}
 
-create_exception!(
-    lance_partitioned.exceptions,
-    SchemaMismatchError,
-    LancePartitionedError,
-    "Input data does not fit the namespace schema."
-);
-create_exception!(
-    lance_partitioned.exceptions,
-    NamespaceNotFoundError,
-    LancePartitionedError,
-    "There is no partitioned namespace (or no such object) at the given location."
-);
-create_exception!(
-    lance_partitioned.exceptions,
-    NamespaceExistsError,
-    LancePartitionedError,
-    "A namespace already exists where one is being created."
-);
-create_exception!(
-    lance_partitioned.exceptions,
-    CorruptNamespaceError,
-    LancePartitionedError,
-    "The namespace's stored metadata is malformed or inconsistent; see repair()."
-);
-create_exception!(
-    lance_partitioned.exceptions,
-    CommitConflictError,
-    LancePartitionedError,
-    "A concurrent commit made this commit impossible (nothing of it became visible)."
-);
-create_exception!(
-    lance_partitioned.exceptions,
-    LanceError,
-    LancePartitionedError,
-    "The lance storage layer reported an error (I/O, format, commit)."
-);
+const KINDS: [Kind; 14] = [
+    Kind::Base,
+    Kind::Spec,
+    Kind::Expression,
+    Kind::UnsupportedType,
+    Kind::InvalidArgument,
+    Kind::Arrow,
+    Kind::Internal,
+    Kind::SchemaMismatch,
+    Kind::NamespaceNotFound,
+    Kind::NamespaceExists,
+    Kind::CorruptNamespace,
+    Kind::CommitConflict,
+    Kind::PartialCommit,
+    Kind::Lance,
+];
+
+impl Kind {
+    /// Class name, builtin base (besides `LancePartitionedError`) and docstring.
+    fn describe(self) -> (&'static str, Option<&'static str>, &'static str) {
+        match self {
+            Kind::Base => (
+                "LancePartitionedError",
+                None,
+                "Base class of every error raised by lance_partitioned.",
+            ),
+            Kind::Spec => (
+                "SpecError",
+                Some("ValueError"),
+                "A partition spec or schema is malformed or inconsistent.",
+            ),
+            Kind::Expression => (
+                "ExpressionError",
+                Some("ValueError"),
+                "An expression (partition expression or filter) is malformed, unbound, of the \
+                 wrong type, or not deterministic and stateless.",
+            ),
+            Kind::UnsupportedType => (
+                "UnsupportedTypeError",
+                Some("TypeError"),
+                "A kernel was given an Arrow type it does not support.",
+            ),
+            Kind::InvalidArgument => (
+                "InvalidArgumentError",
+                Some("ValueError"),
+                "An argument is out of range or inconsistent (n <= 0, width <= 0, length \
+                 mismatch, wrong type, ...).",
+            ),
+            Kind::Arrow => (
+                "ArrowError",
+                None,
+                "Arrow reported an error (for example a failed cast or a malformed array).",
+            ),
+            Kind::Internal => (
+                "InternalError",
+                Some("RuntimeError"),
+                "A bug in lance_partitioned (including a caught Rust panic). Please report it.",
+            ),
+            Kind::SchemaMismatch => (
+                "SchemaMismatchError",
+                Some("ValueError"),
+                "Input data does not fit the namespace schema.",
+            ),
+            Kind::NamespaceNotFound => (
+                "NamespaceNotFoundError",
+                Some("FileNotFoundError"),
+                "There is no partitioned namespace (or no such object or version) at the given \
+                 location.",
+            ),
+            Kind::NamespaceExists => (
+                "NamespaceExistsError",
+                Some("FileExistsError"),
+                "A namespace already exists where one is being created.",
+            ),
+            Kind::CorruptNamespace => (
+                "CorruptNamespaceError",
+                None,
+                "The namespace's stored metadata is malformed or inconsistent; see repair().",
+            ),
+            Kind::CommitConflict => (
+                "CommitConflictError",
+                None,
+                "A concurrent commit made this commit impossible (nothing of it became \
+                 visible).",
+            ),
+            Kind::PartialCommit => (
+                "PartialCommitError",
+                None,
+                "A weak-mode write failed after some of its partitions were committed; those \
+                 partitions are visible and the message names them.",
+            ),
+            Kind::Lance => (
+                "LanceError",
+                None,
+                "The lance storage layer reported an error (I/O, format, commit).",
+            ),
+        }
+    }
+}
+
+static CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
+
+fn create_classes(py: Python<'_>) -> PyResult<Vec<Py<PyType>>> {
+    let builtins = py.import("builtins")?;
+    let type_ = builtins.getattr("type")?;
+    let mut out: Vec<Py<PyType>> = Vec::with_capacity(KINDS.len());
+    for kind in KINDS {
+        let (name, builtin, doc) = kind.describe();
+        let mut bases: Vec<Bound<'_, PyAny>> = Vec::new();
+        match out.first() {
+            Some(base) => bases.push(base.bind(py).clone().into_any()),
+            None => bases.push(builtins.getattr("Exception")?),
+        }
+        if let Some(b) = builtin {
+            bases.push(builtins.getattr(b)?);
+        }
+        let ns = PyDict::new(py);
+        ns.set_item("__doc__", doc)?;
+        ns.set_item("__module__", "lance_partitioned.exceptions")?;
+        let cls = type_.call1((name, PyTuple::new(py, bases)?, ns))?;
+        out.push(cls.cast_into::<PyType>()?.unbind());
+    }
+    Ok(out)
+}
+
+fn class(py: Python<'_>, kind: Kind) -> PyResult<Bound<'_, PyType>> {
+    let classes = CLASSES.get_or_try_init(py, || create_classes(py))?;
+    let i = KINDS.iter().position(|k| *k == kind).unwrap_or(0);
+    Ok(classes[i].bind(py).clone())
+}
+
+/// A Python exception of `kind` with `msg`.
+pub fn new_err(kind: Kind, msg: impl Into<String>) -> PyErr {
+    let msg = msg.into();
+    Python::attach(|py| match class(py, kind) {
+        Ok(cls) => PyErr::from_type(cls, (msg,)),
+        Err(e) => e,
+    })
+}
 
 /// Converts a core error into the matching Python exception.
 pub fn to_py(e: Error) -> PyErr {
-    let msg = e.to_string();
-    match e {
-        Error::Spec(_) => SpecError::new_err(msg),
-        Error::Expression(_) => ExpressionError::new_err(msg),
-        Error::UnsupportedType(_) => UnsupportedTypeError::new_err(msg),
-        Error::InvalidArgument(_) => InvalidArgumentError::new_err(msg),
-        Error::Arrow(_) => ArrowError::new_err(msg),
-        Error::DataFusion(_) => ExpressionError::new_err(msg),
-        Error::Internal(_) => InternalError::new_err(msg),
-        Error::SchemaMismatch(_) => SchemaMismatchError::new_err(msg),
-        Error::NotFound(_) => NamespaceNotFoundError::new_err(msg),
-        Error::AlreadyExists(_) => NamespaceExistsError::new_err(msg),
-        Error::Corrupt(_) => CorruptNamespaceError::new_err(msg),
-        Error::CommitConflict(_) => CommitConflictError::new_err(msg),
-        Error::Lance(_) => LanceError::new_err(msg),
-    }
+    let msg = lance_partitioned_core::error::user_message(&e.to_string());
+    let kind = match e {
+        Error::Spec(_) => Kind::Spec,
+        Error::Expression(_) | Error::DataFusion(_) => Kind::Expression,
+        Error::UnsupportedType(_) => Kind::UnsupportedType,
+        Error::InvalidArgument(_) => Kind::InvalidArgument,
+        Error::Arrow(_) => Kind::Arrow,
+        Error::Internal(_) => Kind::Internal,
+        Error::SchemaMismatch(_) => Kind::SchemaMismatch,
+        Error::NotFound(_) => Kind::NamespaceNotFound,
+        Error::AlreadyExists(_) => Kind::NamespaceExists,
+        Error::Corrupt(_) => Kind::CorruptNamespace,
+        Error::CommitConflict(_) => Kind::CommitConflict,
+        Error::PartialCommit(_) => Kind::PartialCommit,
+        Error::Lance(_) => Kind::Lance,
+    };
+    new_err(kind, msg)
 }
 
 /// An `InvalidArgumentError`.
 pub fn invalid_arg(msg: impl Into<String>) -> PyErr {
-    InvalidArgumentError::new_err(msg.into())
+    new_err(Kind::InvalidArgument, msg)
 }
 
 /// An `ArrowError`.
 pub fn arrow_err(e: CoreArrowError) -> PyErr {
-    ArrowError::new_err(e.to_string())
+    new_err(Kind::Arrow, lance_partitioned_core::error::user_message(&e.to_string()))
 }
 
 /// Runs `f` without the GIL, turning a core error into its Python exception and a panic into
@@ -135,7 +221,7 @@ pub fn run<T: Send>(
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_string());
-            Err(InternalError::new_err(format!("Rust panic: {what}")))
+            Err(new_err(Kind::Internal, format!("Rust panic: {what}")))
         }
     }
 }
@@ -143,36 +229,8 @@ pub fn run<T: Send>(
 /// Registers the exception classes on the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add(
-        "LancePartitionedError",
-        py.get_type::<LancePartitionedError>(),
-    )?;
-    m.add("SpecError", py.get_type::<SpecError>())?;
-    m.add("ExpressionError", py.get_type::<ExpressionError>())?;
-    m.add(
-        "UnsupportedTypeError",
-        py.get_type::<UnsupportedTypeError>(),
-    )?;
-    m.add(
-        "InvalidArgumentError",
-        py.get_type::<InvalidArgumentError>(),
-    )?;
-    m.add("ArrowError", py.get_type::<ArrowError>())?;
-    m.add("InternalError", py.get_type::<InternalError>())?;
-    m.add("SchemaMismatchError", py.get_type::<SchemaMismatchError>())?;
-    m.add(
-        "NamespaceNotFoundError",
-        py.get_type::<NamespaceNotFoundError>(),
-    )?;
-    m.add(
-        "NamespaceExistsError",
-        py.get_type::<NamespaceExistsError>(),
-    )?;
-    m.add(
-        "CorruptNamespaceError",
-        py.get_type::<CorruptNamespaceError>(),
-    )?;
-    m.add("CommitConflictError", py.get_type::<CommitConflictError>())?;
-    m.add("LanceError", py.get_type::<LanceError>())?;
+    for kind in KINDS {
+        m.add(kind.describe().0, class(py, kind)?)?;
+    }
     Ok(())
 }

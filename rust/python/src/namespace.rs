@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::errors::run;
-use crate::ffi::{export_batch, export_schema, import_schema, import_stream};
+use crate::ffi::{export_batch, export_schema, import_schema, BatchInput};
 
 /// create_namespace(root, schema, spec_json, props) -> pyarrow.Schema (with field ids)
 #[pyfunction]
@@ -65,6 +65,17 @@ impl ManifestSnapshot {
     fn load(py: Python<'_>, root: &str, version: Option<u64>) -> PyResult<Self> {
         let root = root.to_string();
         let snap = run(py, || block_on(Snapshot::load_with(&root, version, true)))?;
+        Ok(Self {
+            snap: Arc::new(snap),
+        })
+    }
+
+    /// A user's time travel to manifest `version` (`as_of`): refused on weak-mode namespaces,
+    /// whose manifest records no leaf versions.
+    #[staticmethod]
+    fn load_as_of(py: Python<'_>, root: &str, version: u64) -> PyResult<Self> {
+        let root = root.to_string();
+        let snap = run(py, || block_on(Snapshot::load_as_of(&root, version)))?;
         Ok(Self {
             snap: Arc::new(snap),
         })
@@ -258,7 +269,7 @@ impl Scan {
 /// write(root, data, mode, strong, max_rows_per_file, concurrency, route_threads,
 /// max_buffer_bytes) -> summary
 #[pyfunction]
-#[pyo3(signature = (root, data, mode = "append", strong = None, max_rows_per_file = 1048576, concurrency = 8, route_threads = 1, max_buffer_bytes = 1073741824))]
+#[pyo3(signature = (root, data, mode = "append", strong = None, max_rows_per_file = 1048576, concurrency = 8, route_threads = 1, max_buffer_bytes = 1073741824, max_new_partitions = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_data<'py>(
     py: Python<'py>,
@@ -270,8 +281,10 @@ pub fn write_data<'py>(
     concurrency: usize,
     route_threads: usize,
     max_buffer_bytes: usize,
+    max_new_partitions: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let reader = import_stream(data)?;
+    let reader = BatchInput::import(data)?;
+    let slot = reader.error_slot();
     let opts = WriteOptions {
         mode: Mode::parse(mode).map_err(crate::errors::to_py)?,
         strong,
@@ -279,13 +292,11 @@ pub fn write_data<'py>(
         concurrency: concurrency.max(1),
         route_threads: route_threads.max(1),
         max_buffer_bytes: max_buffer_bytes.max(1),
+        max_new_partitions: max_new_partitions.unwrap_or(usize::MAX),
         ..Default::default()
     };
     let root = root.to_string();
-    let s = run(py, || {
-        let input = reader.map(|b: Result<RecordBatch, CoreArrowError>| b.map_err(Error::from));
-        write::write(&root, input, &opts)
-    })?;
+    let s = BatchInput::finish(slot.as_ref(), run(py, || write::write(&root, reader, &opts)))?;
     summary_dict(py, &s)
 }
 
@@ -300,6 +311,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &write::WriteSummary) -> PyResult<Bound
     d.set_item("manifest_version", s.manifest_version)?;
     d.set_item("attempts", s.attempts)?;
     d.set_item("rewritten", s.rewritten)?;
+    d.set_item("already_committed", s.already_committed)?;
     Ok(d)
 }
 
@@ -322,7 +334,7 @@ pub fn write_plan(
 /// stage_write(root, data, manifest_version, strong, nonce, mode, ...) -> bytes: writes the
 /// rows as uncommitted fragments and returns the message the committer needs.
 #[pyfunction]
-#[pyo3(signature = (root, data, manifest_version, strong, nonce, mode = "append", max_rows_per_file = 1048576, concurrency = 4, max_buffer_bytes = 268435456))]
+#[pyo3(signature = (root, data, manifest_version, strong, nonce, mode = "append", max_rows_per_file = 1048576, concurrency = 4, max_buffer_bytes = 268435456, max_new_partitions = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn stage_write<'py>(
     py: Python<'py>,
@@ -335,8 +347,10 @@ pub fn stage_write<'py>(
     max_rows_per_file: usize,
     concurrency: usize,
     max_buffer_bytes: usize,
+    max_new_partitions: Option<usize>,
 ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-    let reader = import_stream(data)?;
+    let reader = BatchInput::import(data)?;
+    let slot = reader.error_slot();
     let opts = WriteOptions {
         mode: Mode::parse(mode).map_err(crate::errors::to_py)?,
         strong: Some(strong),
@@ -344,6 +358,7 @@ pub fn stage_write<'py>(
         concurrency: concurrency.max(1),
         route_threads: 1,
         max_buffer_bytes: max_buffer_bytes.max(1),
+        max_new_partitions: max_new_partitions.unwrap_or(usize::MAX),
         ..Default::default()
     };
     let (root, nonce) = (root.to_string(), nonce.to_string());
@@ -351,10 +366,10 @@ pub fn stage_write<'py>(
         manifest_version,
         strong,
     };
-    let bytes = run(py, || {
-        let input = reader.map(|b: Result<RecordBatch, CoreArrowError>| b.map_err(Error::from));
-        stage::stage(&root, plan, &nonce, input, &opts)?.to_bytes()
-    })?;
+    let bytes = BatchInput::finish(
+        slot.as_ref(),
+        run(py, || stage::stage(&root, plan, &nonce, reader, &opts)?.to_bytes()),
+    )?;
     Ok(pyo3::types::PyBytes::new(py, &bytes))
 }
 

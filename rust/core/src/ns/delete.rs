@@ -25,7 +25,7 @@ use crate::ns::join_uri;
 use crate::ns::manifest::{rows_to_batch, Leaf, Snapshot, OBJECT_ID};
 use crate::ns::runtime::runtime;
 use crate::ns::scan::{evaluate_mask, prune, Filter};
-use crate::ns::write::{default_strong, is_retryable, open_at, set_read_versions, version_row};
+use crate::ns::write::{is_retryable, open_at, set_read_versions, version_row};
 use crate::types::field_id;
 
 /// What a delete did.
@@ -114,10 +114,15 @@ async fn delete_rows(
     strong: bool,
 ) -> Result<Option<Action>> {
     let ds = open_at(&join_uri(root, &leaf.location), leaf.read_version).await?;
+    // Lance evaluates the filter on the leaf's own columns: each must be the namespace
+    // column itself (same field id, name and type), never a dropped or renamed column's data.
+    let stored = Schema::from(ds.schema());
+    let map = crate::ns::scan::leaf_columns(&stored, ns_schema);
     for c in filter.columns() {
         let ours = ns_schema.field_with_name(&c)?;
-        match ds.schema().field(&c) {
-            Some(f) if &f.data_type() == ours.data_type() => {}
+        let same_column = map.get(&c) == Some(&c);
+        match stored.field_with_name(&c) {
+            Ok(f) if same_column && f.data_type() == ours.data_type() => {}
             _ => {
                 return Err(Error::InvalidArgument(format!(
                     "partition {:?} stores column {c:?} under another name or type (written \
@@ -170,13 +175,8 @@ pub fn delete(
 ) -> Result<DeleteSummary> {
     let rt = runtime()?;
     let snap = rt.block_on(Snapshot::load(root, None))?;
-    if !snap.missing_columns.is_empty() {
-        return Err(Error::Corrupt(format!(
-            "the manifest lacks columns {:?} (another tool rewrote it); run repair() first",
-            snap.missing_columns
-        )));
-    }
-    let strong = strong.unwrap_or_else(|| default_strong(&snap));
+    snap.check_writable()?;
+    let strong = snap.strong_mode(strong)?;
     let ns_schema = snap.schema();
     let filter = Filter::parse(filter_sql, &ns_schema)?;
     let pruned = prune(&snap, Some(&filter))?;
@@ -275,8 +275,8 @@ fn commit_delete(
                     };
                     if strong && Some(now) != base_of(s0, object_id) {
                         return Err(Error::CommitConflict(format!(
-                            "partition {object_id:?} was changed by a concurrent write during \
-                             this delete"
+                            "partition ({}) was changed by a concurrent write during this delete",
+                            s0.describe_leaf(object_id)
                         )));
                     }
                     drop_ids.push(object_id.clone());
@@ -299,8 +299,8 @@ fn commit_delete(
                 } => {
                     let Some(now) = base_of(&s1, object_id) else {
                         return Err(Error::CommitConflict(format!(
-                            "partition {object_id:?} was dropped by a concurrent write during \
-                             this delete"
+                            "partition ({}) was dropped by a concurrent write during this delete",
+                            s0.describe_leaf(object_id)
                         )));
                     };
                     if !strong {
@@ -308,8 +308,8 @@ fn commit_delete(
                     }
                     if now != *base {
                         return Err(Error::CommitConflict(format!(
-                            "partition {object_id:?} was changed by a concurrent write during \
-                             this delete"
+                            "partition ({}) was changed by a concurrent write during this delete",
+                            s0.describe_leaf(object_id)
                         )));
                     }
                     copy_rows.push(k1.row_by_id[object_id]);

@@ -181,6 +181,10 @@ pub struct TableVersion {
     pub props: HashMap<String, String>,
 }
 
+/// `table_version` property naming the distributed write that committed the version (so a
+/// second commit of the same write is recognised and becomes a no-op).
+pub const WRITE_ID_KEY: &str = "write_id";
+
 /// The lookups writers need, built on first use (readers only prune and never pay for them).
 #[derive(Debug, Clone, Default)]
 pub struct Keys {
@@ -273,6 +277,66 @@ pub fn spec_of(object_id: &str) -> Option<i32> {
     first.strip_prefix('v')?.parse().ok()
 }
 
+/// `field=value, field=value` of a partition key (values in their string form).
+pub fn describe_key(field_ids: &[String], key: &[ScalarValue]) -> String {
+    field_ids
+        .iter()
+        .zip(key)
+        .map(|(f, v)| {
+            let text = if v.is_null() {
+                "NULL".to_string()
+            } else {
+                match values::to_string(v) {
+                    Ok(Some(s)) => format!("{s:?}"),
+                    _ => "''".to_string(),
+                }
+            };
+            format!("{f}={text}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The error for a manifest version that does not exist, naming those that do.
+async fn missing_version(root: &str, version: u64) -> Error {
+    let listed = match DatasetBuilder::from_uri(manifest_uri(root)).load().await {
+        Ok(ds) => ds.versions().await.ok(),
+        Err(_) => None,
+    };
+    let Some(versions) = listed else {
+        return Error::NotFound(format!(
+            "no partitioned namespace at {root:?} (no {MANIFEST_DIR} table)"
+        ));
+    };
+    let mut ids: Vec<u64> = versions.iter().map(|v| v.version).collect();
+    ids.sort_unstable();
+    Error::NotFound(format!(
+        "manifest version {version} of {root:?} does not exist; it has versions {}",
+        version_ranges(&ids)
+    ))
+}
+
+/// `1-4, 7, 9-10` for sorted version numbers.
+fn version_ranges(ids: &[u64]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let start = ids[i];
+        let mut end = start;
+        while i + 1 < ids.len() && ids[i + 1] == end + 1 {
+            i += 1;
+            end = ids[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(", ")
+}
+
 impl Snapshot {
     /// Loads the manifest of `root` at `version` (latest when `None`).
     ///
@@ -302,14 +366,29 @@ impl Snapshot {
                 )))
             }
             Err(e) if version.is_some() && e.to_string().contains("not found") => {
-                return Err(Error::NotFound(format!(
-                    "manifest version {} of {root:?} does not exist: {e}",
-                    version.unwrap_or_default()
-                )))
+                return Err(missing_version(root, version.unwrap_or_default()).await)
             }
             Err(e) => return Err(e.into()),
         };
         Self::from_dataset(root, Arc::new(dataset), light).await
+    }
+
+    /// A read snapshot at manifest version `version` (time travel, `as_of`).
+    ///
+    /// # Errors
+    /// `NotFound` naming the versions that exist; `InvalidArgument` on a weak-mode namespace,
+    /// whose manifest records no leaf versions (an old manifest version cannot say what the
+    /// leaves held then).
+    pub async fn load_as_of(root: &str, version: u64) -> Result<Self> {
+        let snap = Self::load_with(root, Some(version), true).await?;
+        if !snap.strong_mode(None)? {
+            return Err(Error::InvalidArgument(format!(
+                "as_of is not available on {root:?}: it commits in weak mode, where leaves are \
+                 committed directly and the manifest records no leaf versions, so manifest \
+                 version {version} cannot say what the partitions held then"
+            )));
+        }
+        Ok(snap)
     }
 
     /// Indexes an opened manifest dataset.
@@ -512,12 +591,7 @@ impl Snapshot {
                 let Some(&ar) = row_by_id.get(&ancestor) else {
                     return corrupt!("namespace {ancestor:?} is missing from the manifest");
                 };
-                let p = props_of(ar)?;
-                values::from_string(
-                    p.get(&format!("partition.{}", spec.fields[k].field_id))
-                        .map(|s| s.as_str()),
-                    dt,
-                )
+                values::from_properties(&props_of(ar)?, &spec.fields[k].field_id, dt)
             };
         let mut leaf_values = Vec::with_capacity(self.leaves.len());
         let mut leaf_by_key = HashMap::with_capacity(self.leaves.len());
@@ -817,6 +891,8 @@ pub async fn create(
     extra_props: &HashMap<String, String>,
 ) -> Result<Schema> {
     let schema = assign_field_ids(schema, 0)?;
+    crate::ns::naming::check_column_names(&schema)?;
+    crate::ns::naming::check_spec_fields(spec)?;
     CompiledSpec::compile(spec, &schema, false)?;
     if spec.id < 1 {
         return Err(Error::Spec(format!(
@@ -867,6 +943,69 @@ pub async fn create(
 }
 
 impl Snapshot {
+    /// The namespace's transaction mode (`true`: strong), which every commit uses: the mode
+    /// is fixed when the namespace is created.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when `requested` names the other mode.
+    pub fn strong_mode(&self, requested: Option<bool>) -> Result<bool> {
+        let strong = self
+            .root_props
+            .props
+            .get(crate::ns::MODE_KEY)
+            .is_none_or(|m| m != "weak");
+        let name = |s: bool| if s { "strong" } else { "weak" };
+        match requested {
+            Some(r) if r != strong => Err(Error::InvalidArgument(format!(
+                "this namespace commits in {} mode; a {} commit is refused (mixing modes would \
+                 let direct leaf commits and manifest-recorded versions disagree, losing rows \
+                 or blocking later writes). The mode is chosen at create()",
+                name(strong),
+                name(r)
+            ))),
+            _ => Ok(strong),
+        }
+    }
+
+    /// Whether a commit recorded `write_id` (strong mode: its `table_version` rows carry it).
+    ///
+    /// # Errors
+    /// As [`Snapshot::keys`].
+    pub fn has_write(&self, write_id: &str) -> Result<bool> {
+        Ok(self.keys()?.versions.values().flatten().any(|v| {
+            v.props.get(WRITE_ID_KEY).map(String::as_str) == Some(write_id)
+        }))
+    }
+
+    /// A leaf's partition values for messages (`field=value, ...`), or its object id when
+    /// the values cannot be read.
+    pub fn describe_leaf(&self, object_id: &str) -> String {
+        let found = self.leaves.iter().position(|l| l.object_id == object_id);
+        match (found, self.keys()) {
+            (Some(i), Ok(k)) => {
+                let spec = &self.root_props.specs[&self.leaves[i].spec_id];
+                let ids: Vec<String> = spec.fields.iter().map(|f| f.field_id.clone()).collect();
+                describe_key(&ids, &k.leaf_values[i])
+            }
+            _ => format!("{object_id:?}"),
+        }
+    }
+
+    /// Refuses every change through a manifest another tool stripped of our columns (their
+    /// values are only rebuilt in memory until `repair()` persists them).
+    ///
+    /// # Errors
+    /// `Corrupt` naming the missing columns.
+    pub fn check_writable(&self) -> Result<()> {
+        if !self.missing_columns.is_empty() {
+            return corrupt!(
+                "the manifest lacks columns {:?} (another tool rewrote it); run repair() first",
+                self.missing_columns
+            );
+        }
+        Ok(())
+    }
+
     /// The given leaves as a batch: `object_id`, `location`, `read_version`, `spec_id`, then
     /// one column per partition field id of any spec (NULL where a spec lacks the field).
     ///
@@ -1039,8 +1178,10 @@ pub async fn evolve(root: &str, spec: &PartitionSpec) -> Result<i32> {
     use lance::dataset::NewColumnTransform;
     use lance::dataset::{MergeInsertBuilder, WhenMatched, WhenNotMatched};
     let snap = Snapshot::load(root, None).await?;
+    snap.check_writable()?;
     let mut spec = spec.clone();
     spec.id = snap.root_props.specs.keys().max().copied().unwrap_or(0) + 1;
+    crate::ns::naming::check_spec_fields(&spec)?;
     CompiledSpec::compile(&spec, &snap.schema(), false)?;
     let current = snap.current_spec();
     if current.fields == spec.fields {

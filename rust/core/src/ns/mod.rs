@@ -4,18 +4,22 @@
 //! - [`runtime`]: the process-wide tokio runtime (fork-aware).
 //! - [`ids`]: random namespace ids and table locations (D8).
 //! - [`values`]: partition values as strings (`partition.<field_id>` properties, D14).
+//! - [`naming`]: which column and partition field names a namespace accepts.
 //! - [`manifest`]: the `__manifest` table: create, load a snapshot, index it.
 //! - [`write`]: route, write fragments, commit (strong or weak mode).
 //! - [`delete`]: drop covered partitions, delete rows inside the others.
 //! - [`stage`]: distributed writes (tasks stage fragments, one committer commits).
 //! - [`cleanup`]: remove what failed writes left behind.
+//! - [`filter`]: user filters, parsed and validated once for every entry point.
 //! - [`scan`]: pruning through the manifest and snapshot reads of the leaves.
 //! - [`schema`]: schema evolution by field id.
 
 pub mod cleanup;
 pub mod delete;
+pub mod filter;
 pub mod ids;
 pub mod manifest;
+pub mod naming;
 pub mod runtime;
 pub mod scan;
 pub mod schema;

@@ -10,7 +10,7 @@
 //! own, so a range prunes on the longest chain year[, month[, day[, hour]]] of fields over the
 //! same source, compared as a tuple.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -35,87 +35,7 @@ use crate::ns::{join_uri, LEAF_FIELD_ID_KEY};
 use crate::spec::{strict_cast, to_namespace_type, CompiledSpec, PartitionSpec};
 use crate::types::field_id;
 
-/// A filter parsed against the namespace schema, type-coerced and simplified.
-#[derive(Debug, Clone)]
-pub struct Filter {
-    /// The SQL text.
-    pub sql: String,
-    /// The logical expression.
-    pub expr: Expr,
-}
-
-impl Filter {
-    /// Parses `sql` (DataFusion dialect) against the namespace `schema`.
-    ///
-    /// # Errors
-    /// `Expression` for a malformed filter or unknown columns.
-    pub fn parse(sql: &str, schema: &Schema) -> Result<Self> {
-        let df = DFSchema::try_from(plain(schema))?;
-        let expr = session()
-            .parse_sql_expr(sql, &df)
-            .map_err(|e| Error::Expression(format!("bad filter {sql:?}: {e}")))?;
-        let simplifier = ExprSimplifier::new(
-            SimplifyContext::builder()
-                .with_schema(Arc::new(df.clone()))
-                .build(),
-        );
-        let expr = simplifier
-            .coerce(expr, &df)
-            .and_then(|e| simplifier.simplify(e))
-            .map_err(|e| Error::Expression(format!("bad filter {sql:?}: {e}")))?;
-        Ok(Self {
-            sql: sql.to_string(),
-            expr,
-        })
-    }
-
-    /// Namespace columns the filter reads.
-    pub fn columns(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .expr
-            .column_refs()
-            .into_iter()
-            .map(|c| c.name.clone())
-            .collect();
-        out.sort();
-        out.dedup();
-        out
-    }
-
-    /// A physical expression over batches with `schema`.
-    ///
-    /// # Errors
-    /// `Expression` when the filter does not apply to `schema`.
-    pub fn physical(&self, schema: &Schema) -> Result<Arc<dyn PhysicalExpr>> {
-        let df = DFSchema::try_from(plain(schema))?;
-        Ok(session().create_physical_expr(self.expr.clone(), &df)?)
-    }
-}
-
-/// The schema without metadata (DataFusion compares field metadata in some checks).
-fn plain(schema: &Schema) -> Schema {
-    Schema::new(
-        schema
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone().with_metadata(HashMap::new()))
-            .collect::<Vec<_>>(),
-    )
-}
-
-/// Evaluates a boolean physical expression; NULL counts as false.
-pub fn evaluate_mask(p: &Arc<dyn PhysicalExpr>, batch: &RecordBatch) -> Result<BooleanArray> {
-    let v = p.evaluate(batch)?.into_array(batch.num_rows())?;
-    let b = v
-        .as_boolean_opt()
-        .ok_or_else(|| Error::Expression(format!("filter is not boolean but {}", v.data_type())))?;
-    Ok(match b.nulls() {
-        Some(n) if n.null_count() > 0 => {
-            BooleanArray::from_iter((0..b.len()).map(|i| Some(b.is_valid(i) && b.value(i))))
-        }
-        _ => b.clone(),
-    })
-}
+pub use crate::ns::filter::{evaluate_mask, Filter};
 
 /// The pruning of one spec version.
 #[derive(Debug, Clone)]
@@ -536,24 +456,33 @@ pub struct ScanOptions {
 
 /// How a leaf column maps to a namespace column.
 pub(crate) fn leaf_columns(leaf: &Schema, ns: &Schema) -> HashMap<String, String> {
-    // namespace name -> leaf name, by field id first, then by name.
+    // namespace name -> leaf name. A leaf column that carries a field id belongs to that id
+    // only: a dropped column's data never comes back under a new column of the same name,
+    // and a renamed column's old name never feeds a new column that took it. Only leaf
+    // columns without an id (written by another tool) are matched by name.
     let mut by_id: HashMap<i32, String> = HashMap::new();
+    let mut unnumbered: HashSet<&str> = HashSet::new();
     for f in leaf.fields() {
-        if let Some(id) = f
+        match f
             .metadata()
             .get(LEAF_FIELD_ID_KEY)
             .and_then(|s| s.parse().ok())
         {
-            by_id.insert(id, f.name().clone());
+            Some(id) => {
+                by_id.insert(id, f.name().clone());
+            }
+            None => {
+                unnumbered.insert(f.name().as_str());
+            }
         }
     }
     let mut out = HashMap::new();
     for f in ns.fields() {
         let by_fid = field_id(f).and_then(|id| by_id.get(&id).cloned());
         let name = by_fid.or_else(|| {
-            leaf.field_with_name(f.name())
-                .ok()
-                .map(|l| l.name().clone())
+            unnumbered
+                .contains(f.name().as_str())
+                .then(|| f.name().clone())
         });
         if let Some(n) = name {
             out.insert(f.name().clone(), n);

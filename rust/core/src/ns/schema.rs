@@ -16,44 +16,11 @@ use crate::error::{schema_err, Error, Result};
 use crate::ns::manifest::{assign_field_ids, Snapshot};
 use crate::ns::SCHEMA_KEY;
 use crate::spec::{CompiledSpec, PartitionSpec};
+pub use crate::types::is_widening;
 use crate::types::{field_id, JsonSchema};
 
 /// Root property holding the largest field id ever assigned.
 pub const LAST_FIELD_ID_KEY: &str = "lance_partitioned.last_field_id";
-
-/// Whether values of `from` can always be represented in `to` (a widening).
-pub fn is_widening(from: &DataType, to: &DataType) -> bool {
-    use DataType::*;
-    if from == to {
-        return true;
-    }
-    let int_rank = |t: &DataType| match t {
-        Int8 => Some((true, 8)),
-        Int16 => Some((true, 16)),
-        Int32 => Some((true, 32)),
-        Int64 => Some((true, 64)),
-        UInt8 => Some((false, 8)),
-        UInt16 => Some((false, 16)),
-        UInt32 => Some((false, 32)),
-        UInt64 => Some((false, 64)),
-        _ => None,
-    };
-    match (from, to) {
-        (a, b) if int_rank(a).is_some() && int_rank(b).is_some() => {
-            let ((sa, wa), (sb, wb)) = (
-                int_rank(a).unwrap_or_default(),
-                int_rank(b).unwrap_or_default(),
-            );
-            (sa == sb && wb > wa) || (!sa && sb && wb > wa)
-        }
-        (Float16, Float32 | Float64) | (Float32, Float64) => true,
-        (Decimal128(p1, s1), Decimal128(p2, s2)) => s1 == s2 && p2 >= p1,
-        (Decimal128(p1, s1), Decimal256(p2, s2)) => s1 == s2 && p2 >= p1,
-        (Decimal256(p1, s1), Decimal256(p2, s2)) => s1 == s2 && p2 >= p1,
-        (Utf8, LargeUtf8 | Utf8View) | (Binary, LargeBinary | BinaryView) => true,
-        _ => false,
-    }
-}
 
 /// Field ids that any spec version partitions by.
 fn source_ids<'a>(specs: impl IntoIterator<Item = &'a PartitionSpec>) -> HashSet<i32> {
@@ -157,6 +124,7 @@ pub fn plan_update(
             );
         }
     }
+    crate::ns::naming::check_column_names(new)?;
     let floor = last_id.max(max_field_id(old)) + 1;
     let assigned = assign_field_ids(new, floor)?;
     let last = max_field_id(&assigned).max(floor - 1);
@@ -170,12 +138,7 @@ pub fn plan_update(
 /// `SchemaMismatch` for a refused change; `Spec` when a spec no longer compiles.
 pub async fn update_schema(root: &str, new: &Schema) -> Result<Schema> {
     let snap = Snapshot::load(root, None).await?;
-    if !snap.missing_columns.is_empty() {
-        return Err(Error::Corrupt(format!(
-            "the manifest lacks columns {:?} (another tool rewrote it); run repair() first",
-            snap.missing_columns
-        )));
-    }
+    snap.check_writable()?;
     let old = snap.schema();
     let last_id = snap
         .root_props

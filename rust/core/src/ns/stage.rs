@@ -12,10 +12,11 @@
 //! from the write's random nonce, so tasks that see the same new partition value write into
 //! the same leaf table location.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use lance::dataset::{InsertBuilder, WriteMode};
+use lance::io::ObjectStore;
 use lance::table::format::Fragment;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
@@ -29,7 +30,7 @@ use crate::ns::manifest::Snapshot;
 use crate::ns::runtime::runtime;
 use crate::ns::values;
 use crate::ns::write::{
-    check_writable, commit_parts, default_strong, leaf_schema, op_fragments, open_at, read_adapted,
+    commit_parts, leaf_schema, op_fragments, open_at, read_adapted,
     route_input, write_params, IdPlan, Mode, Part, PartShared, Schemas, Target, WriteOptions,
     WriteSummary,
 };
@@ -141,10 +142,10 @@ pub struct WritePlan {
 /// `NotFound`, `Corrupt` (a manifest another tool stripped; run repair).
 pub fn plan(root: &str, strong: Option<bool>) -> Result<WritePlan> {
     let snap = runtime()?.block_on(Snapshot::load(root, None))?;
-    check_writable(&snap)?;
+    snap.check_writable()?;
     Ok(WritePlan {
         manifest_version: snap.version,
-        strong: strong.unwrap_or_else(|| default_strong(&snap)),
+        strong: snap.strong_mode(strong)?,
     })
 }
 
@@ -178,7 +179,7 @@ pub fn stage(
     }
     let rt = runtime()?;
     let snap = rt.block_on(Snapshot::load(root, Some(plan.manifest_version)))?;
-    check_writable(&snap)?;
+    snap.check_writable()?;
     let spec = snap.current_spec().clone();
     let mut ids = IdPlan::Derived(nonce.to_string());
     let (parts, rows) = route_input(root, &snap, &spec, input, opts, plan.strong, &mut ids, true)?;
@@ -287,11 +288,28 @@ pub fn commit_staged(root: &str, staged: &[Staged], opts: &WriteOptions) -> Resu
     let opts = WriteOptions {
         mode,
         strong: Some(first.strong),
+        write_id: Some(first.nonce.clone()),
         ..opts.clone()
     };
     let rt = runtime()?;
+    // The same message passed twice (a retried driver step) counts once.
+    let mut seen = HashSet::new();
+    let mut unique: Vec<&Staged> = Vec::with_capacity(staged.len());
+    for s in staged {
+        if seen.insert(s.to_bytes()?) {
+            unique.push(s);
+        }
+    }
+    let latest = rt.block_on(Snapshot::load(root, None))?;
+    if first.strong && latest.has_write(&first.nonce)? {
+        return Ok(WriteSummary {
+            manifest_version: latest.version,
+            already_committed: true,
+            ..Default::default()
+        });
+    }
     let snap = rt.block_on(Snapshot::load(root, Some(first.manifest_version)))?;
-    check_writable(&snap)?;
+    snap.check_writable()?;
     let spec = snap.current_spec().clone();
     if spec.id != first.spec_id {
         return Err(Error::InvalidArgument(format!(
@@ -304,9 +322,19 @@ pub fn commit_staged(root: &str, staged: &[Staged], opts: &WriteOptions) -> Resu
     let key_types = compiled.output_schema();
     let mut merged: HashMap<Vec<ScalarValue>, Merged> = HashMap::new();
     let mut total_rows = 0u64;
-    for s in staged {
+    let mut files_seen: HashSet<&str> = HashSet::new();
+    for s in &unique {
         total_rows += s.rows;
         for p in &s.parts {
+            for f in p.fragments.iter().flat_map(|f| f.files.iter()) {
+                if !files_seen.insert(f.path.as_str()) {
+                    return Err(Error::InvalidArgument(format!(
+                        "two staged messages name the same data file {:?} (one part staged \
+                         twice under different messages?)",
+                        f.path
+                    )));
+                }
+            }
             if p.key.len() != key_types.fields().len() {
                 return Err(Error::InvalidArgument(format!(
                     "staged partition with {} values for a spec with {} fields",
@@ -359,6 +387,21 @@ pub fn commit_staged(root: &str, staged: &[Staged], opts: &WriteOptions) -> Resu
             }
         }
     }
+    if !first.strong {
+        // Weak mode records no write id: drop the parts an earlier commit of this write
+        // already made visible.
+        let before = merged.len();
+        let done = rt.block_on(weak_committed(root, &latest, &merged))?;
+        merged.retain(|k, _| !done.contains(k));
+        if before > 0 && merged.is_empty() {
+            return Ok(WriteSummary {
+                manifest_version: latest.version,
+                already_committed: true,
+                ..Default::default()
+            });
+        }
+    }
+    rt.block_on(verify_staged_files(root, &merged))?;
     let leaf = leaf_schema(&ns_schema);
     let fresh = fresh_lance_schema(&leaf)?;
     let schemas = Schemas {
@@ -413,6 +456,75 @@ pub fn commit_staged(root: &str, staged: &[Staged], opts: &WriteOptions) -> Resu
     let mut summary = commit_parts(root, &snap, &spec, parts, first.strong, &opts)?;
     summary.rows = total_rows;
     Ok(summary)
+}
+
+/// Fails when a staged data file is gone (for example removed by `cleanup()` with a grace
+/// period shorter than the write): committing it would make the partition unreadable.
+async fn verify_staged_files(
+    root: &str,
+    merged: &HashMap<Vec<ScalarValue>, Merged>,
+) -> Result<()> {
+    use futures::stream::{self, StreamExt, TryStreamExt};
+    let (store, base) = ObjectStore::from_uri(root).await?;
+    let mut paths = Vec::new();
+    for m in merged.values() {
+        let dir = base.clone().join(target_location(&m.target)).join("data");
+        for f in m.fragments.iter().flat_map(|f| f.files.iter()) {
+            let mut p = dir.clone();
+            for part in f.path.split('/') {
+                p = p.join(part);
+            }
+            paths.push(p);
+        }
+    }
+    let store = &store;
+    let missing: Vec<String> = stream::iter(paths.into_iter().map(|p| async move {
+        Ok::<_, Error>((!store.exists(&p).await?).then(|| p.to_string()))
+    }))
+    .buffer_unordered(16)
+    .try_filter_map(|m| async move { Ok(m) })
+    .try_collect()
+    .await?;
+    if let Some(first) = missing.first() {
+        return Err(Error::CommitConflict(format!(
+            "{} staged data file(s) of this write no longer exist (first: {first}); was \
+             cleanup() run with a grace period shorter than the write? Nothing was committed; \
+             run the write again",
+            missing.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Weak mode: the partitions of `merged` that an earlier commit of the same write already
+/// committed (their first data file is in the leaf's latest version, or the new leaf they
+/// created is registered in the manifest).
+async fn weak_committed(
+    root: &str,
+    latest: &Snapshot,
+    merged: &HashMap<Vec<ScalarValue>, Merged>,
+) -> Result<HashSet<Vec<ScalarValue>>> {
+    let registered: HashSet<&str> = latest.leaves.iter().map(|l| l.location.as_str()).collect();
+    let mut done = HashSet::new();
+    for (key, m) in merged {
+        let Some(first) = m.fragments.iter().flat_map(|f| f.files.iter()).next() else {
+            continue;
+        };
+        let committed = match &m.target {
+            Target::New { location, .. } => registered.contains(location.as_str()),
+            Target::Existing { location, .. } => {
+                let ds = open_at(&crate::ns::join_uri(root, location), None).await?;
+                ds.get_fragments()
+                    .iter()
+                    .flat_map(|f| f.metadata().files.iter())
+                    .any(|d| d.path == first.path)
+            }
+        };
+        if committed {
+            done.insert(key.clone());
+        }
+    }
+    Ok(done)
 }
 
 fn target_location(t: &Target) -> &str {

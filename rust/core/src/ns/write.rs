@@ -34,10 +34,11 @@ use crate::datafusion::scalar::ScalarValue;
 use crate::error::{schema_err, Error, Result};
 use crate::ns::ids::{derived_id, random_id, table_location};
 use crate::ns::manifest::{
-    rows_to_batch, Row, Snapshot, NAMESPACE, READ_VERSION, TABLE, TABLE_VERSION,
+    describe_key, rows_to_batch, Row, Snapshot, NAMESPACE, READ_VERSION, TABLE, TABLE_VERSION,
+    WRITE_ID_KEY,
 };
 use crate::ns::runtime::{runtime, session};
-use crate::ns::{join_uri, values, LEAF_FIELD_ID_KEY, LEAF_TABLE, MODE_KEY};
+use crate::ns::{join_uri, values, LEAF_FIELD_ID_KEY, LEAF_TABLE};
 use crate::route::route_with_threads;
 use crate::spec::{to_namespace_type, CompiledSpec};
 use crate::types::FIELD_ID_KEY;
@@ -70,6 +71,9 @@ impl Mode {
     }
 }
 
+/// Default of [`WriteOptions::max_new_partitions`].
+pub const DEFAULT_MAX_NEW_PARTITIONS: usize = 1000;
+
 /// Options of a write.
 #[derive(Debug, Clone)]
 pub struct WriteOptions {
@@ -86,6 +90,13 @@ pub struct WriteOptions {
     pub route_threads: usize,
     /// Manifest commit attempts before giving up with `CommitConflict`.
     pub max_attempts: u32,
+    /// Most partitions one write (one task of a distributed write) may create: a guard
+    /// against a spec that makes a partition of almost every row (like Hive's limit on
+    /// dynamic partitions per node).
+    pub max_new_partitions: usize,
+    /// The id of a distributed write (its nonce): recorded on the `table_version` rows of its
+    /// commit, so that committing the same write again is a no-op.
+    pub write_id: Option<String>,
     /// Memory budget of a write's buffers, in bytes: rows routed but not yet written plus
     /// rows being written. When the routed rows reach half of it, the largest partitions are
     /// written out (a partition may then get more than one file) and the rest compacted;
@@ -102,6 +113,8 @@ impl Default for WriteOptions {
             concurrency: 8,
             route_threads: 1,
             max_attempts: 20,
+            max_new_partitions: DEFAULT_MAX_NEW_PARTITIONS,
+            write_id: None,
             max_buffer_bytes: 1 << 30,
         }
     }
@@ -128,6 +141,9 @@ pub struct WriteSummary {
     pub attempts: u32,
     /// Partitions an append rewrote because they were written under an older schema.
     pub rewritten: u64,
+    /// The write had already been committed (a repeated commit of a distributed write):
+    /// nothing was done.
+    pub already_committed: bool,
 }
 
 /// The schema leaf tables are written with: the namespace schema with the namespace field id
@@ -160,7 +176,14 @@ pub fn leaf_schema(ns: &Schema) -> SchemaRef {
 /// # Errors
 /// `SchemaMismatch` naming the column.
 pub fn align(batch: &RecordBatch, ns: &Schema, out_schema: &SchemaRef) -> Result<RecordBatch> {
+    let mut seen = HashSet::with_capacity(batch.num_columns());
     for f in batch.schema().fields() {
+        if !seen.insert(f.name().as_str()) {
+            return schema_err!(
+                "the input has two columns named {:?}; each column may appear once",
+                f.name()
+            );
+        }
         if ns.field_with_name(f.name()).is_err() {
             return schema_err!(
                 "column {:?} is not in the namespace schema (columns: {})",
@@ -525,14 +548,6 @@ async fn commit_leaf(
     }
 }
 
-/// Whether the namespace writes in strong mode by default.
-pub fn default_strong(snap: &Snapshot) -> bool {
-    snap.root_props
-        .props
-        .get(MODE_KEY)
-        .is_none_or(|m| m != "weak")
-}
-
 /// Writes `input` into the namespace at `root`.
 ///
 /// # Errors
@@ -546,8 +561,8 @@ pub fn write(
 ) -> Result<WriteSummary> {
     let rt = runtime()?;
     let snap = rt.block_on(Snapshot::load(root, None))?;
-    check_writable(&snap)?;
-    let strong = opts.strong.unwrap_or_else(|| default_strong(&snap));
+    snap.check_writable()?;
+    let strong = snap.strong_mode(opts.strong)?;
     let spec = snap.current_spec().clone();
     let mut ids = IdPlan::Random(HashMap::new());
     let (parts, total_rows) =
@@ -556,17 +571,6 @@ pub fn write(
     let mut summary = commit_parts(root, &snap, &spec, parts, strong, opts)?;
     summary.rows = total_rows;
     Ok(summary)
-}
-
-/// Refuses to write through a manifest another tool stripped of our columns.
-pub(crate) fn check_writable(snap: &Snapshot) -> Result<()> {
-    if !snap.missing_columns.is_empty() {
-        return Err(Error::Corrupt(format!(
-            "the manifest lacks columns {:?} (another tool rewrote it); run repair() first",
-            snap.missing_columns
-        )));
-    }
-    Ok(())
 }
 
 /// How new partitions get their namespace ids.
@@ -637,6 +641,7 @@ pub(crate) fn route_input(
             .map_err(|e| Error::Internal(format!("write task failed: {e}")))?
     };
     let mut total_rows = 0u64;
+    let mut new_parts = 0usize;
     let result: Result<()> = (|| {
         for batch in input {
             let batch = batch?;
@@ -670,6 +675,10 @@ pub(crate) fn route_input(
                                 base: if strong { leaf.read_version } else { None },
                             },
                             None => {
+                                new_parts += 1;
+                                if new_parts > opts.max_new_partitions {
+                                    return Err(too_many_partitions(spec, opts, &key));
+                                }
                                 let path = plan_path(snap, spec.id, &key, ids)?;
                                 let oid = format!("v{}${}${LEAF_TABLE}", spec.id, path.join("$"));
                                 Target::New {
@@ -759,6 +768,23 @@ pub(crate) fn route_input(
     Ok((parts, total_rows))
 }
 
+fn too_many_partitions(
+    spec: &crate::spec::PartitionSpec,
+    opts: &WriteOptions,
+    key: &[ScalarValue],
+) -> Error {
+    let ids: Vec<String> = spec.fields.iter().map(|f| f.field_id.clone()).collect();
+    Error::InvalidArgument(format!(
+        "this write would create more than {} new partitions (partitioned by {}; the next \
+         new one: {}). A spec that makes a partition of almost every row produces many tiny \
+         tables; check the spec (a coarser transform, bucket(), ...) or raise \
+         max_new_partitions",
+        opts.max_new_partitions,
+        ids.join(", "),
+        describe_key(&ids, key)
+    ))
+}
+
 /// One batch holding `batches`' rows in buffers of its own (nothing shared with the batches
 /// they were sliced from).
 fn compact(batches: &[RecordBatch]) -> Result<RecordBatch> {
@@ -783,7 +809,7 @@ pub(crate) fn commit_parts(
 ) -> Result<WriteSummary> {
     let rt = runtime()?;
     let overwrite = opts.mode != Mode::Append;
-    let pending: Vec<Pending> = rt.block_on(
+    let results: Vec<Result<Pending>> = rt.block_on(
         stream::iter(parts.into_values().map(|p| {
             let root = root.to_string();
             async move {
@@ -794,10 +820,56 @@ pub(crate) fn commit_parts(
             }
         }))
         .buffer_unordered(opts.concurrency.max(1))
-        .try_collect(),
-    )?;
+        .collect(),
+    );
+    let mut pending = Vec::with_capacity(results.len());
+    let mut failed = None;
+    for r in results {
+        match r {
+            Ok(p) => pending.push(p),
+            Err(e) => failed = failed.or(Some(e)),
+        }
+    }
+    if let Some(e) = failed {
+        return Err(partial_commit(strong, spec, &pending, e));
+    }
     test_pause("before_manifest_commit");
+    let visible: Vec<Pending> = if strong { Vec::new() } else { pending.clone() };
     commit_manifest(root, snap, spec, pending, strong, opts)
+        .map_err(|e| partial_commit(strong, spec, &visible, e))
+}
+
+/// The error of a write that failed after its leaf commits began. In strong mode leaf commits
+/// are invisible until the manifest commit, so the error stands as it is. In weak mode every
+/// existing partition whose leaf was committed is already visible: say so, and which.
+fn partial_commit(
+    strong: bool,
+    spec: &crate::spec::PartitionSpec,
+    committed: &[Pending],
+    e: Error,
+) -> Error {
+    let visible: Vec<&Pending> = committed.iter().filter(|p| !p.created).collect();
+    if strong || visible.is_empty() {
+        return e;
+    }
+    let field_ids: Vec<String> = spec.fields.iter().map(|f| f.field_id.clone()).collect();
+    let shown: Vec<String> = visible
+        .iter()
+        .take(5)
+        .map(|p| describe_key(&field_ids, &p.key))
+        .collect();
+    let more = visible.len().saturating_sub(shown.len());
+    Error::PartialCommit(format!(
+        "weak-mode write failed after committing {} existing partition(s), which are now \
+         visible: {}{}; partitions it would have created are not visible. Cause: {e}",
+        visible.len(),
+        shown.join("; "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    ))
 }
 
 /// The namespace id segment of every level of a new partition: the snapshot's where the
@@ -854,10 +926,10 @@ fn plan_new_partition(
                         None => random_id()?,
                     };
                     let oid = format!("{parent}${seg}");
-                    let mut props = HashMap::new();
-                    if let Some(s) = values::to_string(&key[level - 1])? {
-                        props.insert(format!("partition.{}", field_ids[level - 1]), s);
-                    }
+                    let props: HashMap<String, String> =
+                        values::properties(&field_ids[level - 1], &key[level - 1])?
+                            .into_iter()
+                            .collect();
                     rows.push(Row {
                         object_id: oid.clone(),
                         object_type: NAMESPACE.into(),
@@ -941,8 +1013,8 @@ async fn prepare_rows(
             if let Some(leaf) = s1.leaf(spec_id, &p.key)? {
                 if mode != Mode::Append {
                     return Err(Error::CommitConflict(format!(
-                        "partition {:?} was created by a concurrent write during this overwrite",
-                        leaf.object_id
+                        "partition ({}) was created by a concurrent write during this overwrite",
+                        describe_key(field_ids, &p.key)
                     )));
                 }
                 let (v, copied) = copy_into(
@@ -996,7 +1068,8 @@ async fn prepare_rows(
         let oid = p.object_id.clone().unwrap_or_default();
         let Some(&row) = s1.keys()?.row_by_id.get(&oid) else {
             return Err(Error::CommitConflict(format!(
-                "partition {oid:?} was dropped by a concurrent write"
+                "partition ({}) was dropped by a concurrent write",
+                describe_key(field_ids, &p.key)
             )));
         };
         if !strong {
@@ -1011,10 +1084,18 @@ async fn prepare_rows(
             // Someone committed to this table since our base: rebase appends, refuse the rest.
             if p.operation != "append" {
                 return Err(Error::CommitConflict(format!(
-                    "partition {oid:?} was changed by a concurrent write during this overwrite"
+                    "partition ({}) was changed by a concurrent write during this overwrite",
+                    describe_key(field_ids, &p.key)
                 )));
             }
-            check_append_chain(s1, &oid, current, p.base)?;
+            check_append_chain(s1, &oid, current, p.base)
+                .map_err(|e| match e {
+                    Error::CommitConflict(m) => Error::CommitConflict(format!(
+                        "partition ({}): {m}",
+                        describe_key(field_ids, &p.key)
+                    )),
+                    other => other,
+                })?;
             let ds = open_at(&join_uri(root, &p.location), current).await?;
             let read_version = ds.version().version;
             let committed = CommitBuilder::new(ds)
@@ -1074,7 +1155,7 @@ fn check_append_chain(
         let entry = recorded.and_then(|r| r.iter().find(|t| t.version == ver));
         let Some(entry) = entry else {
             return Err(Error::CommitConflict(format!(
-                "partition {oid:?} moved to version {ver}, which the manifest does not record"
+                "its leaf moved to version {ver}, which the manifest does not record"
             )));
         };
         let op = entry
@@ -1085,7 +1166,7 @@ fn check_append_chain(
         // Appends rebase over appends and row deletes; anything else replaced the data.
         if op != "append" && op != "delete" {
             return Err(Error::CommitConflict(format!(
-                "partition {oid:?} was changed by a concurrent {op} (version {ver})"
+                "it was changed by a concurrent {op} (version {ver})"
             )));
         }
         v = entry.props.get("base_version").and_then(|b| b.parse().ok());
@@ -1096,7 +1177,7 @@ fn check_append_chain(
     }
     if v != base {
         return Err(Error::CommitConflict(format!(
-            "partition {oid:?}: cannot trace its versions back to {base:?}"
+            "cannot trace its leaf versions back to {base:?}"
         )));
     }
     Ok(())
@@ -1135,6 +1216,18 @@ fn commit_manifest(
             rt.block_on(Snapshot::load(root, None))?
         };
         let _ = s0;
+        if let Some(id) = &opts.write_id {
+            if s1.has_write(id)? {
+                // A concurrent commit of this same write won: ours is a no-op (its leaf
+                // versions stay unreferenced; cleanup() removes them).
+                return Ok(WriteSummary {
+                    manifest_version: s1.version,
+                    attempts: attempt,
+                    already_committed: true,
+                    ..Default::default()
+                });
+            }
+        }
         let (mut rows, mut copy_rows) = rt.block_on(prepare_rows(
             root,
             &s1,
@@ -1195,6 +1288,11 @@ fn commit_manifest(
             source.push(copied);
         }
         rows.retain(|r| !r.object_id.is_empty());
+        if let Some(id) = &opts.write_id {
+            for r in rows.iter_mut().filter(|r| r.object_type == TABLE_VERSION) {
+                r.props.insert(WRITE_ID_KEY.to_string(), id.clone());
+            }
+        }
         if !rows.is_empty() {
             source.push(rows_to_batch(&mschema, &rows)?);
         }
