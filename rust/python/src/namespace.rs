@@ -3,15 +3,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use lance_partitioned_core::arrow::array::RecordBatch;
-use lance_partitioned_core::arrow::error::ArrowError as CoreArrowError;
 use lance_partitioned_core::ns::manifest::{self, Snapshot};
 use lance_partitioned_core::ns::runtime::block_on;
 use lance_partitioned_core::ns::scan::{self, ScanIter, ScanOptions};
 use lance_partitioned_core::ns::stage;
 use lance_partitioned_core::ns::write::{self, Mode, WriteOptions};
 use lance_partitioned_core::spec::PartitionSpec;
-use lance_partitioned_core::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 

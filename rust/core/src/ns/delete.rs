@@ -134,7 +134,7 @@ async fn delete_rows(
         }
     }
     let total = ds.count_rows(None).await? as u64;
-    let staged = DeleteBuilder::new(Arc::clone(&ds), filter.sql.clone())
+    let staged = DeleteBuilder::from_expr(Arc::clone(&ds), filter.expr.clone())
         .execute_uncommitted()
         .await?;
     if staged.num_deleted_rows == 0 {

@@ -125,8 +125,15 @@ fn parse_checked(sql: &str, schema: &Schema) -> Result<Filter> {
     };
     // Constant parts that cannot be evaluated (1 / 0) fail now, for every entry point,
     // rather than in some of them at read time.
+    let nullable = Schema::new(
+        plain(schema)
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect::<Vec<_>>(),
+    );
     let probe = RecordBatch::try_new_with_options(
-        Arc::new(plain(schema)),
+        Arc::new(nullable),
         schema
             .fields()
             .iter()

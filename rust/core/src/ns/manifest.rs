@@ -298,7 +298,7 @@ pub fn describe_key(field_ids: &[String], key: &[ScalarValue]) -> String {
 }
 
 /// The error for a manifest version that does not exist, naming those that do.
-async fn missing_version(root: &str, version: u64) -> Error {
+async fn missing_version(root: &str, version: u64, cause: lance::Error) -> Error {
     let listed = match DatasetBuilder::from_uri(manifest_uri(root)).load().await {
         Ok(ds) => ds.versions().await.ok(),
         Err(_) => None,
@@ -310,6 +310,9 @@ async fn missing_version(root: &str, version: u64) -> Error {
     };
     let mut ids: Vec<u64> = versions.iter().map(|v| v.version).collect();
     ids.sort_unstable();
+    if ids.contains(&version) {
+        return cause.into();
+    }
     Error::NotFound(format!(
         "manifest version {version} of {root:?} does not exist; it has versions {}",
         version_ranges(&ids)
@@ -360,13 +363,13 @@ impl Snapshot {
         }
         let dataset = match builder.load().await {
             Ok(d) => d,
+            Err(e) if version.is_some() => {
+                return Err(missing_version(root, version.unwrap_or_default(), e).await)
+            }
             Err(lance::Error::DatasetNotFound { .. } | lance::Error::NotFound { .. }) => {
                 return Err(Error::NotFound(format!(
                     "no partitioned namespace at {root:?} (no {MANIFEST_DIR} table)"
                 )))
-            }
-            Err(e) if version.is_some() && e.to_string().contains("not found") => {
-                return Err(missing_version(root, version.unwrap_or_default()).await)
             }
             Err(e) => return Err(e.into()),
         };

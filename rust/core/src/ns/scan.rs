@@ -17,14 +17,12 @@ use futures::StreamExt;
 use lance::dataset::scanner::DatasetRecordBatchStream;
 
 use crate::arrow::array::{
-    new_null_array, Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions,
+    new_null_array, ArrayRef, RecordBatch, RecordBatchOptions,
 };
 use crate::arrow::compute::filter_record_batch;
 use crate::arrow::datatypes::{DataType, Schema, SchemaRef};
 use crate::datafusion::common::{Column, DFSchema};
-use crate::datafusion::logical_expr::simplify::SimplifyContext;
 use crate::datafusion::logical_expr::{BinaryExpr, Expr, Operator};
-use crate::datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use crate::datafusion::physical_plan::PhysicalExpr;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
@@ -35,6 +33,7 @@ use crate::ns::{join_uri, LEAF_FIELD_ID_KEY};
 use crate::spec::{strict_cast, to_namespace_type, CompiledSpec, PartitionSpec};
 use crate::types::field_id;
 
+use crate::ns::filter::plain;
 pub use crate::ns::filter::{evaluate_mask, Filter};
 
 /// The pruning of one spec version.
