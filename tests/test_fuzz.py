@@ -5,6 +5,7 @@ never a crash)."""
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from typing import Any
 
@@ -17,9 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 import lance_partitioned as lp
 from lance_partitioned import kernels
 
-FAST = settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 NAMES = ["a", "b", "c", "d"]
 TYPES = {"int32": pa.int32(), "int64": pa.int64(), "string": pa.string()}
@@ -51,12 +50,11 @@ class SchemaEvolution(RuleBasedStateMachine):
 
     def _sync_ids(self) -> None:
         ids = _field_ids(self.ns.schema)
-        for name, (fid, t) in list(self.cols.items()):
+        for name, (fid, _t) in list(self.cols.items()):
             assert ids[name] == fid, f"{name} changed id"
-        for name, fid in ids.items():
+        for name in ids:
             if name not in ("id", "p") and name not in self.cols:
                 raise AssertionError(f"unexpected column {name}")
-        del t
 
     @rule(name=st.sampled_from(NAMES), t=st.sampled_from(list(TYPES)))
     def add(self, name: str, t: str) -> None:
@@ -91,7 +89,9 @@ class SchemaEvolution(RuleBasedStateMachine):
     @precondition(lambda self: any(t == "int32" for _, t in self.cols.values()))
     @rule(data=st.data())
     def widen(self, data: st.DataObject) -> None:
-        name = data.draw(st.sampled_from(sorted(n for n, c in self.cols.items() if c[1] == "int32")))
+        name = data.draw(
+            st.sampled_from(sorted(n for n, c in self.cols.items() if c[1] == "int32"))
+        )
         self.ns.alter_column(name, pa.int64())
         self.cols[name] = (self.cols[name][0], "int64")
 
@@ -99,12 +99,19 @@ class SchemaEvolution(RuleBasedStateMachine):
     def append(self, n: int, p: int, data: st.DataObject) -> None:
         ids = list(range(self.next_id, self.next_id + n))
         self.next_id += n
-        table: dict[str, Any] = {"id": pa.array(ids, pa.int64()), "p": pa.array([p] * n, pa.int32())}
+        table: dict[str, Any] = {
+            "id": pa.array(ids, pa.int64()),
+            "p": pa.array([p] * n, pa.int32()),
+        }
         for name, (fid, t) in self.cols.items():
             if t == "string":
-                vals: list[Any] = data.draw(st.lists(st.none() | st.text(max_size=3), min_size=n, max_size=n))
+                vals: list[Any] = data.draw(
+                    st.lists(st.none() | st.text(max_size=3), min_size=n, max_size=n)
+                )
             else:
-                vals = data.draw(st.lists(st.none() | st.integers(-1000, 1000), min_size=n, max_size=n))
+                vals = data.draw(
+                    st.lists(st.none() | st.integers(-1000, 1000), min_size=n, max_size=n)
+                )
             table[name] = pa.array(vals, TYPES[t])
             for i, v in zip(ids, vals, strict=True):
                 self.rows.setdefault(i, {})[fid] = v
@@ -125,7 +132,9 @@ class SchemaEvolution(RuleBasedStateMachine):
 
 TestSchemaEvolution = SchemaEvolution.TestCase
 TestSchemaEvolution.settings = settings(
-    max_examples=12, stateful_step_count=8, deadline=None,
+    max_examples=12,
+    stateful_step_count=8,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 
@@ -164,7 +173,9 @@ def _filters() -> st.SearchStrategy[tuple[str, str]]:
             lambda t: (f"({t[0][0]} {t[1]} {t[2][0]})", f"({t[0][1]} {t[1]} {t[2][1]})")
         )
         neg = children.map(lambda c: (f"NOT ({c[0]})", f"NOT ({c[1]})"))
-        wide = st.tuples(st.lists(children, min_size=2, max_size=40), st.sampled_from(["AND", "OR"])).map(
+        wide = st.tuples(
+            st.lists(children, min_size=2, max_size=40), st.sampled_from(["AND", "OR"])
+        ).map(
             lambda t: (
                 f" {t[1]} ".join(f"({c[0]})" for c in t[0]),
                 f" {t[1]} ".join(f"({c[1]})" for c in t[0]),
@@ -179,9 +190,15 @@ def _filters() -> st.SearchStrategy[tuple[str, str]]:
 def filter_ns(tmp_path_factory: pytest.TempPathFactory) -> tuple[lp.PartitionedNamespace, pa.Table]:
     root = str(tmp_path_factory.mktemp("filters") / "ns")
     schema = pa.schema(
-        [pa.field("id", pa.int64(), nullable=False), pa.field("country", pa.string()), pa.field("n", pa.int64())]
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("country", pa.string()),
+            pa.field("n", pa.int64()),
+        ]
     )
-    spec = lp.PartitionSpec([lp.PartitionField("country", source="country", transform=lp.Identity())])
+    spec = lp.PartitionSpec(
+        [lp.PartitionField("country", source="country", transform=lp.Identity())]
+    )
     ns = lp.PartitionedNamespace.create(root, schema, spec)
     countries = ["US", "FR", None, "", "DE"]
     table = pa.table(
@@ -217,12 +234,18 @@ def test_random_filters_match_datafusion(
 @FAST
 @given(
     bad=st.one_of(
-        st.tuples(st.sampled_from(COLUMNS), st.sampled_from(["=", "<"]), st.sampled_from(["5", "'x'"])).map(
-            lambda t: f"{t[0]} {t[1]} {t[2]}" if (t[0] == "country") == (t[2] == "5") else "id + 'x' > 1"
+        st.tuples(
+            st.sampled_from(COLUMNS), st.sampled_from(["=", "<"]), st.sampled_from(["5", "'x'"])
+        ).map(
+            lambda t: (
+                f"{t[0]} {t[1]} {t[2]}" if (t[0] == "country") == (t[2] == "5") else "id + 'x' > 1"
+            )
         ),
         st.integers(201, 800).map(lambda d: "id" + " + 1" * d + " > 0"),
         st.text(max_size=30),
-        st.sampled_from(["id IN (SELECT 1)", "sum(id) > 1", "random() < 1", "1/0 = 1", "id", "'x'"]),
+        st.sampled_from(
+            ["id IN (SELECT 1)", "sum(id) > 1", "random() < 1", "1/0 = 1", "id", "'x'"]
+        ),
     )
 )
 def test_bad_filters_raise_our_errors(
@@ -230,10 +253,8 @@ def test_bad_filters_raise_our_errors(
 ) -> None:
     ns, _ = filter_ns
     for call in (ns.to_table, ns.partitions, ns.explain):
-        try:
+        with contextlib.suppress(lp.LancePartitionedError):
             call(bad)
-        except lp.LancePartitionedError:
-            pass
 
 
 @FAST
@@ -251,7 +272,9 @@ def test_bad_filters_raise_our_errors(
         st.just(pa.table({"id": pa.array(["x"])})),
     ),
     kwargs=st.dictionaries(
-        st.sampled_from(["mode", "concurrency", "max_rows_per_file", "route_threads", "transaction_mode"]),
+        st.sampled_from(
+            ["mode", "concurrency", "max_rows_per_file", "route_threads", "transaction_mode"]
+        ),
         st.one_of(st.integers(-3, 3), st.text(max_size=4), st.none(), st.booleans()),
         max_size=2,
     ),
@@ -271,13 +294,13 @@ def test_bad_writes_raise_our_errors(
 @FAST
 @given(
     as_of=st.one_of(st.integers(-5, 10_000), st.text(max_size=3), st.floats(), st.booleans()),
-    columns=st.one_of(st.none(), st.text(max_size=3), st.lists(st.sampled_from([*COLUMNS, "x", ""]), max_size=3)),
+    columns=st.one_of(
+        st.none(), st.text(max_size=3), st.lists(st.sampled_from([*COLUMNS, "x", ""]), max_size=3)
+    ),
 )
 def test_bad_read_arguments_raise_our_errors(
     filter_ns: tuple[lp.PartitionedNamespace, pa.Table], as_of: Any, columns: Any
 ) -> None:
     ns, _ = filter_ns
-    try:
+    with contextlib.suppress(lp.LancePartitionedError):
         ns.to_table(columns=columns, as_of=as_of)
-    except lp.LancePartitionedError:
-        pass

@@ -146,7 +146,8 @@ mod tests {
             user_message(m),
             "lance error: Invalid user input: Duplicate column name: a"
         );
-        let m = "Not found: /data/x/dataset/_versions/3.manifest, /src/lance-io/src/local.rs:99:5, \
+        let m =
+            "Not found: /data/x/dataset/_versions/3.manifest, /src/lance-io/src/local.rs:99:5, \
                  more";
         assert_eq!(
             user_message(m),

@@ -163,8 +163,12 @@ pub(crate) fn forbidden_construct(e: &Expr) -> Option<String> {
         )),
         Expr::WindowFunction(_) => Some("window functions are not allowed".to_string()),
         Expr::Placeholder(p) => Some(format!("placeholder {} is not allowed", p.id)),
-        Expr::ScalarVariable(_, v) => Some(format!("session variable {} is not allowed", v.join("."))),
-        Expr::GroupingSet(_) | Expr::Unnest(_) => Some(format!("{} is not allowed", e.variant_name())),
+        Expr::ScalarVariable(_, v) => {
+            Some(format!("session variable {} is not allowed", v.join(".")))
+        }
+        Expr::GroupingSet(_) | Expr::Unnest(_) => {
+            Some(format!("{} is not allowed", e.variant_name()))
+        }
         Expr::HigherOrderFunction(_) | Expr::Lambda(_) | Expr::LambdaVariable(_) => {
             Some("lambda functions are not allowed".to_string())
         }

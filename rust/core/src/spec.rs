@@ -418,7 +418,8 @@ pub(crate) fn to_namespace_type(col: &ArrayRef, to: &DataType, name: &str) -> Re
             "column {name:?} of type {from} cannot be cast to its namespace type {to}: {why}"
         ))
     };
-    let out = cast_with_options(col.as_ref(), to, &strict_cast()).map_err(|e| refuse(e.to_string()))?;
+    let out =
+        cast_with_options(col.as_ref(), to, &strict_cast()).map_err(|e| refuse(e.to_string()))?;
     if always_lossless(from, to) {
         return Ok(out);
     }

@@ -203,7 +203,10 @@ pub fn invalid_arg(msg: impl Into<String>) -> PyErr {
 
 /// An `ArrowError`.
 pub fn arrow_err(e: CoreArrowError) -> PyErr {
-    new_err(Kind::Arrow, lance_partitioned_core::error::user_message(&e.to_string()))
+    new_err(
+        Kind::Arrow,
+        lance_partitioned_core::error::user_message(&e.to_string()),
+    )
 }
 
 /// Runs `f` without the GIL, turning a core error into its Python exception and a panic into

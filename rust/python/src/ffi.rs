@@ -270,7 +270,10 @@ impl BatchInput {
 
     /// The result of a call that consumed this input: the Python exception the iterator
     /// raised, if any, wins over the error it caused.
-    pub fn finish<T>(error: Option<&Arc<std::sync::Mutex<Option<PyErr>>>>, r: PyResult<T>) -> PyResult<T> {
+    pub fn finish<T>(
+        error: Option<&Arc<std::sync::Mutex<Option<PyErr>>>>,
+        r: PyResult<T>,
+    ) -> PyResult<T> {
         if let Some(slot) = error {
             if let Some(e) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 return Err(e);
@@ -324,4 +327,3 @@ impl Iterator for BatchInput {
         }
     }
 }
-

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use lance_partitioned_core::arrow::array::RecordBatch;
 use lance_partitioned_core::ns::manifest::{self, Snapshot};
 use lance_partitioned_core::ns::runtime::block_on;
 use lance_partitioned_core::ns::scan::{self, ScanIter, ScanOptions};
@@ -293,7 +294,10 @@ pub fn write_data<'py>(
         ..Default::default()
     };
     let root = root.to_string();
-    let s = BatchInput::finish(slot.as_ref(), run(py, || write::write(&root, reader, &opts)))?;
+    let s = BatchInput::finish(
+        slot.as_ref(),
+        run(py, || write::write(&root, reader, &opts)),
+    )?;
     summary_dict(py, &s)
 }
 
@@ -365,7 +369,9 @@ pub fn stage_write<'py>(
     };
     let bytes = BatchInput::finish(
         slot.as_ref(),
-        run(py, || stage::stage(&root, plan, &nonce, reader, &opts)?.to_bytes()),
+        run(py, || {
+            stage::stage(&root, plan, &nonce, reader, &opts)?.to_bytes()
+        }),
     )?;
     Ok(pyo3::types::PyBytes::new(py, &bytes))
 }

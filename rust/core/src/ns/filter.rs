@@ -162,8 +162,7 @@ fn balance(e: SqlExpr) -> SqlExpr {
                         stack.push(*right);
                         stack.push(*left);
                     }
-                    SqlExpr::Nested(inner)
-                        if matches!(&*inner, SqlExpr::BinaryOp { op, .. } if *op == chain) =>
+                    SqlExpr::Nested(inner) if matches!(&*inner, SqlExpr::BinaryOp { op, .. } if *op == chain) =>
                     {
                         stack.push(*inner);
                     }
@@ -258,7 +257,10 @@ fn validate(sql: &str, expr: &Expr, df: &DFSchema) -> Result<()> {
     }
     match expr.get_type(df) {
         Ok(DataType::Boolean | DataType::Null) => Ok(()),
-        Ok(other) => Err(bad(sql, format!("a filter must be boolean, this one is {other}"))),
+        Ok(other) => Err(bad(
+            sql,
+            format!("a filter must be boolean, this one is {other}"),
+        )),
         Err(e) => Err(bad(sql, e)),
     }
 }

@@ -975,9 +975,12 @@ impl Snapshot {
     /// # Errors
     /// As [`Snapshot::keys`].
     pub fn has_write(&self, write_id: &str) -> Result<bool> {
-        Ok(self.keys()?.versions.values().flatten().any(|v| {
-            v.props.get(WRITE_ID_KEY).map(String::as_str) == Some(write_id)
-        }))
+        Ok(self
+            .keys()?
+            .versions
+            .values()
+            .flatten()
+            .any(|v| v.props.get(WRITE_ID_KEY).map(String::as_str) == Some(write_id)))
     }
 
     /// A leaf's partition values for messages (`field=value, ...`), or its object id when

@@ -14,7 +14,8 @@ use crate::error::{schema_err, spec_err, Result};
 use crate::spec::PartitionSpec;
 
 /// Columns of the `partitions()` listing that partition field ids may not take.
-pub const RESERVED_FIELD_IDS: [&str; 5] = ["object_id", "location", "read_version", "spec_id", "rows"];
+pub const RESERVED_FIELD_IDS: [&str; 5] =
+    ["object_id", "location", "read_version", "spec_id", "rows"];
 
 /// Checks the column names of a namespace schema.
 ///
@@ -62,7 +63,11 @@ pub fn check_spec_fields(spec: &PartitionSpec) -> Result<()> {
     let mut seen = HashSet::new();
     for f in &spec.fields {
         let id = f.field_id.as_str();
-        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
             return spec_err!(
                 "partition field_id {id:?} must be non-empty and made of letters, digits, '_' \
                  and '-'"

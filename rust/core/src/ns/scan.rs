@@ -16,9 +16,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use lance::dataset::scanner::DatasetRecordBatchStream;
 
-use crate::arrow::array::{
-    new_null_array, ArrayRef, RecordBatch, RecordBatchOptions,
-};
+use crate::arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
 use crate::arrow::compute::filter_record_batch;
 use crate::arrow::datatypes::{DataType, Schema, SchemaRef};
 use crate::datafusion::common::{Column, DFSchema};

@@ -30,9 +30,8 @@ use crate::ns::manifest::Snapshot;
 use crate::ns::runtime::runtime;
 use crate::ns::values;
 use crate::ns::write::{
-    commit_parts, leaf_schema, op_fragments, open_at, read_adapted,
-    route_input, write_params, IdPlan, Mode, Part, PartShared, Schemas, Target, WriteOptions,
-    WriteSummary,
+    commit_parts, leaf_schema, op_fragments, open_at, read_adapted, route_input, write_params,
+    IdPlan, Mode, Part, PartShared, Schemas, Target, WriteOptions, WriteSummary,
 };
 use crate::spec::CompiledSpec;
 
@@ -460,10 +459,7 @@ pub fn commit_staged(root: &str, staged: &[Staged], opts: &WriteOptions) -> Resu
 
 /// Fails when a staged data file is gone (for example removed by `cleanup()` with a grace
 /// period shorter than the write): committing it would make the partition unreadable.
-async fn verify_staged_files(
-    root: &str,
-    merged: &HashMap<Vec<ScalarValue>, Merged>,
-) -> Result<()> {
+async fn verify_staged_files(root: &str, merged: &HashMap<Vec<ScalarValue>, Merged>) -> Result<()> {
     use futures::stream::{self, StreamExt, TryStreamExt};
     let (store, base) = ObjectStore::from_uri(root).await?;
     let mut paths = Vec::new();
@@ -478,13 +474,14 @@ async fn verify_staged_files(
         }
     }
     let store = &store;
-    let missing: Vec<String> = stream::iter(paths.into_iter().map(|p| async move {
-        Ok::<_, Error>((!store.exists(&p).await?).then(|| p.to_string()))
-    }))
-    .buffer_unordered(16)
-    .try_filter_map(|m| async move { Ok(m) })
-    .try_collect()
-    .await?;
+    let missing: Vec<String> =
+        stream::iter(paths.into_iter().map(|p| async move {
+            Ok::<_, Error>((!store.exists(&p).await?).then(|| p.to_string()))
+        }))
+        .buffer_unordered(16)
+        .try_filter_map(|m| async move { Ok(m) })
+        .try_collect()
+        .await?;
     if let Some(first) = missing.first() {
         return Err(Error::CommitConflict(format!(
             "{} staged data file(s) of this write no longer exist (first: {first}); was \

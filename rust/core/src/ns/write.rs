@@ -1088,14 +1088,13 @@ async fn prepare_rows(
                     describe_key(field_ids, &p.key)
                 )));
             }
-            check_append_chain(s1, &oid, current, p.base)
-                .map_err(|e| match e {
-                    Error::CommitConflict(m) => Error::CommitConflict(format!(
-                        "partition ({}): {m}",
-                        describe_key(field_ids, &p.key)
-                    )),
-                    other => other,
-                })?;
+            check_append_chain(s1, &oid, current, p.base).map_err(|e| match e {
+                Error::CommitConflict(m) => Error::CommitConflict(format!(
+                    "partition ({}): {m}",
+                    describe_key(field_ids, &p.key)
+                )),
+                other => other,
+            })?;
             let ds = open_at(&join_uri(root, &p.location), current).await?;
             let read_version = ds.version().version;
             let committed = CommitBuilder::new(ds)
