@@ -128,7 +128,12 @@ def _stream(data: Any) -> Any:
     if hasattr(data, "__arrow_c_stream__"):
         return data
     if hasattr(data, "__arrow_c_array__"):
-        return pa.Table.from_batches([pa.record_batch(data)])
+        try:
+            return pa.Table.from_batches([pa.record_batch(data)])
+        except (pa.ArrowException, TypeError, ValueError) as e:
+            raise InvalidArgumentError(
+                f"data must be a record batch or table, not an array of one column ({e})"
+            ) from None
     try:
         import pandas as pd  # type: ignore[import-untyped,unused-ignore]
 
