@@ -352,11 +352,13 @@ def test_awkward_partition_values_round_trip(tmp_path: Path) -> None:
         got = ns.to_table(f)
         assert got["v"].to_pylist() == [i], (v, got)
         assert ns.partitions(f, with_rows=False).num_rows == 1
-    # the runtime properties carry the string form; NULL and '' have none
+    # the runtime properties carry the string form; NULL and '' have none ('' is marked)
     for row in parts.to_pylist():
         props = ns.describe_namespace(row["object_id"].split("$")[:2])
-        if row["k"] in (None, ""):
+        if row["k"] is None:
             assert props == {}
+        elif row["k"] == "":
+            assert props == {"lance_partitioned.empty.k": "true"}
         else:
             assert props == {"partition.k": row["k"]}
 
