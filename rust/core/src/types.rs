@@ -340,6 +340,40 @@ pub fn schema_from_json(text: &str) -> Result<Schema> {
     js.to_arrow()
 }
 
+/// Whether values of `from` can always be represented in `to` (a widening).
+pub fn is_widening(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    if from == to {
+        return true;
+    }
+    let int_rank = |t: &DataType| match t {
+        Int8 => Some((true, 8)),
+        Int16 => Some((true, 16)),
+        Int32 => Some((true, 32)),
+        Int64 => Some((true, 64)),
+        UInt8 => Some((false, 8)),
+        UInt16 => Some((false, 16)),
+        UInt32 => Some((false, 32)),
+        UInt64 => Some((false, 64)),
+        _ => None,
+    };
+    match (from, to) {
+        (a, b) if int_rank(a).is_some() && int_rank(b).is_some() => {
+            let ((sa, wa), (sb, wb)) = (
+                int_rank(a).unwrap_or_default(),
+                int_rank(b).unwrap_or_default(),
+            );
+            (sa == sb && wb > wa) || (!sa && sb && wb > wa)
+        }
+        (Float16, Float32 | Float64) | (Float32, Float64) => true,
+        (Decimal128(p1, s1), Decimal128(p2, s2)) => s1 == s2 && p2 >= p1,
+        (Decimal128(p1, s1), Decimal256(p2, s2)) => s1 == s2 && p2 >= p1,
+        (Decimal256(p1, s1), Decimal256(p2, s2)) => s1 == s2 && p2 >= p1,
+        (Utf8, LargeUtf8 | Utf8View) | (Binary, LargeBinary | BinaryView) => true,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,39 +448,5 @@ mod tests {
         assert_eq!(t.to_arrow().unwrap(), DataType::Decimal128(10, 2));
         let t: JsonDataType = serde_json::from_str(r#"{"type":"nope"}"#).unwrap();
         assert!(t.to_arrow().is_err());
-    }
-}
-
-/// Whether values of `from` can always be represented in `to` (a widening).
-pub fn is_widening(from: &DataType, to: &DataType) -> bool {
-    use DataType::*;
-    if from == to {
-        return true;
-    }
-    let int_rank = |t: &DataType| match t {
-        Int8 => Some((true, 8)),
-        Int16 => Some((true, 16)),
-        Int32 => Some((true, 32)),
-        Int64 => Some((true, 64)),
-        UInt8 => Some((false, 8)),
-        UInt16 => Some((false, 16)),
-        UInt32 => Some((false, 32)),
-        UInt64 => Some((false, 64)),
-        _ => None,
-    };
-    match (from, to) {
-        (a, b) if int_rank(a).is_some() && int_rank(b).is_some() => {
-            let ((sa, wa), (sb, wb)) = (
-                int_rank(a).unwrap_or_default(),
-                int_rank(b).unwrap_or_default(),
-            );
-            (sa == sb && wb > wa) || (!sa && sb && wb > wa)
-        }
-        (Float16, Float32 | Float64) | (Float32, Float64) => true,
-        (Decimal128(p1, s1), Decimal128(p2, s2)) => s1 == s2 && p2 >= p1,
-        (Decimal128(p1, s1), Decimal256(p2, s2)) => s1 == s2 && p2 >= p1,
-        (Decimal256(p1, s1), Decimal256(p2, s2)) => s1 == s2 && p2 >= p1,
-        (Utf8, LargeUtf8 | Utf8View) | (Binary, LargeBinary | BinaryView) => true,
-        _ => false,
     }
 }

@@ -225,21 +225,19 @@ fn validate(sql: &str, expr: &Expr, df: &DFSchema) -> Result<()> {
     };
     expr.apply(|e| {
         let msg = match e {
-            Expr::BinaryExpr(BinaryExpr { left, op, right })
-                if matches!(
-                    op,
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op:
                     Operator::Eq
-                        | Operator::NotEq
-                        | Operator::Lt
-                        | Operator::LtEq
-                        | Operator::Gt
-                        | Operator::GtEq
-                        | Operator::IsDistinctFrom
-                        | Operator::IsNotDistinctFrom
-                ) =>
-            {
-                types(left, right)
-            }
+                    | Operator::NotEq
+                    | Operator::Lt
+                    | Operator::LtEq
+                    | Operator::Gt
+                    | Operator::GtEq
+                    | Operator::IsDistinctFrom
+                    | Operator::IsNotDistinctFrom,
+                right,
+            }) => types(left, right),
             Expr::InList(l) => l.list.iter().find_map(|v| types(&l.expr, v)),
             Expr::Between(Between {
                 expr, low, high, ..
