@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 import lance_partitioned as lp
+from lance_partitioned import namespace
 
 SCHEMA = pa.schema(
     [
@@ -409,3 +410,23 @@ def test_lance_errors_carry_no_rust_source_paths(ns: lp.PartitionedNamespace) ->
     with pytest.raises(lp.LancePartitionedError) as e:
         ns.to_table()
     assert ".rs:" not in str(e.value), str(e.value)
+
+
+def test_explain_warns_about_tiny_partitions(tmp_path: Path) -> None:
+    """Item 12: a spec that makes many tiny partitions is named in explain; big ones are not."""
+    schema = pa.schema([pa.field("k", pa.int64()), pa.field("v", pa.int64())])
+    spec = lp.PartitionSpec([lp.PartitionField("k", source="k", transform=lp.Identity())])
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "tiny"), schema=schema, spec=spec)
+    n = namespace.TINY_CHECK_MIN_PARTITIONS + 20
+    ns.write(pa.table({"k": pa.array(range(n), pa.int64()), "v": pa.array(range(n), pa.int64())}))
+    text = ns.explain()
+    assert "warning: tiny partitions: median 1 rows" in text
+    assert f"of {n} kept partitions" in text
+    assert "warning" not in ns.explain(check_sizes=False)
+    assert "warning" not in ns.explain("k < 10")  # too few kept partitions to matter
+
+    big = lp.PartitionedNamespace.create(str(tmp_path / "big"), schema=schema, spec=spec)
+    parts = namespace.TINY_CHECK_MIN_PARTITIONS
+    ks = [i % parts for i in range(namespace.TINY_PARTITION_ROWS * parts)]
+    big.write(pa.table({"k": pa.array(ks, pa.int64()), "v": pa.array(ks, pa.int64())}))
+    assert "warning" not in big.explain()

@@ -20,7 +20,7 @@ import lance_partitioned as lp
 WRITER = str(Path(__file__).parent / "ns_writer.py")
 
 
-def make_ns(root: Path) -> lp.PartitionedNamespace:
+def make_ns(root: Path, transaction_mode: str = "strong") -> lp.PartitionedNamespace:
     schema = pa.schema(
         [
             pa.field("id", pa.int64(), nullable=False),
@@ -34,7 +34,9 @@ def make_ns(root: Path) -> lp.PartitionedNamespace:
             lp.PartitionField("b", source="bucket_src", transform=lp.Bucket(2)),
         ]
     )
-    return lp.PartitionedNamespace.create(str(root), schema, spec)
+    return lp.PartitionedNamespace.create(
+        str(root), schema, spec, transaction_mode=transaction_mode
+    )
 
 
 def check_consistent(ns: lp.PartitionedNamespace, expected_ids: set[int]) -> None:
@@ -165,3 +167,56 @@ def test_cleanup_keeps_every_version_a_manifest_version_reads(tmp_path: Path) ->
     assert (done.orphans, done.stale_versions, done.stale_files) == ([], [], [])
     for version, rows in history:
         assert ns.snapshot(version).to_table(columns=["id"]).num_rows == rows
+
+
+def test_weak_write_failing_after_leaf_commits_names_what_is_visible(tmp_path: Path) -> None:
+    """A weak write whose manifest commit fails after its leaf commits raises
+    PartialCommitError naming the existing partitions that became visible; the partition it
+    would have created stays invisible. Here pylance rewrites the manifest (dropping our
+    columns) while the writer is paused between its leaf commits and its manifest commit."""
+    from lance.namespace import CreateNamespaceRequest, DirectoryNamespace
+
+    root = tmp_path / "weak"
+    ns = make_ns(root, "weak")
+    ns.write(
+        pa.table(
+            {
+                "id": pa.array([0, 1], pa.int64()),
+                "country": ["US", "US"],
+                "bucket_src": pa.array([0, 1], pa.int64()),
+            }
+        )
+    )
+    flag = tmp_path / "paused"
+    env = dict(os.environ, LANCE_PARTITIONED_TEST_PAUSE=f"before_manifest_commit:{flag}")
+    # ids 100..105: US rows land in the existing US partitions, DE rows in new ones.
+    with subprocess.Popen(
+        [sys.executable, WRITER, str(root), "100", "6", "1", "US,DE"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as p:
+        try:
+            deadline = time.time() + 120
+            while not flag.exists():
+                assert p.poll() is None, p.stderr.read() if p.stderr else ""
+                assert time.time() < deadline, "writer never reached the pause point"
+                time.sleep(0.05)
+            dn = DirectoryNamespace(root=str(root))
+            dn.create_namespace(CreateNamespaceRequest(id=["scratch"]))
+        finally:
+            flag.unlink(missing_ok=True)
+        _, err = p.communicate(timeout=120)
+    assert p.returncode != 0
+    assert "lance_partitioned.exceptions.PartialCommitError" in err, err
+    assert 'existing partition(s), which are now visible: country="US"' in err, err
+    reopened = lp.PartitionedNamespace.open(str(root))
+    assert reopened.missing_columns
+    # Visible: the first write, and the US rows whose bucket partition already existed.
+    bucket = lp.kernels.bucket(pa.array(range(106), pa.int64()), 2).to_pylist()
+    existing = {bucket[0], bucket[1]}
+    us = [i for i in range(100, 106, 2) if bucket[i % 3] in existing]
+    assert us, "the test needs at least one row in an existing partition"
+    ids = sorted(reopened.to_table(columns=["id"])["id"].to_pylist())
+    assert ids == [0, 1, *us]

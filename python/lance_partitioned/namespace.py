@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import statistics
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -44,6 +45,13 @@ _MODE_KEY = "lance_partitioned.transaction_mode"
 DEFAULT_MAX_NEW_PARTITIONS = 1000
 """Default of ``max_new_partitions``: the most partitions one write (one task of a
 distributed write) may create, like Hive's limit on dynamic partitions per node."""
+
+TINY_PARTITION_ROWS = 10_000
+"""``explain`` warns when the median kept partition holds fewer rows than this."""
+TINY_CHECK_MIN_PARTITIONS = 100
+"""... and only when it keeps at least this many partitions (a few small ones cost little)."""
+TINY_CHECK_SAMPLE = 256
+"""... reading the row counts of at most this many partitions, evenly spaced."""
 
 
 @dataclass(frozen=True)
@@ -268,8 +276,16 @@ class Snapshot:
             table = table.append_column("rows", pa.array(rows, pa.uint64()))
         return table
 
-    def explain(self, filter: Filter = None) -> str:
-        """The manifest predicate built per spec version and how many partitions were kept."""
+    def explain(self, filter: Filter = None, *, check_sizes: bool = True) -> str:
+        """The manifest predicate built per spec version and how many partitions were kept.
+
+        With ``check_sizes`` (and at least ``TINY_CHECK_MIN_PARTITIONS`` kept partitions), the
+        row counts of up to ``TINY_CHECK_SAMPLE`` kept partitions are read; a warning line is
+        added when their median is under ``TINY_PARTITION_ROWS``: every partition is a Lance
+        dataset of its own with a fixed cost per read and write, so a spec that makes many
+        tiny partitions (identity on a near-unique column) is slow. ``check_sizes=False``
+        reads nothing but the manifest.
+        """
         sql, post = _split_filter(filter)
         plan, _, _ = self._s.partitions(sql, False)
         lines = [f"filter: {filter!s}" if filter is not None else "filter: (none)"]
@@ -285,7 +301,21 @@ class Snapshot:
                 f" AND {pred}  -> kept {p['kept']} of {p['total']} partitions"
             )
         lines.append(f"total: kept {kept} of {total} partitions")
+        if check_sizes and kept >= TINY_CHECK_MIN_PARTITIONS:
+            lines.extend(self._tiny_partition_warning(sql))
         return "\n".join(lines)
+
+    def _tiny_partition_warning(self, sql: str | None) -> list[str]:
+        kept, rows = self._s.sampled_rows(sql, TINY_CHECK_SAMPLE)
+        median = statistics.median(rows)
+        if median >= TINY_PARTITION_ROWS:
+            return []
+        return [
+            f"warning: tiny partitions: median {median:g} rows over {len(rows)} of {kept}"
+            f" kept partitions (under {TINY_PARTITION_ROWS}); each partition is a separate"
+            " Lance dataset with a fixed cost per read and write: consider a coarser spec"
+            " (bucket or truncate instead of identity on a near-unique column)"
+        ]
 
     def plan(self, filter: Filter = None) -> list[dict[str, Any]]:
         """:meth:`explain` as data: one dict per spec version."""
@@ -715,9 +745,11 @@ class PartitionedNamespace:
         """The pruned leaf partitions; see :meth:`Snapshot.partitions`."""
         return self.snapshot(as_of).partitions(filter, with_rows=with_rows)
 
-    def explain(self, filter: Filter = None, *, as_of: int | None = None) -> str:
+    def explain(
+        self, filter: Filter = None, *, as_of: int | None = None, check_sizes: bool = True
+    ) -> str:
         """The pruning plan of ``filter``; see :meth:`Snapshot.explain`."""
-        return self.snapshot(as_of).explain(filter)
+        return self.snapshot(as_of).explain(filter, check_sizes=check_sizes)
 
     def describe_namespace(self, path: Sequence[str]) -> dict[str, str]:
         """Runtime namespace properties (``partition_spec``, ``partition.<field_id>``)."""

@@ -161,6 +161,33 @@ impl ManifestSnapshot {
         Ok((plan_to_py(py, &plan)?, export_batch(py, &batch)?, rows))
     }
 
+    /// Row counts of at most `sample` pruned leaves, evenly spaced over all kept leaves
+    /// (explain's partition-size check: bounded cost on namespaces of any size).
+    #[pyo3(signature = (filter, sample))]
+    fn sampled_rows(
+        &self,
+        py: Python<'_>,
+        filter: Option<String>,
+        sample: usize,
+    ) -> PyResult<(usize, Vec<u64>)> {
+        let snap = Arc::clone(&self.snap);
+        run(py, || {
+            let schema = snap.schema();
+            let f = filter
+                .as_deref()
+                .map(|f| scan::Filter::parse(f, &schema))
+                .transpose()?;
+            let kept = scan::prune(&snap, f.as_ref())?.leaves;
+            let n = kept.len();
+            let picked: Vec<usize> = if n <= sample {
+                kept
+            } else {
+                (0..sample).map(|i| kept[i * n / sample]).collect()
+            };
+            Ok((n, block_on(manifest::count_rows(&snap, &picked))?))
+        })
+    }
+
     /// describe_namespace(path) -> properties
     fn describe_namespace(
         &self,

@@ -253,6 +253,7 @@ fn commit_delete(
     loop {
         attempt += 1;
         let s1 = rt.block_on(Snapshot::load(root, None))?;
+        s1.check_writable()?;
         let k1 = s1.keys()?;
         let base_of = |snap: &Snapshot, oid: &str| -> Option<Option<u64>> {
             let row = *snap.keys().ok()?.row_by_id.get(oid)?;

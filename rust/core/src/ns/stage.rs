@@ -452,7 +452,7 @@ pub fn commit_staged(root: &str, staged: &[Staged], opts: &WriteOptions) -> Resu
     })?;
     let parts: HashMap<Vec<ScalarValue>, Part> =
         parts.into_iter().map(|p| (p.key.clone(), p)).collect();
-    let mut summary = commit_parts(root, &snap, &spec, parts, first.strong, &opts)?;
+    let mut summary = commit_parts(root, &spec, parts, first.strong, &opts)?;
     summary.rows = total_rows;
     Ok(summary)
 }

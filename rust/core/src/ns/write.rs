@@ -568,7 +568,7 @@ pub fn write(
     let (parts, total_rows) =
         route_input(root, &snap, &spec, input, opts, strong, &mut ids, false)?;
     test_pause("after_fragments");
-    let mut summary = commit_parts(root, &snap, &spec, parts, strong, opts)?;
+    let mut summary = commit_parts(root, &spec, parts, strong, opts)?;
     summary.rows = total_rows;
     Ok(summary)
 }
@@ -801,7 +801,6 @@ fn compact(batches: &[RecordBatch]) -> Result<RecordBatch> {
 /// Commits every partition's leaf table (concurrently), then the manifest.
 pub(crate) fn commit_parts(
     root: &str,
-    snap: &Snapshot,
     spec: &crate::spec::PartitionSpec,
     parts: HashMap<Vec<ScalarValue>, Part>,
     strong: bool,
@@ -835,7 +834,7 @@ pub(crate) fn commit_parts(
     }
     test_pause("before_manifest_commit");
     let visible: Vec<Pending> = if strong { Vec::new() } else { pending.clone() };
-    commit_manifest(root, snap, spec, pending, strong, opts)
+    commit_manifest(root, spec, pending, strong, opts)
         .map_err(|e| partial_commit(strong, spec, &visible, e))
 }
 
@@ -1185,7 +1184,6 @@ fn check_append_chain(
 /// The atomic manifest commit with conflict resolution and retries.
 fn commit_manifest(
     root: &str,
-    s0: &Snapshot,
     spec: &crate::spec::PartitionSpec,
     mut pending: Vec<Pending>,
     strong: bool,
@@ -1208,13 +1206,10 @@ fn commit_manifest(
     let mut attempt = 0u32;
     loop {
         attempt += 1;
-        let s1 = if attempt == 1 {
-            // Most commits see no concurrent writer: start from the latest version anyway.
-            rt.block_on(Snapshot::load(root, None))?
-        } else {
-            rt.block_on(Snapshot::load(root, None))?
-        };
-        let _ = s0;
+        // Every attempt starts from the latest version, which another tool may have
+        // rewritten since the write began: commit only onto a complete manifest.
+        let s1 = rt.block_on(Snapshot::load(root, None))?;
+        s1.check_writable()?;
         if let Some(id) = &opts.write_id {
             if s1.has_write(id)? {
                 // A concurrent commit of this same write won: ours is a no-op (its leaf
@@ -1371,8 +1366,12 @@ fn test_pause(point: &str) {
     if let Ok(v) = std::env::var("LANCE_PARTITIONED_TEST_PAUSE") {
         if let Some((p, file)) = v.split_once(':') {
             if p == point {
+                // Paused until the test removes the flag file (or kills the process).
                 let _ = std::fs::write(file, point);
-                std::thread::sleep(Duration::from_secs(600));
+                let until = std::time::Instant::now() + Duration::from_secs(600);
+                while std::path::Path::new(file).exists() && std::time::Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
             }
         }
     }
