@@ -430,3 +430,57 @@ def test_explain_warns_about_tiny_partitions(tmp_path: Path) -> None:
     ks = [i % parts for i in range(namespace.TINY_PARTITION_ROWS * parts)]
     big.write(pa.table({"k": pa.array(ks, pa.int64()), "v": pa.array(ks, pa.int64())}))
     assert "warning" not in big.explain()
+
+
+def test_delete_by_columns_older_partitions_store_differently(tmp_path: Path) -> None:
+    """A delete filter on a column an older partition lacks (added later), stores under an old
+    name (renamed) or an old type (widened) means what a read of that column shows: NULL for
+    the missing column, the renamed column's values, the widened values. A dropped and re-added
+    name never matches the dropped data."""
+    schema = pa.schema(
+        [pa.field("k", pa.string()), pa.field("v", pa.int32()), pa.field("old", pa.int64())]
+    )
+    spec = lp.PartitionSpec([lp.PartitionField("k", source="k", transform=lp.Identity())])
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema=schema, spec=spec)
+    ns.write(
+        pa.table(
+            {
+                "k": ["a", "a", "b", "b"],
+                "v": pa.array([1, 2, 3, 4], pa.int32()),
+                "old": pa.array([10, 20, 30, 40], pa.int64()),
+            }
+        )
+    )
+    ns.add_columns([pa.field("x", pa.int64())])
+    ns.rename_column("v", "w")
+    ns.alter_column("w", pa.int64())
+    ns.drop_columns(["old"])
+    ns.add_columns([pa.field("old", pa.int64())])
+    ns.write(
+        pa.table(
+            {
+                "k": ["c", "c"],
+                "w": pa.array([5, 6], pa.int64()),
+                "x": pa.array([1, 2], pa.int64()),
+                "old": pa.array([10, 20], pa.int64()),
+            }
+        )
+    )
+
+    def remaining() -> list[tuple[Any, ...]]:
+        t = ns.to_table().sort_by("w")
+        return list(zip(*(t[c].to_pylist() for c in ("k", "w", "x", "old")), strict=True))
+
+    assert ns.delete("old = 10").rows == 1  # only the new column's 10, never the dropped data
+    assert remaining() == [
+        ("a", 1, None, None),
+        ("a", 2, None, None),
+        ("b", 3, None, None),
+        ("b", 4, None, None),
+        ("c", 6, 2, 20),
+    ]
+    assert ns.delete("w = 2 OR w > 5").rows == 2  # renamed and widened in a and b
+    assert ns.delete("x IS NULL AND w = 3").rows == 1  # x is NULL where it was never written
+    assert remaining() == [("a", 1, None, None), ("b", 4, None, None)]
+    assert ns.delete("x IS NULL").rows == 2
+    assert ns.to_table().num_rows == 0

@@ -280,3 +280,26 @@ def test_large_string_batches_land_like_plain_ones(spark: Any, tmp_path: Path) -
     assert large.partitions().select(keys).sort_by(
         [("year", "ascending"), ("country", "ascending")]
     ) == plain.partitions().select(keys).sort_by([("year", "ascending"), ("country", "ascending")])
+
+
+def test_max_new_partitions_per_task_in_both_writers(spark: Any, tmp_path: Path) -> None:
+    """15 partitions (3 years x 5 countries) through one task: a limit of 10 fails before
+    anything is committed, in lps.write and in the Data Source writer; `none` lifts it."""
+    df = events(spark, 300).coalesce(1)
+    uri = str(tmp_path / "ns")
+    with pytest.raises(Exception, match="more than 10 new partitions"):
+        lps.write(df, uri, spec=SPEC, clustered=False, max_new_partitions=10)
+    ns = lp.PartitionedNamespace.open(uri)  # created (empty) before the tasks ran
+    assert ns.partitions().num_rows == 0
+    with pytest.raises(Exception, match="more than 10 new partitions"):
+        df.write.format(lps.FORMAT).option("max_new_partitions", "10").mode("append").save(uri)
+    with pytest.raises(Exception, match="max_new_partitions"):
+        df.write.format(lps.FORMAT).option("max_new_partitions", "0").mode("append").save(uri)
+    assert ns.refresh() is False
+    df.write.format(lps.FORMAT).option("max_new_partitions", "none").mode("append").save(uri)
+    assert ids_of(ns) == list(range(300))
+    res = lps.write(
+        events(spark, 300, start=300).coalesce(1), uri, clustered=False, max_new_partitions=None
+    )
+    assert res.created == 0
+    assert ids_of(ns) == list(range(600))

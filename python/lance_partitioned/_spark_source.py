@@ -40,9 +40,12 @@ from pyspark.sql.types import StructType
 from lance_partitioned import _native
 from lance_partitioned.exceptions import InvalidArgumentError, NamespaceNotFoundError
 from lance_partitioned.namespace import (
+    DEFAULT_MAX_NEW_PARTITIONS,
     DistributedWrite,
     PartitionedNamespace,
     WriteMode,
+    _check_limit,
+    _check_sizes,
     _write_args,
 )
 from lance_partitioned.spec import PartitionSpec
@@ -99,11 +102,23 @@ def ensure_namespace(
     )
 
 
+@dataclass(frozen=True)
+class TaskLimits:
+    """What one Spark task may use and create while staging (checked on the driver)."""
+
+    max_rows_per_file: int = 1 << 20
+    max_buffer_bytes: int = 256 << 20
+    max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS
+
+    def __post_init__(self) -> None:
+        _check_sizes(
+            max_rows_per_file=self.max_rows_per_file, max_buffer_bytes=self.max_buffer_bytes
+        )
+        _check_limit(self.max_new_partitions)
+
+
 def stage_batches(
-    dw: DistributedWrite,
-    batches: Iterator[pa.RecordBatch],
-    max_rows_per_file: int,
-    max_buffer_bytes: int,
+    dw: DistributedWrite, batches: Iterator[pa.RecordBatch], limits: TaskLimits
 ) -> tuple[bytes | None, int]:
     """Stages one task's batches: the message (None when the task saw no rows) and the rows
     staged."""
@@ -126,7 +141,12 @@ def stage_batches(
         yield from it
 
     reader = pa.RecordBatchReader.from_batches(first.schema, chain())
-    msg = dw.stage(reader, max_rows_per_file=max_rows_per_file, max_buffer_bytes=max_buffer_bytes)
+    msg = dw.stage(
+        reader,
+        max_rows_per_file=limits.max_rows_per_file,
+        max_buffer_bytes=limits.max_buffer_bytes,
+        max_new_partitions=limits.max_new_partitions,
+    )
     return msg, rows
 
 
@@ -144,13 +164,12 @@ class StagedMessage(WriterCommitMessage):
 class LancePartitionedWriter(DataSourceArrowWriter):
     """Stages every task's rows; the commit (on the driver side) makes them visible at once."""
 
-    def __init__(self, dw: DistributedWrite, max_rows_per_file: int, max_buffer_bytes: int) -> None:
+    def __init__(self, dw: DistributedWrite, limits: TaskLimits) -> None:
         self.dw = dw
-        self.max_rows_per_file = max_rows_per_file
-        self.max_buffer_bytes = max_buffer_bytes
+        self.limits = limits
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedMessage:  # type: ignore[override]
-        msg, rows = stage_batches(self.dw, iterator, self.max_rows_per_file, self.max_buffer_bytes)
+        msg, rows = stage_batches(self.dw, iterator, self.limits)
         return StagedMessage(payload=msg or b"", rows=rows)
 
     def commit(self, messages: list[StagedMessage | None]) -> None:  # type: ignore[override]
@@ -321,7 +340,8 @@ class LancePartitionedDataSource(DataSource):
     ``spec`` (PartitionSpec JSON, to create the namespace), ``overwrite`` (``partitions``:
     dynamic partition overwrite, the default; ``all``: replace everything),
     ``transaction_mode`` (``strong``/``weak``), ``max_rows_per_file``, ``max_buffer_bytes``
-    (per task; default 256 MiB); reads: ``as_of``
+    (per task; default 256 MiB), ``max_new_partitions`` (per task; default 1000, ``none``
+    for no limit); reads: ``as_of``
     (manifest version), ``filter`` (SQL, pruned through the manifest).
     """
 
@@ -354,13 +374,17 @@ class LancePartitionedDataSource(DataSource):
             mode = "overwrite" if how == "partitions" else "overwrite_all"
         tm = self.options.get("transaction_mode")
         _write_args(mode, tm)
-        max_rows = self._int_option("max_rows_per_file", 1 << 20)
-        max_buffer = self._int_option("max_buffer_bytes", 256 << 20)
+        default = TaskLimits()
+        limits = TaskLimits(
+            max_rows_per_file=self._int_option("max_rows_per_file", default.max_rows_per_file),
+            max_buffer_bytes=self._int_option("max_buffer_bytes", default.max_buffer_bytes),
+            max_new_partitions=self._limit_option("max_new_partitions"),
+        )
         root = self._root()
         spec_json = self.options.get("spec")
         ensure_namespace(root, schema, json.loads(spec_json) if spec_json else None)
         dw = DistributedWrite(root, mode, transaction_mode=tm)  # type: ignore[arg-type]
-        return LancePartitionedWriter(dw, max_rows, max_buffer)
+        return LancePartitionedWriter(dw, limits)
 
     def _int_option(self, name: str, default: int) -> int:
         """A positive integer option (typed error otherwise)."""
@@ -376,6 +400,13 @@ class LancePartitionedDataSource(DataSource):
         if value < 1:
             raise InvalidArgumentError(f"option {name!r} must be positive, not {value}")
         return value
+
+    def _limit_option(self, name: str) -> int | None:
+        """A positive integer option, or ``none`` for no limit."""
+        text = self.options.get(name)
+        if text is not None and text.strip().lower() == "none":
+            return None
+        return self._int_option(name, DEFAULT_MAX_NEW_PARTITIONS)
 
     def reader(self, schema: StructType) -> LancePartitionedReader:
         root = self._root()

@@ -40,18 +40,20 @@ import pyarrow as pa
 from lance_partitioned import _native
 from lance_partitioned.exceptions import InvalidArgumentError
 from lance_partitioned.namespace import (
+    DEFAULT_MAX_NEW_PARTITIONS,
     DistributedWrite,
     PartitionedNamespace,
     TransactionMode,
     WriteMode,
     WriteResult,
-    _check_sizes,
     _write_args,
 )
 from lance_partitioned.spec import PartitionSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from lance_partitioned._spark_source import TaskLimits
 
 log = logging.getLogger("lance_partitioned.spark")
 
@@ -96,18 +98,15 @@ def _key_function(root: str, version: int, names: list[str]) -> Any:
 class _Stage:
     """The ``mapInArrow`` body of the write pass (picklable)."""
 
-    def __init__(
-        self, dw: DistributedWrite, max_rows_per_file: int, max_buffer_bytes: int, after: Any
-    ) -> None:
+    def __init__(self, dw: DistributedWrite, limits: TaskLimits, after: Any) -> None:
         self.dw = dw
-        self.max_rows_per_file = max_rows_per_file
-        self.max_buffer_bytes = max_buffer_bytes
+        self.limits = limits
         self.after = after
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from lance_partitioned._spark_source import stage_batches
 
-        msg, rows = stage_batches(self.dw, batches, self.max_rows_per_file, self.max_buffer_bytes)
+        msg, rows = stage_batches(self.dw, batches, self.limits)
         if self.after is not None:
             self.after(msg)
         if msg is not None:
@@ -181,6 +180,7 @@ def write(
     num_tasks: int | None = None,
     max_rows_per_file: int = 1 << 20,
     max_buffer_bytes: int = 256 << 20,
+    max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS,
     transaction_mode: TransactionMode | None = None,
     properties: dict[str, str] | None = None,
     _after_stage: Any = None,
@@ -197,7 +197,8 @@ def write(
     ``max_buffer_bytes`` bounds a task's write buffers (the Python worker's memory, outside
     the JVM heap: size it to ``spark.executor.pyspark.memory`` / cores): a task whose rows
     exceed half of it writes its largest partitions early, so a partition may get more than
-    one file per task.
+    one file per task. ``max_new_partitions`` is the most partitions one task may create
+    (``None``: no limit); past it the write fails before anything is committed.
 
     ``key`` (clustered writes): ``"exact"`` shuffles by the exact partition key: Spark
     computes it itself when every partition field allows (identity, and year/month/day/hour
@@ -214,7 +215,7 @@ def write(
     """
     from pyspark.sql.pandas.functions import arrow_udf
 
-    from lance_partitioned._spark_source import ensure_namespace
+    from lance_partitioned._spark_source import TaskLimits, ensure_namespace
 
     _write_args(mode, transaction_mode)  # before anything is created
     if num_tasks is not None and num_tasks < 1:
@@ -225,7 +226,7 @@ def write(
         )
     if key not in ("exact", "native"):
         raise InvalidArgumentError(f"key must be 'exact' or 'native', not {key!r}")
-    _check_sizes(max_rows_per_file=max_rows_per_file, max_buffer_bytes=max_buffer_bytes)
+    limits = TaskLimits(max_rows_per_file, max_buffer_bytes, max_new_partitions)
     t0 = time.perf_counter()
     ns = ensure_namespace(uri, df.schema, spec, properties)
     dw = ns.distributed_write(mode, transaction_mode=transaction_mode)
@@ -244,7 +245,7 @@ def write(
             out = df.withColumn(_KEY, udf(*[df[c] for c in sources]))
             out = out.repartition(n, _KEY).drop(_KEY)
             log.info("lance-partitioned: clustering by the exact key (Rust Arrow UDF)")
-    stage = _Stage(dw, max_rows_per_file, max_buffer_bytes, _after_stage)
+    stage = _Stage(dw, limits, _after_stage)
     t1 = time.perf_counter()
     rows = out.mapInArrow(stage, "message binary, rows long").collect()
     t2 = time.perf_counter()

@@ -114,27 +114,13 @@ async fn delete_rows(
     strong: bool,
 ) -> Result<Option<Action>> {
     let ds = open_at(&join_uri(root, &leaf.location), leaf.read_version).await?;
-    // Lance evaluates the filter on the leaf's own columns: each must be the namespace
-    // column itself (same field id, name and type), never a dropped or renamed column's data.
+    // Lance evaluates the filter on the leaf's own columns: matched by field id, cast to the
+    // namespace type, NULL where the leaf has none (never a dropped or renamed column's data).
     let stored = Schema::from(ds.schema());
     let map = crate::ns::scan::leaf_columns(&stored, ns_schema);
-    for c in filter.columns() {
-        let ours = ns_schema.field_with_name(&c)?;
-        let same_column = map.get(&c) == Some(&c);
-        match stored.field_with_name(&c) {
-            Ok(f) if same_column && f.data_type() == ours.data_type() => {}
-            _ => {
-                return Err(Error::InvalidArgument(format!(
-                    "partition {:?} stores column {c:?} under another name or type (written \
-                     before a schema change); deleting rows inside it by a filter on {c:?} is \
-                     not supported yet",
-                    leaf.object_id
-                )))
-            }
-        }
-    }
+    let expr = filter.for_leaf(ns_schema, &stored, &map)?;
     let total = ds.count_rows(None).await? as u64;
-    let staged = DeleteBuilder::from_expr(Arc::clone(&ds), filter.expr.clone())
+    let staged = DeleteBuilder::from_expr(Arc::clone(&ds), expr)
         .execute_uncommitted()
         .await?;
     if staged.num_deleted_rows == 0 {

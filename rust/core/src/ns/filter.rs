@@ -17,10 +17,10 @@ use std::sync::Arc;
 
 use crate::arrow::array::{new_null_array, Array, AsArray, BooleanArray, RecordBatch};
 use crate::arrow::datatypes::{DataType, Schema};
-use crate::datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-use crate::datafusion::common::DFSchema;
+use crate::datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use crate::datafusion::common::{Column, DFSchema, ScalarValue};
 use crate::datafusion::logical_expr::simplify::SimplifyContext;
-use crate::datafusion::logical_expr::{Between, BinaryExpr, Expr, ExprSchemable, Operator};
+use crate::datafusion::logical_expr::{Between, BinaryExpr, Cast, Expr, ExprSchemable, Operator};
 use crate::datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use crate::datafusion::physical_plan::PhysicalExpr;
 use crate::datafusion::sql::sqlparser::ast::{BinaryOperator, Expr as SqlExpr};
@@ -49,15 +49,52 @@ impl Filter {
     /// `Expression` for a malformed, non-boolean, too deep or ill-typed filter, unknown
     /// columns, or a construct filters may not use.
     pub fn parse(sql: &str, schema: &Schema) -> Result<Self> {
-        let (sql, schema) = (sql.to_string(), schema.clone());
-        std::thread::scope(|s| {
-            std::thread::Builder::new()
-                .name("lance-partitioned-filter".into())
-                .stack_size(PARSE_STACK_BYTES)
-                .spawn_scoped(s, || parse_checked(&sql, &schema))
-                .map_err(|e| Error::Internal(format!("cannot start the filter parser: {e}")))?
-                .join()
-                .map_err(|_| Error::Internal(format!("the filter parser failed on {sql:?}")))?
+        on_large_stack(sql, || parse_checked(sql, schema))
+    }
+
+    /// The filter over a leaf's own columns, for Lance to evaluate inside that leaf: each
+    /// namespace column becomes the leaf column with its field id (cast to the namespace type
+    /// when the leaf stores another), or a typed NULL when the leaf has no such column (added
+    /// after it was written, or only ever stored under a dropped field id).
+    ///
+    /// # Errors
+    /// `Expression` when a namespace column of the filter is unknown.
+    pub fn for_leaf(
+        &self,
+        ns: &Schema,
+        leaf: &Schema,
+        leaf_names: &HashMap<String, String>,
+    ) -> Result<Expr> {
+        let unchanged = self.columns().iter().all(|c| {
+            leaf_names.get(c) == Some(c)
+                && matches!(
+                    (ns.field_with_name(c), leaf.field_with_name(c)),
+                    (Ok(a), Ok(b)) if a.data_type() == b.data_type()
+                )
+        });
+        if unchanged {
+            return Ok(self.expr.clone());
+        }
+        on_large_stack(&self.sql, || {
+            let rewritten = self.expr.clone().transform(|e| {
+                let Expr::Column(c) = &e else {
+                    return Ok(Transformed::no(e));
+                };
+                let ours = ns.field_with_name(&c.name)?.data_type().clone();
+                let replaced = match leaf_names.get(&c.name) {
+                    Some(stored) => {
+                        let col = Expr::Column(Column::from_name(stored.clone()));
+                        if leaf.field_with_name(stored)?.data_type() == &ours {
+                            col
+                        } else {
+                            Expr::Cast(Cast::new(Box::new(col), ours))
+                        }
+                    }
+                    None => Expr::Literal(ScalarValue::try_from(&ours)?, None),
+                };
+                Ok(Transformed::yes(replaced))
+            })?;
+            Ok(rewritten.data)
         })
     }
 
@@ -82,6 +119,20 @@ impl Filter {
         let df = DFSchema::try_from(plain(schema))?;
         Ok(session().create_physical_expr(self.expr.clone(), &df)?)
     }
+}
+
+/// Runs `f` (recursion over the filter `sql`'s expression tree) on a thread with a large
+/// stack, so that no filter depth we accept can overflow the caller's stack.
+fn on_large_stack<T: Send>(sql: &str, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("lance-partitioned-filter".into())
+            .stack_size(PARSE_STACK_BYTES)
+            .spawn_scoped(s, f)
+            .map_err(|e| Error::Internal(format!("cannot start the filter thread: {e}")))?
+            .join()
+            .map_err(|_| Error::Internal(format!("the filter thread failed on {sql:?}")))?
+    })
 }
 
 fn bad(sql: &str, why: impl std::fmt::Display) -> Error {
