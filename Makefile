@@ -38,7 +38,7 @@ venv: $(VENV)/.installed
 
 # One build profile (release) for tests, benchmarks and the demo.
 build: venv
-	cd $(ROOT) && maturin develop --release -q
+	cd $(ROOT) && maturin develop --release -q --features test-hooks
 
 lint: venv
 	cargo fmt --all --check

@@ -7,8 +7,9 @@ use lance_partitioned_core::arrow::array::RecordBatch;
 use lance_partitioned_core::ns::manifest::{self, Snapshot};
 use lance_partitioned_core::ns::runtime::block_on;
 use lance_partitioned_core::ns::scan::{self, ScanIter, ScanOptions};
-use lance_partitioned_core::ns::stage;
-use lance_partitioned_core::ns::write::{self, Mode, WriteOptions};
+use lance_partitioned_core::ns::write::distributed::{self, WritePlan};
+use lance_partitioned_core::ns::write::key_hasher;
+use lance_partitioned_core::ns::write::{self, Mode, StagedMessage, WriteOptions};
 use lance_partitioned_core::spec::PartitionSpec;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -323,7 +324,7 @@ pub fn write_data<'py>(
     let root = root.to_string();
     let s = BatchInput::finish(
         slot.as_ref(),
-        run(py, || write::write(&root, reader, &opts)),
+        run(py, || block_on(write::write(&root, reader, &opts))),
     )?;
     summary_dict(py, &s)
 }
@@ -354,8 +355,8 @@ pub fn write_plan(
 ) -> PyResult<(u64, bool, String)> {
     let root = root.to_string();
     run(py, || {
-        let p = stage::plan(&root, strong)?;
-        Ok((p.manifest_version, p.strong, stage::new_nonce()?))
+        let p = block_on(distributed::plan(&root, strong))?;
+        Ok((p.manifest_version, p.strong, distributed::new_nonce()?))
     })
 }
 
@@ -390,14 +391,14 @@ pub fn stage_write<'py>(
         ..Default::default()
     };
     let (root, nonce) = (root.to_string(), nonce.to_string());
-    let plan = stage::WritePlan {
+    let plan = WritePlan {
         manifest_version,
         strong,
     };
     let bytes = BatchInput::finish(
         slot.as_ref(),
         run(py, || {
-            stage::stage(&root, plan, &nonce, reader, &opts)?.to_bytes()
+            block_on(distributed::stage(&root, plan, &nonce, reader, &opts))?.to_bytes()
         }),
     )?;
     Ok(pyo3::types::PyBytes::new(py, &bytes))
@@ -416,13 +417,13 @@ pub fn commit_staged<'py>(
     let s = run(py, || {
         let staged = messages
             .iter()
-            .map(|m| stage::Staged::from_bytes(m))
+            .map(|m| StagedMessage::from_bytes(m))
             .collect::<Result<Vec<_>, _>>()?;
         let opts = WriteOptions {
             concurrency: concurrency.max(1),
             ..Default::default()
         };
-        stage::commit_staged(&root, &staged, &opts)
+        block_on(distributed::commit_staged(&root, &staged, &opts))
     })?;
     summary_dict(py, &s)
 }
@@ -430,7 +431,7 @@ pub fn commit_staged<'py>(
 /// Partition keys of rows for a distributed write's repartitioning.
 #[pyclass(module = "lance_partitioned._native", frozen)]
 pub struct KeyHasher {
-    inner: stage::KeyHasher,
+    inner: key_hasher::KeyHasher,
 }
 
 #[pymethods]
@@ -438,7 +439,9 @@ impl KeyHasher {
     #[new]
     fn new(py: Python<'_>, root: &str, manifest_version: u64) -> PyResult<Self> {
         let root = root.to_string();
-        let inner = run(py, || stage::KeyHasher::new(&root, manifest_version))?;
+        let inner = run(py, || {
+            block_on(key_hasher::KeyHasher::new(&root, manifest_version))
+        })?;
         Ok(Self { inner })
     }
 
@@ -501,7 +504,9 @@ pub fn delete_rows<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let (root, filter) = (root.to_string(), filter.to_string());
     let s = run(py, || {
-        lance_partitioned_core::ns::delete::delete(&root, &filter, strong, 20)
+        block_on(lance_partitioned_core::ns::delete::delete(
+            &root, &filter, strong, 20,
+        ))
     })?;
     let d = PyDict::new(py);
     d.set_item("rows", s.rows)?;

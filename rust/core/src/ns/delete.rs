@@ -9,23 +9,20 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::stream::{self, StreamExt, TryStreamExt};
-use lance::dataset::{
-    CommitBuilder, DeleteBuilder, MergeInsertBuilder, WhenMatched, WhenNotMatched,
-    WhenNotMatchedBySource,
-};
+use lance::dataset::{CommitBuilder, DeleteBuilder};
 
-use crate::arrow::array::{RecordBatch, RecordBatchOptions, UInt32Array};
-use crate::arrow::compute::take_record_batch;
+use crate::arrow::array::{RecordBatch, RecordBatchOptions};
 use crate::arrow::datatypes::{Field, Schema};
 use crate::error::{Error, Result};
 use crate::ns::join_uri;
-use crate::ns::manifest::{rows_to_batch, Leaf, Snapshot, OBJECT_ID};
-use crate::ns::runtime::runtime;
+use crate::ns::manifest::{Leaf, Snapshot};
 use crate::ns::scan::{evaluate_mask, prune, Filter};
-use crate::ns::write::{is_retryable, open_at, set_read_versions, version_row};
+use crate::ns::txn::conflict::version_row;
+use crate::ns::txn::manifest_commit::{commit_manifest, ManifestChange, ManifestUpdate};
+use crate::ns::write::flush::open_at;
 use crate::types::field_id;
 
 /// What a delete did.
@@ -153,52 +150,17 @@ async fn delete_rows(
 /// # Errors
 /// `Expression` for a bad filter; `CommitConflict` when a concurrent write changed a
 /// partition this delete touches; `Lance` for I/O errors. Nothing becomes visible on error.
-pub fn delete(
+pub async fn delete(
     root: &str,
     filter_sql: &str,
     strong: Option<bool>,
     max_attempts: u32,
 ) -> Result<DeleteSummary> {
-    let rt = runtime()?;
-    let snap = rt.block_on(Snapshot::load(root, None))?;
+    let snap = Snapshot::load(root, None).await?;
     snap.check_writable()?;
     let strong = snap.strong_mode(strong)?;
-    let ns_schema = snap.schema();
-    let filter = Filter::parse(filter_sql, &ns_schema)?;
-    let pruned = prune(&snap, Some(&filter))?;
-    let mut whole = Vec::new();
-    let mut partial = Vec::new();
-    for &i in &pruned.leaves {
-        match covered(
-            &snap,
-            &snap.leaves[i],
-            &snap.keys()?.leaf_values[i],
-            &filter,
-        )? {
-            Some(true) => whole.push(i),
-            Some(false) => {}
-            None => partial.push(i),
-        }
-    }
-    let mut actions: Vec<Action> = rt
-        .block_on(
-            stream::iter(partial.iter().map(|&i| {
-                let (snap, filter, ns_schema) = (&snap, &filter, &ns_schema);
-                async move { delete_rows(root, &snap.leaves[i], filter, ns_schema, strong).await }
-            }))
-            .buffer_unordered(8)
-            .try_collect::<Vec<Option<Action>>>(),
-        )?
-        .into_iter()
-        .flatten()
-        .collect();
-    let counts = rt.block_on(crate::ns::manifest::count_rows(&snap, &whole))?;
-    for (&i, rows) in whole.iter().zip(counts) {
-        actions.push(Action::Drop {
-            object_id: snap.leaves[i].object_id.clone(),
-            rows,
-        });
-    }
+    let filter = Filter::parse(filter_sql, &snap.schema())?;
+    let actions = plan_actions(root, &snap, &filter, strong).await?;
     let mut summary = DeleteSummary {
         manifest_version: snap.version,
         ..Default::default()
@@ -222,181 +184,198 @@ pub fn delete(
         // Weak mode: the row deletes are already on each table's main branch.
         return Ok(summary);
     }
-    commit_delete(root, &snap, &actions, strong, max_attempts, &mut summary)?;
+    let mut update = DeleteUpdate {
+        s0: &snap,
+        actions: &actions,
+        strong,
+    };
+    let committed = commit_manifest(root, max_attempts, &mut update).await?;
+    summary.manifest_version = committed.version;
+    summary.attempts = committed.attempts;
     Ok(summary)
 }
 
-fn commit_delete(
+/// What to do with each partition pruning keeps: drop the covered ones, delete rows inside
+/// the others (uncommitted to the manifest).
+async fn plan_actions(
     root: &str,
-    s0: &Snapshot,
-    actions: &[Action],
+    snap: &Snapshot,
+    filter: &Filter,
     strong: bool,
-    max_attempts: u32,
-    summary: &mut DeleteSummary,
-) -> Result<()> {
-    let rt = runtime()?;
-    let mut attempt = 0u32;
-    loop {
-        attempt += 1;
-        let s1 = rt.block_on(Snapshot::load(root, None))?;
-        s1.check_writable()?;
-        let k1 = s1.keys()?;
-        let base_of = |snap: &Snapshot, oid: &str| -> Option<Option<u64>> {
-            let row = *snap.keys().ok()?.row_by_id.get(oid)?;
-            Some(
-                snap.leaves
-                    .iter()
-                    .find(|l| l.row == row)
-                    .and_then(|l| l.read_version),
-            )
-        };
-        let mut drop_ids: Vec<String> = Vec::new();
-        let mut copy_rows: Vec<usize> = Vec::new();
-        let mut new_versions: HashMap<&str, u64> = HashMap::new();
-        let mut rows = Vec::new();
-        for a in actions {
+) -> Result<Vec<Action>> {
+    let ns_schema = snap.schema();
+    let pruned = prune(snap, Some(filter))?;
+    let mut whole = Vec::new();
+    let mut partial = Vec::new();
+    for &i in &pruned.leaves {
+        match covered(snap, &snap.leaves[i], &snap.keys()?.leaf_values[i], filter)? {
+            Some(true) => whole.push(i),
+            Some(false) => {}
+            None => partial.push(i),
+        }
+    }
+    let mut actions: Vec<Action> = stream::iter(partial.iter().map(|&i| {
+        let ns_schema = &ns_schema;
+        async move { delete_rows(root, &snap.leaves[i], filter, ns_schema, strong).await }
+    }))
+    .buffer_unordered(8)
+    .try_collect::<Vec<Option<Action>>>()
+    .await?
+    .into_iter()
+    .flatten()
+    .collect();
+    let counts = crate::ns::manifest::count_rows(snap, &whole).await?;
+    for (&i, rows) in whole.iter().zip(counts) {
+        actions.push(Action::Drop {
+            object_id: snap.leaves[i].object_id.clone(),
+            rows,
+        });
+    }
+    Ok(actions)
+}
+
+/// A delete's manifest change on top of the latest manifest: dropped partitions (with their
+/// version rows and the namespaces left empty) go, row deletes record their new versions. A
+/// partition changed concurrently since S0 is a conflict.
+struct DeleteUpdate<'a> {
+    s0: &'a Snapshot,
+    actions: &'a [Action],
+    strong: bool,
+}
+
+impl ManifestUpdate for DeleteUpdate<'_> {
+    fn plan<'a>(
+        &'a mut self,
+        latest: &'a Snapshot,
+    ) -> BoxFuture<'a, Result<Option<ManifestChange>>> {
+        Box::pin(async move { self.plan_on(latest) })
+    }
+}
+
+impl DeleteUpdate<'_> {
+    fn plan_on(&self, latest: &Snapshot) -> Result<Option<ManifestChange>> {
+        let mut change = ManifestChange::default();
+        for a in self.actions {
             match a {
-                Action::Drop { object_id, .. } => {
-                    let Some(now) = base_of(&s1, object_id) else {
-                        continue; // dropped concurrently: nothing left to drop
-                    };
-                    if strong && Some(now) != base_of(s0, object_id) {
-                        return Err(Error::CommitConflict(format!(
-                            "partition ({}) was changed by a concurrent write during this delete",
-                            s0.describe_leaf(object_id)
-                        )));
-                    }
-                    drop_ids.push(object_id.clone());
-                    if let Some(vs) = k1.versions.get(object_id) {
-                        drop_ids.extend(vs.iter().map(|v| {
-                            let own = format!("{object_id}${}", v.version);
-                            if k1.row_by_id.contains_key(&own) {
-                                own
-                            } else {
-                                format!("{object_id}${:020}", v.version)
-                            }
-                        }));
-                    }
-                }
+                Action::Drop { object_id, .. } => self.drop_leaf(latest, object_id, &mut change)?,
                 Action::Rows {
                     object_id,
                     base,
                     version,
                     ..
-                } => {
-                    let Some(now) = base_of(&s1, object_id) else {
-                        return Err(Error::CommitConflict(format!(
-                            "partition ({}) was dropped by a concurrent write during this delete",
-                            s0.describe_leaf(object_id)
-                        )));
-                    };
-                    if !strong {
-                        continue;
-                    }
-                    if now != *base {
-                        return Err(Error::CommitConflict(format!(
-                            "partition ({}) was changed by a concurrent write during this delete",
-                            s0.describe_leaf(object_id)
-                        )));
-                    }
-                    copy_rows.push(k1.row_by_id[object_id]);
-                    new_versions.insert(object_id.as_str(), *version);
-                    rows.push(version_row(object_id, *version, "delete", *base));
-                }
+                } => self.record_rows(latest, object_id, *base, *version, &mut change)?,
             }
         }
-        // Namespaces left without any partition below them go too. Dropping one rewrites its
-        // spec version row, like creating one does, so that a concurrent writer creating a
-        // partition under it conflicts with this commit in Lance and re-plans.
-        let dropped_tables: HashSet<&str> = drop_ids.iter().map(String::as_str).collect();
-        let mut alive: HashSet<String> = HashSet::new();
-        for l in &s1.leaves {
-            if !dropped_tables.contains(l.object_id.as_str()) {
-                let parts: Vec<&str> = l.object_id.split('$').collect();
-                for i in 1..parts.len() {
-                    alive.insert(parts[..i].join("$"));
-                }
-            }
+        drop_empty_namespaces(latest, &mut change)?;
+        let empty = change.copy_rows.is_empty() && change.rows.is_empty();
+        Ok((!empty || !change.delete_ids.is_empty()).then_some(change))
+    }
+
+    fn conflict(&self, object_id: &str, what: &str) -> Error {
+        Error::CommitConflict(format!(
+            "partition ({}) was {what} by a concurrent write during this delete",
+            self.s0.describe_leaf(object_id)
+        ))
+    }
+
+    fn drop_leaf(
+        &self,
+        latest: &Snapshot,
+        object_id: &str,
+        change: &mut ManifestChange,
+    ) -> Result<()> {
+        let Some(now) = read_version_of(latest, object_id)? else {
+            return Ok(()); // dropped concurrently: nothing left to drop
+        };
+        if self.strong && Some(now) != read_version_of(self.s0, object_id)? {
+            return Err(self.conflict(object_id, "changed"));
         }
-        let mut empty_ns: Vec<String> = Vec::new();
-        let mut touched_specs: HashSet<String> = HashSet::new();
-        for oid in &dropped_tables {
-            let parts: Vec<&str> = oid.split('$').collect();
-            for i in 2..parts.len() {
-                let ns = parts[..i].join("$");
-                if !alive.contains(&ns) && k1.row_by_id.contains_key(&ns) {
-                    touched_specs.insert(parts[0].to_string());
-                    empty_ns.push(ns);
-                }
-            }
+        let k1 = latest.keys()?;
+        change.delete_ids.push(object_id.to_string());
+        for v in k1.versions.get(object_id).into_iter().flatten() {
+            let own = format!("{object_id}${}", v.version);
+            change.delete_ids.push(if k1.row_by_id.contains_key(&own) {
+                own
+            } else {
+                format!("{object_id}${:020}", v.version)
+            });
         }
-        empty_ns.sort();
-        empty_ns.dedup();
-        for v in &touched_specs {
-            if let Some(&r) = k1.row_by_id.get(v) {
-                copy_rows.push(r);
-            }
-        }
-        drop_ids.extend(empty_ns);
-        let mschema = s1.batch.schema();
-        let mut source = Vec::new();
-        if !copy_rows.is_empty() {
-            let idx = UInt32Array::from_iter_values(copy_rows.iter().map(|&r| r as u32));
-            let copied = take_record_batch(&s1.batch, &idx)?;
-            source.push(set_read_versions(&copied, &new_versions)?);
-        }
-        if !rows.is_empty() {
-            source.push(rows_to_batch(&mschema, &rows)?);
-        }
-        if source.is_empty() && drop_ids.is_empty() {
-            summary.manifest_version = s1.version;
-            summary.attempts = attempt;
+        Ok(())
+    }
+
+    fn record_rows(
+        &self,
+        latest: &Snapshot,
+        object_id: &str,
+        base: Option<u64>,
+        version: u64,
+        change: &mut ManifestChange,
+    ) -> Result<()> {
+        let Some(now) = read_version_of(latest, object_id)? else {
+            return Err(self.conflict(object_id, "dropped"));
+        };
+        if !self.strong {
             return Ok(());
         }
-        let drop_expr = (!drop_ids.is_empty()).then(|| {
-            let list: Vec<String> = drop_ids
-                .iter()
-                .map(|id| format!("'{}'", id.replace('\'', "''")))
-                .collect();
-            format!("{OBJECT_ID} IN ({})", list.join(", "))
-        });
-        let result = rt.block_on(async {
-            if source.is_empty() {
-                let expr = drop_expr.clone().unwrap_or_default();
-                let r = DeleteBuilder::new(Arc::clone(&s1.dataset), expr)
-                    .conflict_retries(0)
-                    .execute()
-                    .await?;
-                return Ok(r.new_dataset);
+        if now != base {
+            return Err(self.conflict(object_id, "changed"));
+        }
+        change.copy_rows.push(latest.keys()?.row_by_id[object_id]);
+        change.read_versions.insert(object_id.to_string(), version);
+        change
+            .rows
+            .push(version_row(object_id, version, "delete", base));
+        Ok(())
+    }
+}
+
+/// The `read_version` of table `oid` (`None` when the manifest has no such table).
+fn read_version_of(snap: &Snapshot, oid: &str) -> Result<Option<Option<u64>>> {
+    let Some(&row) = snap.keys()?.row_by_id.get(oid) else {
+        return Ok(None);
+    };
+    Ok(Some(
+        snap.leaves
+            .iter()
+            .find(|l| l.row == row)
+            .and_then(|l| l.read_version),
+    ))
+}
+
+/// Namespaces left without any partition below them go too. Dropping one rewrites its spec
+/// version row, like creating one does, so that a concurrent writer creating a partition
+/// under it conflicts with this commit in Lance and re-plans.
+fn drop_empty_namespaces(latest: &Snapshot, change: &mut ManifestChange) -> Result<()> {
+    let k1 = latest.keys()?;
+    let dropped_tables: HashSet<&str> = change.delete_ids.iter().map(String::as_str).collect();
+    let mut alive: HashSet<String> = HashSet::new();
+    for l in &latest.leaves {
+        if !dropped_tables.contains(l.object_id.as_str()) {
+            let parts: Vec<&str> = l.object_id.split('$').collect();
+            for i in 1..parts.len() {
+                alive.insert(parts[..i].join("$"));
             }
-            let batch = crate::arrow::compute::concat_batches(&mschema, &source)?;
-            let mut b =
-                MergeInsertBuilder::try_new(Arc::clone(&s1.dataset), vec![OBJECT_ID.into()])?;
-            b.when_matched(WhenMatched::UpdateAll)
-                .when_not_matched(WhenNotMatched::InsertAll)
-                .conflict_retries(0)
-                .skip_auto_cleanup(true);
-            if let Some(expr) = &drop_expr {
-                b.when_not_matched_by_source(WhenNotMatchedBySource::delete_if(&s1.dataset, expr)?);
-            }
-            let (ds, _) = b.try_build()?.execute_batches(vec![batch]).await?;
-            Ok::<_, lance::Error>(ds)
-        });
-        match result {
-            Ok(ds) => {
-                summary.manifest_version = ds.version().version;
-                summary.attempts = attempt;
-                return Ok(());
-            }
-            Err(e) if is_retryable(&e) && attempt < max_attempts => {
-                std::thread::sleep(Duration::from_millis(20 * u64::from(attempt.min(10))));
-            }
-            Err(e) if is_retryable(&e) => {
-                return Err(Error::CommitConflict(format!(
-                    "gave up after {attempt} manifest commit attempts: {e}"
-                )))
-            }
-            Err(e) => return Err(e.into()),
         }
     }
+    let mut empty_ns: Vec<String> = Vec::new();
+    let mut touched_specs: HashSet<String> = HashSet::new();
+    for oid in &dropped_tables {
+        let parts: Vec<&str> = oid.split('$').collect();
+        for i in 2..parts.len() {
+            let ns = parts[..i].join("$");
+            if !alive.contains(&ns) && k1.row_by_id.contains_key(&ns) {
+                touched_specs.insert(parts[0].to_string());
+                empty_ns.push(ns);
+            }
+        }
+    }
+    empty_ns.sort();
+    empty_ns.dedup();
+    for v in &touched_specs {
+        if let Some(&r) = k1.row_by_id.get(v) {
+            change.copy_rows.push(r);
+        }
+    }
+    change.delete_ids.extend(empty_ns);
+    Ok(())
 }

@@ -6,9 +6,10 @@
 //! - [`values`]: partition values as strings (`partition.<field_id>` properties, D14).
 //! - [`naming`]: which column and partition field names a namespace accepts.
 //! - [`manifest`]: the `__manifest` table: create, load a snapshot, index it.
-//! - [`write`]: route, write fragments, commit (strong or weak mode).
+//! - [`write`]: the partitioning writer (route, buffer, write fragments), local and
+//!   distributed writes.
+//! - [`txn`]: transactions: leaf commits, conflict resolution, the atomic manifest commit.
 //! - [`delete`]: drop covered partitions, delete rows inside the others.
-//! - [`stage`]: distributed writes (tasks stage fragments, one committer commits).
 //! - [`cleanup`]: remove what failed writes left behind.
 //! - [`filter`]: user filters, parsed and validated once for every entry point.
 //! - [`scan`]: pruning through the manifest and snapshot reads of the leaves.
@@ -23,7 +24,7 @@ pub mod naming;
 pub mod runtime;
 pub mod scan;
 pub mod schema;
-pub mod stage;
+pub mod txn;
 pub mod values;
 pub mod write;
 

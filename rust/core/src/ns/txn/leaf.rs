@@ -1,0 +1,217 @@
+//! The leaf half of a write transaction: checks on staged parts, the rewrite of partitions
+//! written under an older schema, and one Lance commit per leaf table (detached in strong
+//! mode, so nothing is visible before the manifest commit).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+use lance::dataset::transaction::{Operation, Transaction};
+use lance::dataset::{CommitBuilder, InsertBuilder, WriteMode};
+use lance::io::ObjectStore;
+use lance::table::format::Fragment;
+
+use crate::arrow::array::RecordBatch;
+use crate::datafusion::scalar::ScalarValue;
+use crate::error::{Error, Result};
+use crate::ns::join_uri;
+use crate::ns::manifest::Snapshot;
+use crate::ns::runtime::session;
+use crate::ns::write::flush::{op_fragments, open_at, read_adapted, write_params, Schemas};
+use crate::ns::write::staged::StagedPart;
+use crate::ns::write::target::Target;
+
+/// A partition whose leaf table is committed (detached in strong mode), waiting for the
+/// manifest commit.
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    /// Partition values.
+    pub(crate) key: Vec<ScalarValue>,
+    /// Leaf object id (None for a new partition until its namespaces are resolved).
+    pub(crate) object_id: Option<String>,
+    /// Leaf location.
+    pub(crate) location: String,
+    /// Planned namespace ids per level (new partitions).
+    pub(crate) path: Vec<String>,
+    /// Whether this write created the leaf table.
+    pub(crate) created: bool,
+    /// The version our change was based on (None: created, or weak mode).
+    pub(crate) base: Option<u64>,
+    /// The version holding our change.
+    pub(crate) version: u64,
+    /// `append` or `overwrite` (`create` for new leaves).
+    pub(crate) operation: &'static str,
+    /// Whether an append rewrote the partition (its leaf had an older schema).
+    pub(crate) rewritten: bool,
+    /// The fragments we wrote (for rebasing).
+    pub(crate) fragments: Vec<Fragment>,
+}
+
+/// Commits one partition's fragments to its leaf table. New and replaced leaves get `fresh`
+/// (the leaf schema as a fresh Lance write numbers it).
+pub(crate) async fn commit_leaf(
+    root: &str,
+    part: StagedPart,
+    replaces: bool,
+    strong: bool,
+    fresh: &lance::datatypes::Schema,
+) -> Result<Pending> {
+    let overwrite = |fragments: Vec<Fragment>| Operation::Overwrite {
+        fragments,
+        schema: fresh.clone(),
+        config_upsert_values: None,
+        initial_bases: None,
+    };
+    match &part.target {
+        Target::New { location, path } => {
+            let uri = join_uri(root, location);
+            let ds = CommitBuilder::new(uri.as_str())
+                .with_session(session()?)
+                .enable_v2_manifest_paths(true)
+                .with_skip_auto_cleanup(true)
+                .execute(Transaction::new(0, overwrite(part.fragments.clone()), None))
+                .await?;
+            Ok(Pending {
+                key: part.key,
+                object_id: None,
+                location: location.clone(),
+                path: path.clone(),
+                created: true,
+                base: None,
+                version: ds.version().version,
+                operation: "create",
+                rewritten: false,
+                fragments: part.fragments,
+            })
+        }
+        Target::Existing {
+            object_id,
+            location,
+            base,
+        } => {
+            let ds = match &part.dataset {
+                Some(d) => Arc::clone(d),
+                None => open_at(&join_uri(root, location), *base).await?,
+            };
+            let read_version = ds.version().version;
+            let op = if part.rewrite {
+                overwrite(part.fragments.clone())
+            } else {
+                Operation::Append {
+                    fragments: part.fragments.clone(),
+                }
+            };
+            let committed = CommitBuilder::new(ds)
+                .with_detached(strong)
+                .with_skip_auto_cleanup(true)
+                .execute(Transaction::new(read_version, op, None))
+                .await?;
+            Ok(Pending {
+                key: part.key,
+                object_id: Some(object_id.clone()),
+                location: location.clone(),
+                path: Vec::new(),
+                created: false,
+                base: Some(read_version),
+                version: committed.version().version,
+                operation: if part.rewrite { "overwrite" } else { "append" },
+                rewritten: part.rewrite && !replaces,
+                fragments: part.fragments,
+            })
+        }
+    }
+}
+
+/// An append to a leaf written under an older schema replaces the leaf: its old rows,
+/// adapted by the read rules, are written with the current schema ahead of the new ones.
+pub(crate) async fn rewrite_old_rows(
+    root: &str,
+    mut part: StagedPart,
+    schemas: &Schemas,
+) -> Result<StagedPart> {
+    let Target::Existing { location, base, .. } = &part.target else {
+        return Ok(part);
+    };
+    let ds = match &part.dataset {
+        Some(d) => Arc::clone(d),
+        None => open_at(&join_uri(root, location), *base).await?,
+    };
+    let old: Vec<RecordBatch> = read_adapted(&ds, schemas).await?;
+    if !old.is_empty() {
+        let txn = InsertBuilder::new(Arc::clone(&ds))
+            .with_params(&write_params(WriteMode::Overwrite)?)
+            .execute_uncommitted(old)
+            .await?;
+        let (mut fragments, _) = op_fragments(txn.operation)?;
+        fragments.append(&mut part.fragments);
+        part.fragments = fragments;
+    }
+    part.dataset = Some(ds);
+    Ok(part)
+}
+
+/// Fails when a staged data file is gone (for example removed by `cleanup()` with a grace
+/// period shorter than the write): committing it would make the partition unreadable.
+pub(crate) async fn verify_staged_files(root: &str, parts: &[StagedPart]) -> Result<()> {
+    let (store, base) = ObjectStore::from_uri(root).await?;
+    let mut paths = Vec::new();
+    for p in parts {
+        let dir = base.clone().join(p.target.location()).join("data");
+        for f in p.fragments.iter().flat_map(|f| f.files.iter()) {
+            let mut path = dir.clone();
+            for seg in f.path.split('/') {
+                path = path.join(seg);
+            }
+            paths.push(path);
+        }
+    }
+    let store = &store;
+    let missing: Vec<String> =
+        stream::iter(paths.into_iter().map(|p| async move {
+            Ok::<_, Error>((!store.exists(&p).await?).then(|| p.to_string()))
+        }))
+        .buffer_unordered(16)
+        .try_filter_map(|m| async move { Ok(m) })
+        .try_collect()
+        .await?;
+    if let Some(first) = missing.first() {
+        return Err(Error::CommitConflict(format!(
+            "{} staged data file(s) of this write no longer exist (first: {first}); was \
+             cleanup() run with a grace period shorter than the write? Nothing was committed; \
+             run the write again",
+            missing.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Weak mode records no write id: the parts an earlier commit of the same write already
+/// committed (their first data file is in the leaf's latest version, or the new leaf they
+/// created is registered in the manifest).
+pub(crate) async fn weak_committed(
+    root: &str,
+    latest: &Snapshot,
+    parts: &[StagedPart],
+) -> Result<HashSet<Vec<ScalarValue>>> {
+    let registered: HashSet<&str> = latest.leaves.iter().map(|l| l.location.as_str()).collect();
+    let mut done = HashSet::new();
+    for p in parts {
+        let Some(first) = p.fragments.iter().flat_map(|f| f.files.iter()).next() else {
+            continue;
+        };
+        let committed = match &p.target {
+            Target::New { location, .. } => registered.contains(location.as_str()),
+            Target::Existing { location, .. } => {
+                let ds = open_at(&join_uri(root, location), None).await?;
+                ds.get_fragments()
+                    .iter()
+                    .flat_map(|f| f.metadata().files.iter())
+                    .any(|d| d.path == first.path)
+            }
+        };
+        if committed {
+            done.insert(p.key.clone());
+        }
+    }
+    Ok(done)
+}

@@ -1,0 +1,232 @@
+//! Transactions: how staged changes become visible, atomically.
+//!
+//! A [`WriteTransaction`] commits the [`StagedPart`]s of one write (made by a
+//! [`crate::ns::write::PartitionWriter`] in this process, or by the tasks of a distributed write
+//! and sent as messages): it checks the staged files still exist, rewrites partitions written
+//! under an older schema, commits every leaf table (detached in strong mode), then commits the
+//! manifest once through [`manifest_commit::commit_manifest`], which deletes (and later
+//! compaction) use as well.
+//!
+//! - [`leaf`]: per-leaf checks and commits.
+//! - [`conflict`]: a write's manifest change, with conflict resolution against concurrent
+//!   commits.
+//! - [`manifest_commit`]: the retried atomic manifest commit every change goes through.
+
+pub(crate) mod conflict;
+pub(crate) mod hooks;
+pub(crate) mod leaf;
+pub(crate) mod manifest_commit;
+
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt};
+
+use crate::error::{Error, Result};
+use crate::ns::manifest::{describe_key, Snapshot};
+use crate::ns::write::align::leaf_schema;
+use crate::ns::write::flush::Schemas;
+use crate::ns::write::options::{Mode, WriteOptions, WriteSummary};
+use crate::ns::write::staged::{data_files, fresh_lance_schema, StagedPart};
+use crate::spec::PartitionSpec;
+use conflict::WriteUpdate;
+use leaf::{commit_leaf, rewrite_old_rows, verify_staged_files, weak_committed, Pending};
+
+/// Commits the staged parts of one write; see the module docs.
+pub struct WriteTransaction {
+    root: String,
+    /// The manifest version the parts were written against (S0).
+    base: Arc<Snapshot>,
+    spec: PartitionSpec,
+    mode: Mode,
+    strong: bool,
+    write_id: Option<String>,
+    concurrency: usize,
+    max_attempts: u32,
+}
+
+impl WriteTransaction {
+    /// A transaction over `base` (the snapshot the parts were written against), committing
+    /// with `opts.mode` and `strong`, recording `opts.write_id` when given.
+    pub fn new(root: &str, base: Arc<Snapshot>, strong: bool, opts: &WriteOptions) -> Self {
+        Self {
+            root: root.to_string(),
+            spec: base.current_spec().clone(),
+            base,
+            mode: opts.mode,
+            strong,
+            write_id: opts.write_id.clone(),
+            concurrency: opts.concurrency.max(1),
+            max_attempts: opts.max_attempts,
+        }
+    }
+
+    /// Commits `parts`: every leaf, then the manifest once.
+    ///
+    /// # Errors
+    /// `CommitConflict` when a concurrent commit makes this one impossible (nothing became
+    /// visible), `PartialCommit` when a weak-mode write failed after some leaf commits; `Lance`
+    /// for I/O errors.
+    pub async fn commit(&self, mut parts: Vec<StagedPart>) -> Result<WriteSummary> {
+        if let Some(done) = self.already_committed(&mut parts).await? {
+            return Ok(done);
+        }
+        verify_staged_files(&self.root, &parts).await?;
+        let parts = self.rewrite_old_schemas(parts).await?;
+        let pending = self.commit_leaves(parts).await?;
+        hooks::pause("before_manifest_commit");
+        let visible: Vec<Pending> = if self.strong {
+            Vec::new()
+        } else {
+            pending.clone()
+        };
+        self.commit_manifest(pending)
+            .await
+            .map_err(|e| self.partial_commit(&visible, e))
+    }
+
+    /// A repeated commit of a distributed write: strong mode finds its write id in the
+    /// manifest; weak mode drops the parts already in their leaves.
+    async fn already_committed(&self, parts: &mut Vec<StagedPart>) -> Result<Option<WriteSummary>> {
+        let Some(id) = &self.write_id else {
+            return Ok(None);
+        };
+        let latest = Snapshot::load(&self.root, None).await?;
+        let done = WriteSummary {
+            manifest_version: latest.version,
+            already_committed: true,
+            ..Default::default()
+        };
+        if self.strong {
+            return Ok(latest.has_write(id)?.then_some(done));
+        }
+        let before = parts.len();
+        let committed = weak_committed(&self.root, &latest, parts).await?;
+        parts.retain(|p| !committed.contains(&p.key));
+        Ok((before > 0 && parts.is_empty()).then_some(done))
+    }
+
+    /// Appends to leaves written under an older schema rewrite the old rows once.
+    async fn rewrite_old_schemas(&self, parts: Vec<StagedPart>) -> Result<Vec<StagedPart>> {
+        if self.mode.replaces() || !parts.iter().any(|p| p.rewrite) {
+            return Ok(parts);
+        }
+        let ns = self.base.schema();
+        let schemas = Schemas {
+            leaf: leaf_schema(&ns),
+            ns,
+        };
+        let mut out = Vec::with_capacity(parts.len());
+        for p in parts {
+            out.push(if p.rewrite {
+                rewrite_old_rows(&self.root, p, &schemas).await?
+            } else {
+                p
+            });
+        }
+        Ok(out)
+    }
+
+    /// Commits every leaf (concurrently); in weak mode a failure after some leaf commits is a
+    /// `PartialCommit`.
+    async fn commit_leaves(&self, parts: Vec<StagedPart>) -> Result<Vec<Pending>> {
+        let fresh = fresh_lance_schema(&leaf_schema(&self.base.schema()))?;
+        let (root, fresh) = (self.root.as_str(), &fresh);
+        let (replaces, strong) = (self.mode.replaces(), self.strong);
+        let results: Vec<Result<Pending>> = stream::iter(
+            parts
+                .into_iter()
+                .map(|p| commit_leaf(root, p, replaces, strong, fresh)),
+        )
+        .buffer_unordered(self.concurrency)
+        .collect()
+        .await;
+        let mut pending = Vec::with_capacity(results.len());
+        let mut failed = None;
+        for r in results {
+            match r {
+                Ok(p) => pending.push(p),
+                Err(e) => failed = failed.or(Some(e)),
+            }
+        }
+        match failed {
+            Some(e) => Err(self.partial_commit(&pending, e)),
+            None => Ok(pending),
+        }
+    }
+
+    async fn commit_manifest(&self, pending: Vec<Pending>) -> Result<WriteSummary> {
+        let mut summary = WriteSummary {
+            partitions: pending.len() as u64,
+            created: pending.iter().filter(|p| p.created).count() as u64,
+            rewritten: pending.iter().filter(|p| p.rewritten).count() as u64,
+            ..Default::default()
+        };
+        for p in &pending {
+            let (f, b) = data_files(&p.fragments);
+            summary.files += f;
+            summary.bytes += b;
+        }
+        let mut update = WriteUpdate {
+            root: &self.root,
+            spec_id: self.spec.id,
+            field_ids: self.field_ids(),
+            pending,
+            strong: self.strong,
+            mode: self.mode,
+            write_id: self.write_id.clone(),
+            already_committed: false,
+            dropped: 0,
+        };
+        let committed =
+            manifest_commit::commit_manifest(&self.root, self.max_attempts, &mut update).await?;
+        if update.already_committed {
+            return Ok(WriteSummary {
+                manifest_version: committed.version,
+                attempts: committed.attempts,
+                already_committed: true,
+                ..Default::default()
+            });
+        }
+        summary.manifest_version = committed.version;
+        summary.attempts = committed.attempts;
+        summary.dropped = update.dropped;
+        Ok(summary)
+    }
+
+    fn field_ids(&self) -> Vec<String> {
+        self.spec
+            .fields
+            .iter()
+            .map(|f| f.field_id.clone())
+            .collect()
+    }
+
+    /// The error of a write that failed after its leaf commits began. In strong mode leaf
+    /// commits are invisible until the manifest commit, so the error stands as it is. In weak
+    /// mode every existing partition whose leaf was committed is already visible: say so, and
+    /// which.
+    fn partial_commit(&self, committed: &[Pending], e: Error) -> Error {
+        let visible: Vec<&Pending> = committed.iter().filter(|p| !p.created).collect();
+        if self.strong || visible.is_empty() {
+            return e;
+        }
+        let field_ids = self.field_ids();
+        let shown: Vec<String> = visible
+            .iter()
+            .take(5)
+            .map(|p| describe_key(&field_ids, &p.key))
+            .collect();
+        let more = visible.len().saturating_sub(shown.len());
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        Error::PartialCommit(format!(
+            "weak-mode write failed after committing {} existing partition(s), which are now \
+             visible: {}{more}; partitions it would have created are not visible. Cause: {e}",
+            visible.len(),
+            shown.join("; "),
+        ))
+    }
+}

@@ -1,0 +1,92 @@
+//! Input alignment: every batch is matched to the namespace schema on its own (columns by
+//! name, lossless casts only), and leaf tables are written with the namespace schema plus
+//! the namespace field ids under their own metadata key.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::arrow::array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
+use crate::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use crate::error::{schema_err, Error, Result};
+use crate::ns::LEAF_FIELD_ID_KEY;
+use crate::spec::to_namespace_type;
+use crate::types::FIELD_ID_KEY;
+
+/// The schema leaf tables are written with: the namespace schema with the namespace field id
+/// kept under [`LEAF_FIELD_ID_KEY`] (Lance numbers its own field ids).
+pub fn leaf_schema(ns: &Schema) -> SchemaRef {
+    fn convert(f: &Field) -> Field {
+        let mut md = f.metadata().clone();
+        if let Some(id) = md.remove(FIELD_ID_KEY) {
+            md.insert(LEAF_FIELD_ID_KEY.to_string(), id);
+        }
+        let f = f.clone().with_metadata(md);
+        match f.data_type() {
+            DataType::Struct(children) => {
+                let kids: Vec<Field> = children.iter().map(|c| convert(c)).collect();
+                f.clone().with_data_type(DataType::Struct(kids.into()))
+            }
+            _ => f,
+        }
+    }
+    Arc::new(Schema::new(
+        ns.fields().iter().map(|f| convert(f)).collect::<Vec<_>>(),
+    ))
+}
+
+/// Aligns an input batch to the namespace schema (write schema rules): columns match by
+/// name; an unknown column is an error; a missing nullable column is NULL, a missing
+/// non-nullable one an error; types are cast when lossless, otherwise an error.
+///
+/// # Errors
+/// `SchemaMismatch` naming the column.
+pub fn align(batch: &RecordBatch, ns: &Schema, out_schema: &SchemaRef) -> Result<RecordBatch> {
+    let mut seen = HashSet::with_capacity(batch.num_columns());
+    for f in batch.schema().fields() {
+        if !seen.insert(f.name().as_str()) {
+            return schema_err!(
+                "the input has two columns named {:?}; each column may appear once",
+                f.name()
+            );
+        }
+        if ns.field_with_name(f.name()).is_err() {
+            return schema_err!(
+                "column {:?} is not in the namespace schema (columns: {})",
+                f.name(),
+                ns.fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    let rows = batch.num_rows();
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(ns.fields().len());
+    for f in ns.fields() {
+        let col = match batch.column_by_name(f.name()) {
+            Some(c) => to_namespace_type(c, f.data_type(), f.name())
+                .map_err(|e| Error::SchemaMismatch(e.to_string()))?,
+            None if f.is_nullable() => new_null_array(f.data_type(), rows),
+            None => {
+                return schema_err!(
+                    "column {:?} is missing from the input and is not nullable",
+                    f.name()
+                )
+            }
+        };
+        if !f.is_nullable() && col.null_count() > 0 {
+            return schema_err!(
+                "column {:?} is not nullable but the input has {} NULLs",
+                f.name(),
+                col.null_count()
+            );
+        }
+        cols.push(col);
+    }
+    Ok(RecordBatch::try_new_with_options(
+        Arc::clone(out_schema),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(rows)),
+    )?)
+}

@@ -1,0 +1,178 @@
+//! Writing one partition's buffered rows as uncommitted Lance fragments, and the small leaf
+//! I/O helpers the writer and the transaction share.
+
+use std::sync::{Arc, Mutex};
+
+use futures::TryStreamExt;
+use lance::dataset::builder::DatasetBuilder;
+use lance::dataset::transaction::Operation;
+use lance::dataset::{Dataset, InsertBuilder, WriteMode, WriteParams};
+use lance::table::format::Fragment;
+use lance_file::writer::FileWriterOptions;
+use tokio::sync::OnceCell;
+
+use crate::arrow::array::{RecordBatch, RecordBatchOptions};
+use crate::arrow::compute::concat_batches;
+use crate::arrow::datatypes::{Schema, SchemaRef};
+use crate::error::{Error, Result};
+use crate::ns::runtime::session;
+use crate::ns::write::target::Target;
+use crate::ns::{join_uri, schema::leaf_is_current};
+
+/// The schemas a flush needs.
+#[derive(Clone)]
+pub(crate) struct Schemas {
+    /// The namespace schema.
+    pub(crate) ns: SchemaRef,
+    /// The leaf schema new data is written with.
+    pub(crate) leaf: SchemaRef,
+}
+
+/// What the flushes of one partition produced, shared with the flush tasks.
+#[derive(Default)]
+pub(crate) struct PartOutput {
+    /// The existing leaf, opened once at the write's base version.
+    pub(crate) dataset: OnceCell<Arc<Dataset>>,
+    /// Uncommitted fragments, in write order.
+    pub(crate) fragments: Mutex<Vec<Fragment>>,
+    /// The Lance schema Lance chose for fragments that create or replace a leaf.
+    pub(crate) schema: Mutex<Option<lance::datatypes::Schema>>,
+    /// Whether the fragments replace the leaf's rows: an overwrite, or an append to a leaf
+    /// written under an older schema (decided by the first flush; the transaction then
+    /// rewrites the old rows).
+    pub(crate) rewrite: OnceCell<bool>,
+}
+
+impl PartOutput {
+    /// Takes the fragments written so far.
+    pub(crate) fn take_fragments(&self) -> Vec<Fragment> {
+        std::mem::take(&mut *self.fragments.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The Lance schema of the fragments (new or replaced leaves).
+    pub(crate) fn schema(&self) -> Option<lance::datatypes::Schema> {
+        self.schema
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// Writes one buffer of a partition as fragments (uncommitted).
+pub(crate) async fn flush(
+    root: String,
+    target: Target,
+    overwrite: bool,
+    out: Arc<PartOutput>,
+    mut batches: Vec<RecordBatch>,
+    schemas: Schemas,
+) -> Result<()> {
+    // Routing leaves a partition many small slices (one per input batch); Lance pays a
+    // fixed cost per batch it encodes, so hand it one contiguous batch.
+    if batches.len() > 1 {
+        let one = concat_batches(&batches[0].schema(), &batches)?;
+        batches = vec![one];
+    }
+    let (fragments, schema) = match &target {
+        Target::New { location, .. } => {
+            let uri = join_uri(&root, location);
+            let txn = InsertBuilder::new(uri.as_str())
+                .with_params(&write_params(WriteMode::Create)?)
+                .execute_uncommitted(batches)
+                .await?;
+            op_fragments(txn.operation)?
+        }
+        Target::Existing { location, base, .. } => {
+            let uri = join_uri(&root, location);
+            let ds = out
+                .dataset
+                .get_or_try_init(|| open_at(&uri, *base))
+                .await?
+                .clone();
+            let stored = Schema::from(ds.schema());
+            let rewrite = *out
+                .rewrite
+                .get_or_init(|| async { overwrite || !leaf_is_current(&stored, &schemas.leaf) })
+                .await;
+            let mode = if rewrite {
+                WriteMode::Overwrite
+            } else {
+                WriteMode::Append
+            };
+            let txn = InsertBuilder::new(ds)
+                .with_params(&write_params(mode)?)
+                .execute_uncommitted(batches)
+                .await?;
+            op_fragments(txn.operation)?
+        }
+    };
+    out.fragments
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(fragments);
+    if let Some(s) = schema {
+        *out.schema.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+    }
+    Ok(())
+}
+
+/// The rows of a leaf at its read version, adapted to the current leaf schema (read rules).
+pub(crate) async fn read_adapted(ds: &Dataset, schemas: &Schemas) -> Result<Vec<RecordBatch>> {
+    let stored = Schema::from(ds.schema());
+    let map = crate::ns::scan::leaf_columns(&stored, &schemas.ns);
+    let batches: Vec<RecordBatch> = ds.scan().try_into_stream().await?.try_collect().await?;
+    batches
+        .iter()
+        .map(|b| {
+            let adapted = crate::ns::scan::adapt(b, &schemas.ns, &map)?;
+            Ok(RecordBatch::try_new_with_options(
+                Arc::clone(&schemas.leaf),
+                adapted.columns().to_vec(),
+                &RecordBatchOptions::new().with_row_count(Some(adapted.num_rows())),
+            )?)
+        })
+        .collect()
+}
+
+/// The fragments (and, for an overwrite, the schema) of an uncommitted insert.
+pub(crate) fn op_fragments(
+    op: Operation,
+) -> Result<(Vec<Fragment>, Option<lance::datatypes::Schema>)> {
+    match op {
+        Operation::Append { fragments } => Ok((fragments, None)),
+        Operation::Overwrite {
+            fragments, schema, ..
+        } => Ok((fragments, Some(schema))),
+        other => Err(Error::Internal(format!(
+            "unexpected uncommitted operation {}",
+            other.name()
+        ))),
+    }
+}
+
+/// Opens the leaf at `uri`, at `version` (latest when None), in the shared session.
+pub(crate) async fn open_at(uri: &str, version: Option<u64>) -> Result<Arc<Dataset>> {
+    let mut b = DatasetBuilder::from_uri(uri).with_session(session()?);
+    if let Some(v) = version {
+        b = b.with_version(v);
+    }
+    Ok(Arc::new(b.load().await?))
+}
+
+/// Lance write parameters of every leaf write.
+pub(crate) fn write_params(mode: WriteMode) -> Result<WriteParams> {
+    Ok(WriteParams {
+        mode,
+        session: Some(session()?),
+        enable_v2_manifest_paths: true,
+        skip_auto_cleanup: true,
+        max_rows_per_file: usize::MAX / 2,
+        // Our batches are owned, contiguous Rust arrays (routing copies them out of the
+        // input), so Lance can keep them instead of copying every buffered slice again.
+        file_writer_options: Some(FileWriterOptions {
+            keep_original_array: Some(true),
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+}

@@ -1,0 +1,114 @@
+//! What a write is asked to do ([`Mode`], [`WriteOptions`]) and what it did ([`WriteSummary`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// How a write treats existing data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Add rows.
+    Append,
+    /// Replace exactly the partitions the input touches (dynamic partition overwrite).
+    Overwrite,
+    /// Replace everything: partitions the input does not touch are dropped.
+    OverwriteAll,
+}
+
+impl Mode {
+    /// Parses `append`, `overwrite` or `overwrite_all`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for anything else.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "append" => Ok(Self::Append),
+            "overwrite" => Ok(Self::Overwrite),
+            "overwrite_all" => Ok(Self::OverwriteAll),
+            other => Err(Error::InvalidArgument(format!(
+                "mode must be 'append', 'overwrite' or 'overwrite_all', not {other:?}"
+            ))),
+        }
+    }
+
+    /// Whether the written rows replace a partition's rows.
+    pub fn replaces(self) -> bool {
+        self != Self::Append
+    }
+}
+
+/// Default of [`WriteOptions::max_new_partitions`].
+pub const DEFAULT_MAX_NEW_PARTITIONS: usize = 1000;
+
+/// Options of a write.
+#[derive(Debug, Clone)]
+pub struct WriteOptions {
+    /// Append or overwrite.
+    pub mode: Mode,
+    /// Strong (detached commits + one manifest commit) or weak (direct commits); `None`
+    /// takes the namespace's mode.
+    pub strong: Option<bool>,
+    /// Rows buffered per partition before a fragment is written.
+    pub max_rows_per_file: usize,
+    /// Partitions written (and committed) concurrently.
+    pub concurrency: usize,
+    /// Threads used to route one batch (1 inside Spark tasks).
+    pub route_threads: usize,
+    /// Manifest commit attempts before giving up with `CommitConflict`.
+    pub max_attempts: u32,
+    /// Most partitions one write (one task of a distributed write) may create: a guard
+    /// against a spec that makes a partition of almost every row (like Hive's limit on
+    /// dynamic partitions per node).
+    pub max_new_partitions: usize,
+    /// The id of a distributed write (its nonce): recorded on the `table_version` rows of its
+    /// commit, so that committing the same write again is a no-op.
+    pub write_id: Option<String>,
+    /// Memory budget of a write's buffers, in bytes: rows routed but not yet written plus
+    /// rows being written. When the routed rows reach half of it, the largest partitions are
+    /// written out (a partition may then get more than one file) and the rest compacted;
+    /// when the writes in flight reach the other half, routing waits for them.
+    pub max_buffer_bytes: usize,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self {
+            mode: Mode::Append,
+            strong: None,
+            max_rows_per_file: 1 << 20,
+            concurrency: 8,
+            route_threads: 1,
+            max_attempts: 20,
+            max_new_partitions: DEFAULT_MAX_NEW_PARTITIONS,
+            write_id: None,
+            max_buffer_bytes: 1 << 30,
+        }
+    }
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Default)]
+pub struct WriteSummary {
+    /// Rows written.
+    pub rows: u64,
+    /// Partitions written to.
+    pub partitions: u64,
+    /// Partitions created.
+    pub created: u64,
+    /// Partitions dropped (overwrite_all).
+    pub dropped: u64,
+    /// Data files written.
+    pub files: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Manifest version after the commit.
+    pub manifest_version: u64,
+    /// Manifest commit attempts.
+    pub attempts: u32,
+    /// Partitions an append rewrote because they were written under an older schema.
+    pub rewritten: u64,
+    /// The write had already been committed (a repeated commit of a distributed write):
+    /// nothing was done.
+    pub already_committed: bool,
+}

@@ -1,0 +1,335 @@
+//! The partitioning writer: [`PartitionWriter::write`] aligns a batch to the namespace schema,
+//! computes its partition values, routes its rows and buffers them per partition, writing a
+//! partition's buffer as uncommitted Lance fragments (on the runtime, concurrently) when it is
+//! full or the memory budget asks for it; [`PartitionWriter::close`] writes what is left and
+//! yields one [`StagedPart`] per partition for a transaction to commit.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+use crate::arrow::array::{RecordBatch, UInt32Array};
+use crate::arrow::compute::{concat_batches, take_record_batch};
+use crate::datafusion::scalar::ScalarValue;
+use crate::error::{Error, Result};
+use crate::ns::manifest::{describe_key, Snapshot};
+use crate::ns::write::align::{align, leaf_schema};
+use crate::ns::write::flush::{flush, PartOutput, Schemas};
+use crate::ns::write::options::WriteOptions;
+use crate::ns::write::staged::{check_fresh_schema, fresh_lance_schema, StagedPart};
+use crate::ns::write::target::{IdPlan, Target};
+use crate::route::route_with_threads;
+use crate::spec::{CompiledSpec, PartitionSpec};
+
+/// One partition's rows routed but not yet written.
+struct PartBuffer {
+    target: Target,
+    batches: Vec<RecordBatch>,
+    /// Rows in `batches`.
+    rows: usize,
+    /// Estimated memory held by `batches` (slices share their routed batch: each is charged
+    /// its share of it).
+    bytes: usize,
+    /// Rows routed to this partition in total.
+    total_rows: u64,
+    out: Arc<PartOutput>,
+}
+
+/// Routes and buffers a write's rows per partition; see the module docs.
+pub struct PartitionWriter {
+    root: String,
+    snap: Arc<Snapshot>,
+    spec: PartitionSpec,
+    compiled: CompiledSpec,
+    schemas: Schemas,
+    opts: WriteOptions,
+    strong: bool,
+    ids: IdPlan,
+    parts: HashMap<Vec<ScalarValue>, PartBuffer>,
+    /// Flushes in flight, oldest first, with the bytes each holds.
+    tasks: VecDeque<(JoinHandle<Result<()>>, usize)>,
+    permits: Arc<Semaphore>,
+    inflight_bytes: usize,
+    buffered_bytes: usize,
+    new_parts: usize,
+    rows: u64,
+}
+
+impl PartitionWriter {
+    /// A writer of rows partitioned by the current spec of `snap`.
+    ///
+    /// # Errors
+    /// `Spec` if the spec does not compile against the schema.
+    pub fn new(
+        root: &str,
+        snap: Arc<Snapshot>,
+        opts: &WriteOptions,
+        strong: bool,
+        ids: IdPlan,
+    ) -> Result<Self> {
+        let ns = snap.schema();
+        let spec = snap.current_spec().clone();
+        let compiled = CompiledSpec::compile(&spec, &ns, false)?;
+        Ok(Self {
+            root: root.to_string(),
+            schemas: Schemas {
+                leaf: leaf_schema(&ns),
+                ns,
+            },
+            snap,
+            spec,
+            compiled,
+            opts: opts.clone(),
+            strong,
+            ids,
+            parts: HashMap::new(),
+            tasks: VecDeque::new(),
+            permits: Arc::new(Semaphore::new(opts.concurrency.max(1))),
+            inflight_bytes: 0,
+            buffered_bytes: 0,
+            new_parts: 0,
+            rows: 0,
+        })
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Routes one batch into the partitions' buffers (writing some of them out when full).
+    ///
+    /// # Errors
+    /// `SchemaMismatch` for a batch that does not fit the schema; `InvalidArgument` past
+    /// `max_new_partitions`; the errors of finished flushes.
+    pub async fn write(&mut self, batch: RecordBatch) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let aligned = align(&batch, &self.schemas.ns, &self.schemas.leaf)?;
+        let keys = self.compiled.partition_values(&aligned)?;
+        let routed = route_with_threads(
+            &aligned,
+            keys.columns(),
+            keys.schema(),
+            self.opts.route_threads.max(1),
+        )?;
+        let batch_rows = routed.batch.num_rows().max(1);
+        let batch_bytes = routed.batch.get_array_memory_size();
+        for g in 0..routed.keys.num_rows() {
+            let key = routed
+                .keys
+                .columns()
+                .iter()
+                .map(|c| ScalarValue::try_from_array(c, g))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let rows = routed.offsets[g + 1] - routed.offsets[g];
+            let bytes = (batch_bytes as u128 * rows as u128 / batch_rows as u128) as usize;
+            self.buffer(key, routed.group(g), rows, bytes)?;
+        }
+        drop(routed);
+        let half_budget = self.half_budget();
+        if self.buffered_bytes >= half_budget {
+            self.relieve_buffers(half_budget / 2)?;
+        }
+        while self.inflight_bytes >= half_budget {
+            let Some((h, b)) = self.tasks.pop_front() else {
+                break;
+            };
+            self.inflight_bytes -= b;
+            join(h).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes every remaining buffer, waits for all flushes and returns the staged parts.
+    ///
+    /// # Errors
+    /// The first flush error (after every flush has ended).
+    pub async fn close(mut self) -> Result<Vec<StagedPart>> {
+        let keys: Vec<Vec<ScalarValue>> = self.parts.keys().cloned().collect();
+        for k in keys {
+            self.spawn_flush(&k);
+        }
+        self.join_all().await?;
+        let overwrite = self.opts.mode.replaces();
+        let fresh = fresh_lance_schema(&self.schemas.leaf)?;
+        let mut staged = Vec::with_capacity(self.parts.len());
+        for (key, p) in self.parts {
+            if let Some(schema) = p.out.schema() {
+                check_fresh_schema(&schema, &fresh)?;
+            }
+            staged.push(StagedPart {
+                key,
+                target: p.target,
+                rewrite: overwrite || p.out.rewrite.get().copied().unwrap_or(false),
+                fragments: p.out.take_fragments(),
+                rows: p.total_rows,
+                dataset: p.out.dataset.get().cloned(),
+            });
+        }
+        Ok(staged)
+    }
+
+    /// Waits for every flush in flight (used on error, so no task outlives the write).
+    pub async fn abort(mut self) {
+        let _ = self.join_all().await;
+    }
+
+    fn half_budget(&self) -> usize {
+        (self.opts.max_buffer_bytes / 2).max(1)
+    }
+
+    /// Adds one routed group to its partition's buffer.
+    fn buffer(
+        &mut self,
+        key: Vec<ScalarValue>,
+        rows_batch: RecordBatch,
+        rows: usize,
+        bytes: usize,
+    ) -> Result<()> {
+        if !self.parts.contains_key(&key) {
+            let target = Target::plan(&self.snap, self.spec.id, &key, self.strong, &mut self.ids)?;
+            if matches!(target, Target::New { .. }) {
+                self.new_parts += 1;
+                if self.new_parts > self.opts.max_new_partitions {
+                    return Err(self.too_many_partitions(&key));
+                }
+            }
+            let part = PartBuffer {
+                target,
+                batches: Vec::new(),
+                rows: 0,
+                bytes: 0,
+                total_rows: 0,
+                out: Arc::new(PartOutput::default()),
+            };
+            self.parts.insert(key.clone(), part);
+        }
+        let Some(part) = self.parts.get_mut(&key) else {
+            return Err(Error::Internal("partition buffer vanished".into()));
+        };
+        part.batches.push(rows_batch);
+        part.rows += rows;
+        part.bytes += bytes;
+        part.total_rows += rows as u64;
+        self.buffered_bytes += bytes;
+        self.rows += rows as u64;
+        if part.rows >= self.opts.max_rows_per_file {
+            self.spawn_flush(&key);
+        }
+        Ok(())
+    }
+
+    /// Writes the largest partitions until the buffers hold at most `goal` bytes, then copies
+    /// what the others hold out of the routed batches they share (a slice keeps its whole
+    /// batch alive), so the memory is really released.
+    fn relieve_buffers(&mut self, goal: usize) -> Result<()> {
+        let mut order: Vec<(usize, Vec<ScalarValue>)> = self
+            .parts
+            .iter()
+            .filter(|(_, p)| p.rows > 0)
+            .map(|(k, p)| (p.bytes, k.clone()))
+            .collect();
+        order.sort_unstable_by_key(|b| std::cmp::Reverse(b.0));
+        for (_, k) in order {
+            if self.buffered_bytes > goal {
+                self.spawn_flush(&k);
+                continue;
+            }
+            let Some(p) = self.parts.get_mut(&k) else {
+                continue;
+            };
+            if p.batches.len() > 1 || p.batches[0].get_array_memory_size() > p.bytes {
+                let owned = compact(&p.batches)?;
+                let b = owned.get_array_memory_size();
+                self.buffered_bytes = self.buffered_bytes - p.bytes + b;
+                p.bytes = b;
+                p.batches = vec![owned];
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts writing partition `key`'s buffer (no-op when empty).
+    fn spawn_flush(&mut self, key: &[ScalarValue]) {
+        let Some(p) = self.parts.get_mut(key) else {
+            return;
+        };
+        if p.batches.is_empty() {
+            return;
+        }
+        let batches = std::mem::take(&mut p.batches);
+        let bytes = std::mem::take(&mut p.bytes);
+        p.rows = 0;
+        let (root, target, out, permits, schemas) = (
+            self.root.clone(),
+            p.target.clone(),
+            Arc::clone(&p.out),
+            Arc::clone(&self.permits),
+            self.schemas.clone(),
+        );
+        let overwrite = self.opts.mode.replaces();
+        let handle = tokio::spawn(async move {
+            let _permit = permits
+                .acquire_owned()
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))?;
+            flush(root, target, overwrite, out, batches, schemas).await
+        });
+        self.buffered_bytes -= bytes;
+        self.inflight_bytes += bytes;
+        self.tasks.push_back((handle, bytes));
+    }
+
+    /// Waits for every flush; the first error wins.
+    async fn join_all(&mut self) -> Result<()> {
+        let mut first: Result<()> = Ok(());
+        while let Some((h, b)) = self.tasks.pop_front() {
+            self.inflight_bytes -= b;
+            let r = join(h).await;
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    fn too_many_partitions(&self, key: &[ScalarValue]) -> Error {
+        let ids: Vec<String> = self
+            .spec
+            .fields
+            .iter()
+            .map(|f| f.field_id.clone())
+            .collect();
+        Error::InvalidArgument(format!(
+            "this write would create more than {} new partitions (partitioned by {}; the next \
+             new one: {}). A spec that makes a partition of almost every row produces many \
+             tiny tables; check the spec (a coarser transform, bucket(), ...) or raise \
+             max_new_partitions",
+            self.opts.max_new_partitions,
+            ids.join(", "),
+            describe_key(&ids, key)
+        ))
+    }
+}
+
+async fn join(h: JoinHandle<Result<()>>) -> Result<()> {
+    h.await
+        .map_err(|e| Error::Internal(format!("write task failed: {e}")))?
+}
+
+/// One batch holding `batches`' rows in buffers of its own (nothing shared with the batches
+/// they were sliced from).
+fn compact(batches: &[RecordBatch]) -> Result<RecordBatch> {
+    match batches {
+        [] => Err(Error::Internal("compact: no batches".into())),
+        [one] => {
+            let all = UInt32Array::from_iter_values(0..one.num_rows() as u32);
+            Ok(take_record_batch(one, &all)?)
+        }
+        many => Ok(concat_batches(&many[0].schema(), many)?),
+    }
+}
