@@ -1,0 +1,332 @@
+//! The namespace core without Python: commits, conflict resolution against concurrent
+//! commits, staging and idempotent distributed commits, deletes and pruning, each on a fresh
+//! namespace in a temporary directory. (The pytest suite is the end-to-end check.)
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use lance_partitioned_core::arrow::array::{
+    Array, AsArray, Date32Array, Int64Array, RecordBatch, StringArray,
+};
+use lance_partitioned_core::arrow::datatypes::{DataType, Field, Int64Type, Schema};
+use lance_partitioned_core::error::Error;
+use lance_partitioned_core::ns::delete::delete;
+use lance_partitioned_core::ns::manifest::{create, Snapshot};
+use lance_partitioned_core::ns::runtime::block_on;
+use lance_partitioned_core::ns::scan::{prune, scan, Filter, ScanOptions};
+use lance_partitioned_core::ns::txn::WriteTransaction;
+use lance_partitioned_core::ns::write::distributed::{commit_staged, new_nonce, plan, stage};
+use lance_partitioned_core::ns::write::{
+    stage_all, write, IdPlan, Mode, PartitionWriter, StagedPart, WriteOptions,
+};
+use lance_partitioned_core::spec::PartitionSpec;
+use lance_partitioned_core::Result;
+
+const SPEC: &str = r#"{"id": 1, "fields": [
+    {"field_id": "year", "source_ids": [3], "transform": {"type": "year"},
+     "result_type": {"type": "int32"}},
+    {"field_id": "country", "source_ids": [2], "transform": {"type": "identity"},
+     "result_type": {"type": "utf8"}}]}"#;
+
+fn field(name: &str, dt: DataType, id: i32) -> Field {
+    Field::new(name, dt, true).with_metadata(HashMap::from([(
+        "lance:field_id".to_string(),
+        id.to_string(),
+    )]))
+}
+
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        field("id", DataType::Int64, 1),
+        field("country", DataType::Utf8, 2),
+        field("day", DataType::Date32, 3),
+    ]))
+}
+
+/// Rows `ids`, each in `country`, on day `days` since 1970 (2024-01-01 is 19723).
+fn rows(ids: std::ops::Range<i64>, country: &str, day: i32) -> RecordBatch {
+    let n = (ids.end - ids.start) as usize;
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(Int64Array::from_iter_values(ids)),
+            Arc::new(StringArray::from(vec![country; n])),
+            Arc::new(Date32Array::from(vec![day; n])),
+        ],
+    )
+    .expect("batch")
+}
+
+const DAY_2024: i32 = 19_723;
+const DAY_2025: i32 = 20_089;
+
+struct Ns {
+    _dir: tempfile::TempDir,
+    root: String,
+}
+
+fn namespace() -> Ns {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("ns").to_string_lossy().into_owned();
+    let spec = PartitionSpec::from_json(SPEC).expect("spec");
+    block_on(create(&root, &schema(), &spec, &HashMap::new())).expect("create");
+    Ns { _dir: dir, root }
+}
+
+fn append(ns: &Ns, batches: Vec<RecordBatch>) -> lance_partitioned_core::ns::write::WriteSummary {
+    block_on(write(
+        &ns.root,
+        batches.into_iter().map(Ok),
+        &WriteOptions::default(),
+    ))
+    .expect("write")
+}
+
+/// Sorted ids a full (or filtered) read returns.
+fn ids(ns: &Ns, filter: Option<&str>) -> Vec<i64> {
+    let snap = Arc::new(block_on(Snapshot::load(&ns.root, None)).expect("snapshot"));
+    let opts = ScanOptions {
+        filter: filter.map(str::to_string),
+        columns: Some(vec!["id".into()]),
+        batch_size: None,
+        only: None,
+    };
+    let (iter, _) = scan(snap, &opts).expect("scan");
+    let mut out = Vec::new();
+    for b in iter {
+        let b = b.expect("batch");
+        out.extend(
+            b.column(0)
+                .as_primitive::<Int64Type>()
+                .values()
+                .iter()
+                .copied(),
+        );
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Stages `batch` against the current manifest in this process, without committing.
+fn staged(ns: &Ns, batch: RecordBatch, mode: Mode) -> (Arc<Snapshot>, Vec<StagedPart>) {
+    let snap = Arc::new(block_on(Snapshot::load(&ns.root, None)).expect("snapshot"));
+    let opts = WriteOptions {
+        mode,
+        ..Default::default()
+    };
+    let parts = block_on(async {
+        let ids = IdPlan::Random(HashMap::new());
+        let mut w = PartitionWriter::new(&ns.root, Arc::clone(&snap), &opts, true, ids)?;
+        stage_all(&mut w, std::iter::once(Ok(batch))).await?;
+        w.close().await
+    })
+    .expect("stage");
+    (snap, parts)
+}
+
+fn commit(ns: &Ns, snap: Arc<Snapshot>, parts: Vec<StagedPart>, mode: Mode) -> Result<u64> {
+    let opts = WriteOptions {
+        mode,
+        ..Default::default()
+    };
+    let tx = WriteTransaction::new(&ns.root, snap, true, &opts);
+    Ok(block_on(tx.commit(parts))?.manifest_version)
+}
+
+#[test]
+fn a_write_lands_every_row_in_its_partition_and_commits_once() {
+    let ns = namespace();
+    let s = append(
+        &ns,
+        vec![rows(0..10, "US", DAY_2024), rows(10..15, "FR", DAY_2025)],
+    );
+    assert_eq!((s.rows, s.partitions, s.created), (15, 2, 2));
+    assert_eq!(s.attempts, 1);
+    assert_eq!(ids(&ns, None), (0..15).collect::<Vec<_>>());
+    assert_eq!(
+        ids(&ns, Some("country = 'FR'")),
+        (10..15).collect::<Vec<_>>()
+    );
+    let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
+    assert_eq!(snap.version, s.manifest_version);
+    assert_eq!(snap.leaves.len(), 2);
+    assert!(snap.leaves.iter().all(|l| l.read_version.is_some()));
+}
+
+#[test]
+fn a_concurrent_append_to_the_same_partition_is_rebased() {
+    let ns = namespace();
+    append(&ns, vec![rows(0..3, "US", DAY_2024)]);
+    let (s0, parts) = staged(&ns, rows(100..103, "US", DAY_2024), Mode::Append);
+    append(&ns, vec![rows(200..202, "US", DAY_2024)]); // lands first
+    commit(&ns, s0, parts, Mode::Append).expect("rebased commit");
+    let mut want: Vec<i64> = (0..3).chain(100..103).chain(200..202).collect();
+    want.sort_unstable();
+    assert_eq!(ids(&ns, None), want);
+    let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
+    assert_eq!(snap.leaves.len(), 1, "still one partition");
+}
+
+#[test]
+fn a_partition_created_concurrently_is_adopted_never_doubled() {
+    let ns = namespace();
+    let (s0, parts) = staged(&ns, rows(0..4, "DE", DAY_2025), Mode::Append);
+    append(&ns, vec![rows(10..12, "DE", DAY_2025)]); // creates the same partition first
+    commit(&ns, s0, parts, Mode::Append).expect("adopting commit");
+    assert_eq!(ids(&ns, None), vec![0, 1, 2, 3, 10, 11]);
+    let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
+    assert_eq!(snap.leaves.len(), 1, "two partitions with the same values");
+}
+
+#[test]
+fn an_overwrite_racing_an_append_is_a_conflict_and_changes_nothing() {
+    let ns = namespace();
+    append(&ns, vec![rows(0..3, "US", DAY_2024)]);
+    let (s0, parts) = staged(&ns, rows(100..101, "US", DAY_2024), Mode::Overwrite);
+    let before = append(&ns, vec![rows(200..201, "US", DAY_2024)]).manifest_version;
+    let err = commit(&ns, s0, parts, Mode::Overwrite).expect_err("must conflict");
+    assert!(matches!(err, Error::CommitConflict(_)), "{err}");
+    assert!(err.to_string().contains("country=\"US\""), "{err}");
+    let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
+    assert_eq!(snap.version, before);
+    assert_eq!(ids(&ns, None), vec![0, 1, 2, 200]);
+}
+
+#[test]
+fn an_overwrite_replaces_exactly_the_partitions_it_touches() {
+    let ns = namespace();
+    append(
+        &ns,
+        vec![rows(0..3, "US", DAY_2024), rows(3..5, "FR", DAY_2024)],
+    );
+    let (s0, parts) = staged(&ns, rows(50..51, "US", DAY_2024), Mode::Overwrite);
+    commit(&ns, s0, parts, Mode::Overwrite).expect("overwrite");
+    assert_eq!(ids(&ns, None), vec![3, 4, 50]);
+}
+
+#[test]
+fn a_distributed_write_commits_once_however_often_its_messages_arrive() {
+    let ns = namespace();
+    let p = block_on(plan(&ns.root, None)).expect("plan");
+    let nonce = new_nonce().expect("nonce");
+    let opts = WriteOptions::default();
+    // Two tasks see the same new partition: they must name the same leaf.
+    let t1 = block_on(stage(
+        &ns.root,
+        p,
+        &nonce,
+        std::iter::once(Ok(rows(0..5, "US", DAY_2024))),
+        &opts,
+    ))
+    .expect("task 1");
+    let t2 = block_on(stage(
+        &ns.root,
+        p,
+        &nonce,
+        std::iter::once(Ok(rows(5..8, "US", DAY_2024))),
+        &opts,
+    ))
+    .expect("task 2");
+    assert_eq!(t1.parts[0].location, t2.parts[0].location);
+    let messages = vec![t1.clone(), t2, t1];
+    let first = block_on(commit_staged(&ns.root, &messages, &opts)).expect("commit");
+    assert_eq!(
+        (first.rows, first.partitions, first.already_committed),
+        (8, 1, false)
+    );
+    let again = block_on(commit_staged(&ns.root, &messages, &opts)).expect("commit again");
+    assert!(again.already_committed);
+    assert_eq!(again.manifest_version, first.manifest_version);
+    assert_eq!(ids(&ns, None), (0..8).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_commit_whose_staged_files_vanished_commits_nothing() {
+    let ns = namespace();
+    let (s0, parts) = staged(&ns, rows(0..3, "JP", DAY_2024), Mode::Append);
+    let loc = parts[0].target.location().to_string();
+    let file = &parts[0].fragments[0].files[0].path;
+    std::fs::remove_file(format!("{}/{loc}/data/{file}", ns.root)).expect("remove");
+    let err = commit(&ns, s0, parts, Mode::Append).expect_err("must fail");
+    assert!(matches!(err, Error::CommitConflict(_)), "{err}");
+    assert!(ids(&ns, None).is_empty());
+}
+
+#[test]
+fn pruning_keeps_exactly_the_partitions_a_filter_can_match() {
+    let ns = namespace();
+    append(
+        &ns,
+        vec![
+            rows(0..2, "US", DAY_2024),
+            rows(2..4, "US", DAY_2025),
+            rows(4..6, "FR", DAY_2025),
+        ],
+    );
+    let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
+    let kept = |sql: &str| {
+        let f = Filter::parse(sql, &snap.schema()).expect("filter");
+        prune(&snap, Some(&f)).expect("prune").leaves.len()
+    };
+    assert_eq!(kept("country = 'US'"), 2);
+    assert_eq!(kept("day >= DATE '2025-01-01'"), 2); // year(day) >= 2025
+    assert_eq!(kept("day < DATE '2024-06-01' AND country = 'US'"), 1);
+    assert_eq!(kept("country IN ('FR', 'DE')"), 1);
+    assert_eq!(kept("country IS NULL"), 0);
+    assert_eq!(kept("id = 3"), 3); // not a partition column: nothing to prune
+    assert_eq!(
+        ids(&ns, Some("day >= DATE '2025-01-01' AND id < 5")),
+        vec![2, 3, 4]
+    );
+}
+
+#[test]
+fn a_delete_drops_covered_partitions_and_deletes_rows_in_others() {
+    let ns = namespace();
+    append(
+        &ns,
+        vec![rows(0..4, "US", DAY_2024), rows(4..6, "FR", DAY_2024)],
+    );
+    let d = block_on(delete(&ns.root, "country = 'FR'", None, 20)).expect("delete");
+    assert_eq!((d.dropped, d.changed, d.rows), (1, 0, 2));
+    let d = block_on(delete(&ns.root, "id < 2", None, 20)).expect("delete rows");
+    assert_eq!((d.dropped, d.changed, d.rows), (0, 1, 2));
+    assert_eq!(ids(&ns, None), vec![2, 3]);
+    let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
+    assert_eq!(snap.leaves.len(), 1);
+    let d = block_on(delete(&ns.root, "id >= 0", None, 20)).expect("delete the rest");
+    assert_eq!(d.dropped, 1, "a partition left empty is dropped");
+    assert!(ids(&ns, None).is_empty());
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_is_written() {
+    let ns = namespace();
+    let created = block_on(Snapshot::load(&ns.root, None))
+        .expect("snapshot")
+        .version;
+    let wrong = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("nope", DataType::Int64, true)])),
+        vec![Arc::new(Int64Array::from(vec![1])) as Arc<dyn Array>],
+    )
+    .expect("batch");
+    let err = block_on(write(
+        &ns.root,
+        std::iter::once(Ok(wrong)),
+        &WriteOptions::default(),
+    ))
+    .expect_err("unknown column");
+    assert!(matches!(err, Error::SchemaMismatch(_)), "{err}");
+    let many: Vec<RecordBatch> = (0..5)
+        .map(|i| rows(i..i + 1, &format!("c{i}"), DAY_2024))
+        .collect();
+    let opts = WriteOptions {
+        max_new_partitions: 3,
+        ..Default::default()
+    };
+    let err = block_on(write(&ns.root, many.into_iter().map(Ok), &opts)).expect_err("limit");
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
+    assert_eq!(snap.version, created, "nothing committed");
+    assert!(ids(&ns, None).is_empty());
+}
