@@ -42,13 +42,13 @@ build: venv
 
 lint: venv
 	cargo fmt --all --check
-	cargo clippy --workspace --all-targets --release -- -D warnings
+	cargo clippy --workspace --all-targets --all-features --release -- -D warnings
 	ruff check python tests benches
 	ruff format --check python tests benches
 	mypy
 
 test-rust: venv
-	cargo test --release -p lance-partitioned-core
+	cargo test --release -p lance-partitioned-core --features test-hooks
 
 test-python: build java-check
 	pytest -q
