@@ -6,8 +6,9 @@ partitions are in :mod:`lance_partitioned.kernels`; errors are in
 :mod:`lance_partitioned.exceptions`.
 """
 
-from lance_partitioned import exceptions, kernels, namespace, spec
+from lance_partitioned import exceptions, kernels, namespace, options, spec
 from lance_partitioned._native import __version__
+from lance_partitioned.distributed import DistributedWrite
 from lance_partitioned.exceptions import (
     ArrowError,
     CommitConflictError,
@@ -27,7 +28,6 @@ from lance_partitioned.exceptions import (
 from lance_partitioned.namespace import (
     CleanupResult,
     DeleteResult,
-    DistributedWrite,
     PartitionedNamespace,
     Snapshot,
     WriteResult,
@@ -84,5 +84,6 @@ __all__ = [
     "exceptions",
     "kernels",
     "namespace",
+    "options",
     "spec",
 ]

@@ -38,21 +38,19 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from lance_partitioned import _native
+from lance_partitioned.distributed import DistributedWrite, TaskLimits, stage_task
 from lance_partitioned.exceptions import InvalidArgumentError, NamespaceNotFoundError
-from lance_partitioned.namespace import (
+from lance_partitioned.namespace import PartitionedNamespace
+from lance_partitioned.options import (
     DEFAULT_MAX_NEW_PARTITIONS,
-    DistributedWrite,
-    PartitionedNamespace,
+    SPARK_FORMAT,
     WriteMode,
-    _check_limit,
-    _check_sizes,
-    _write_args,
+    namespace_uri,
+    write_args,
 )
 from lance_partitioned.spec import PartitionSpec
 
 log = logging.getLogger("lance_partitioned.spark")
-
-FORMAT = "lance-partitioned"
 
 
 def spark_to_arrow_schema(schema: StructType) -> pa.Schema:
@@ -102,54 +100,6 @@ def ensure_namespace(
     )
 
 
-@dataclass(frozen=True)
-class TaskLimits:
-    """What one Spark task may use and create while staging (checked on the driver)."""
-
-    max_rows_per_file: int = 1 << 20
-    max_buffer_bytes: int = 256 << 20
-    max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS
-
-    def __post_init__(self) -> None:
-        _check_sizes(
-            max_rows_per_file=self.max_rows_per_file, max_buffer_bytes=self.max_buffer_bytes
-        )
-        _check_limit(self.max_new_partitions)
-
-
-def stage_batches(
-    dw: DistributedWrite, batches: Iterator[pa.RecordBatch], limits: TaskLimits
-) -> tuple[bytes | None, int]:
-    """Stages one task's batches: the message (None when the task saw no rows) and the rows
-    staged."""
-    rows = 0
-
-    def counted() -> Iterator[pa.RecordBatch]:
-        nonlocal rows
-        for b in batches:
-            if b.num_rows:
-                rows += b.num_rows
-                yield b
-
-    it = counted()
-    first = next(it, None)
-    if first is None:
-        return None, 0
-
-    def chain() -> Iterator[pa.RecordBatch]:
-        yield first
-        yield from it
-
-    reader = pa.RecordBatchReader.from_batches(first.schema, chain())
-    msg = dw.stage(
-        reader,
-        max_rows_per_file=limits.max_rows_per_file,
-        max_buffer_bytes=limits.max_buffer_bytes,
-        max_new_partitions=limits.max_new_partitions,
-    )
-    return msg, rows
-
-
 # -- write -------------------------------------------------------------------------------------
 
 
@@ -169,7 +119,7 @@ class LancePartitionedWriter(DataSourceArrowWriter):
         self.limits = limits
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedMessage:  # type: ignore[override]
-        msg, rows = stage_batches(self.dw, iterator, self.limits)
+        msg, rows = stage_task(self.dw, iterator, self.limits)
         return StagedMessage(payload=msg or b"", rows=rows)
 
     def commit(self, messages: list[StagedMessage | None]) -> None:  # type: ignore[override]
@@ -347,7 +297,7 @@ class LancePartitionedDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
-        return FORMAT
+        return SPARK_FORMAT
 
     def _root(self) -> str:
         root = self.options.get("path")
@@ -355,9 +305,7 @@ class LancePartitionedDataSource(DataSource):
             raise InvalidArgumentError(
                 "lance-partitioned needs a namespace root: save(uri) / load(uri)"
             )
-        from lance_partitioned.namespace import _uri
-
-        return _uri(root)
+        return namespace_uri(root)
 
     def schema(self) -> StructType:
         return arrow_to_spark_schema(PartitionedNamespace.open(self._root()).schema)
@@ -373,7 +321,7 @@ class LancePartitionedDataSource(DataSource):
                 )
             mode = "overwrite" if how == "partitions" else "overwrite_all"
         tm = self.options.get("transaction_mode")
-        _write_args(mode, tm)
+        write_args(mode, tm)
         default = TaskLimits()
         limits = TaskLimits(
             max_rows_per_file=self._int_option("max_rows_per_file", default.max_rows_per_file),

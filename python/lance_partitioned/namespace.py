@@ -23,28 +23,42 @@ from __future__ import annotations
 import datetime
 import json
 import statistics
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_partitioned import _native
+from lance_partitioned._input import arrow_stream
+from lance_partitioned.distributed import DistributedWrite
 from lance_partitioned.exceptions import ExpressionError, InvalidArgumentError
+from lance_partitioned.options import (
+    DEFAULT_MAX_NEW_PARTITIONS,
+    MAX_ROWS_PER_FILE,
+    ROUTE_THREADS,
+    WRITE_BUFFER_BYTES,
+    WRITE_CONCURRENCY,
+    TransactionMode,
+    WriteMode,
+    check_limit,
+    check_sizes,
+    columns_arg,
+    namespace_uri,
+    version_arg,
+    write_args,
+)
 from lance_partitioned.spec import PartitionSpec
 
 __all__ = ["CleanupResult", "DeleteResult", "PartitionedNamespace", "Snapshot", "WriteResult"]
 
-WriteMode = Literal["append", "overwrite", "overwrite_all"]
-TransactionMode = Literal["strong", "weak"]
 Filter = str | pc.Expression | None
 
 _MODE_KEY = "lance_partitioned.transaction_mode"
 
-DEFAULT_MAX_NEW_PARTITIONS = 1000
-"""Default of ``max_new_partitions``: the most partitions one write (one task of a
-distributed write) may create, like Hive's limit on dynamic partitions per node."""
+WriteResult = _native.WriteResult
+DeleteResult = _native.DeleteResult
+CleanupResult = _native.CleanupResult
 
 TINY_PARTITION_ROWS = 10_000
 """``explain`` warns when the median kept partition holds fewer rows than this."""
@@ -52,146 +66,6 @@ TINY_CHECK_MIN_PARTITIONS = 100
 """... and only when it keeps at least this many partitions (a few small ones cost little)."""
 TINY_CHECK_SAMPLE = 256
 """... reading the row counts of at most this many partitions, evenly spaced."""
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    """What a write did."""
-
-    rows: int
-    """Rows written."""
-    partitions: int
-    """Partitions written to."""
-    created: int
-    """Partitions created by this write."""
-    dropped: int
-    """Partitions dropped (``mode="overwrite_all"``)."""
-    files: int
-    """Data files written."""
-    bytes: int
-    """Bytes written."""
-    manifest_version: int
-    """The ``__manifest`` version that made the write visible."""
-    attempts: int
-    """Manifest commit attempts (more than 1 when concurrent writers were rebased over)."""
-    rewritten: int = 0
-    """Partitions an append rewrote because they were written under an older schema."""
-    already_committed: bool = False
-    """A repeated :meth:`DistributedWrite.commit` of a write that was already committed:
-    nothing was done (commits are idempotent per write)."""
-
-
-@dataclass(frozen=True)
-class DeleteResult:
-    """What a delete did."""
-
-    rows: int
-    """Rows deleted (including the rows of dropped partitions)."""
-    dropped: int
-    """Partitions dropped whole (the filter covered them exactly)."""
-    changed: int
-    """Partitions with rows deleted inside them."""
-    manifest_version: int
-    """The ``__manifest`` version after the delete (unchanged when nothing matched)."""
-    attempts: int
-    """Manifest commit attempts."""
-
-
-@dataclass(frozen=True)
-class CleanupResult:
-    """What :meth:`PartitionedNamespace.cleanup` found."""
-
-    orphans: list[str]
-    """Orphan leaf table directories (relative to the root)."""
-    removed: bool
-    """Whether everything found was removed (``False`` for a dry run)."""
-    files: int
-    """Files found in total: the orphan directories' files, stale version manifests and stale
-    data files."""
-    bytes: int
-    """Bytes of those files."""
-    stale_versions: list[str] = field(default_factory=list)
-    """Detached versions of live partitions that no manifest version records, as
-    ``<location>@<version>``."""
-    stale_files: list[str] = field(default_factory=list)
-    """Data files of live partitions that no kept version names (relative to the root)."""
-
-
-def _stream(data: Any) -> Any:
-    """Any Arrow data as what the native writer takes: an object with ``__arrow_c_stream__``
-    whose batches all share its schema (a table), or an iterator of record batches that the
-    writer imports one by one, each with its own schema (so a later batch with other types
-    is checked and cast against the namespace schema on its own, never reinterpreted)."""
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    if isinstance(data, pa.Table):
-        return data
-    if isinstance(data, pa.RecordBatchReader):
-        return _batches(iter(data))
-    if isinstance(data, (str, bytes, bytearray, Mapping)):
-        raise InvalidArgumentError(
-            "data must be a pyarrow Table, RecordBatch, RecordBatchReader, an object with "
-            f"__arrow_c_stream__, or an iterable of RecordBatches; got {type(data).__name__}"
-        )
-    if hasattr(data, "__arrow_c_stream__"):
-        return data
-    if hasattr(data, "__arrow_c_array__"):
-        try:
-            return pa.Table.from_batches([pa.record_batch(data)])
-        except (pa.ArrowException, TypeError, ValueError) as e:
-            raise InvalidArgumentError(
-                f"data must be a record batch or table, not an array of one column ({e})"
-            ) from None
-    try:
-        import pandas as pd  # type: ignore[import-untyped,unused-ignore]
-
-        if isinstance(data, pd.DataFrame):
-            return pa.Table.from_pandas(data, preserve_index=False)
-    except ImportError:  # pragma: no cover - pandas is optional
-        pass
-    if isinstance(data, Iterable):
-        batches = iter(data)
-        first = next(batches, None)
-        if first is None:
-            raise InvalidArgumentError("no data to write (an empty iterable)")
-
-        def chain() -> Iterator[pa.RecordBatch]:
-            yield first
-            yield from batches
-
-        return _batches(chain())
-    raise InvalidArgumentError(
-        "data must be a pyarrow Table, RecordBatch, RecordBatchReader, an object with "
-        f"__arrow_c_stream__, or an iterable of RecordBatches; got {type(data).__name__}"
-    )
-
-
-def _batches(items: Iterator[Any]) -> Iterator[pa.RecordBatch]:
-    """Checks that every item is a record batch (by index, with a typed error)."""
-    for i, b in enumerate(items):
-        if not isinstance(b, pa.RecordBatch):
-            if hasattr(b, "__arrow_c_array__") and not isinstance(b, pa.Array):
-                b = pa.record_batch(b)
-            else:
-                raise InvalidArgumentError(
-                    f"item {i} of the input is a {type(b).__name__}, not a pyarrow.RecordBatch"
-                )
-        yield b
-
-
-def _columns_arg(columns: Any) -> list[str] | None:
-    """``columns`` as a list of names (a single string is a mistake, not a list of letters)."""
-    if columns is None:
-        return None
-    if isinstance(columns, (str, bytes)) or not isinstance(columns, Iterable):
-        raise InvalidArgumentError(
-            f"columns must be a list of column names, not {type(columns).__name__} {columns!r}"
-        )
-    cols = list(columns)
-    for c in cols:
-        if not isinstance(c, str):
-            raise InvalidArgumentError(f"column names must be strings, not {c!r}")
-    return cols
 
 
 def _check_expression(expr: pc.Expression, schema: pa.Schema) -> None:
@@ -337,7 +211,7 @@ class Snapshot:
         namespace schema (projected to ``columns``).
         """
         sql, post = _split_filter(filter)
-        cols = _columns_arg(columns)
+        cols = columns_arg(columns)
         if post is not None:
             _check_expression(post, self.schema)
         read_cols: list[str] | None
@@ -457,13 +331,13 @@ class PartitionedNamespace:
             spec_obj.setdefault("id", 1)
         props = dict(properties or {})
         props[_MODE_KEY] = transaction_mode
-        _native.create_namespace(_uri(root), schema, json.dumps(spec_obj), props)
+        _native.create_namespace(namespace_uri(root), schema, json.dumps(spec_obj), props)
         return cls.open(root)
 
     @classmethod
     def open(cls, root: str) -> PartitionedNamespace:
         """Opens the namespace at ``root`` (``NamespaceNotFoundError`` if there is none)."""
-        return cls(_native.ManifestSnapshot.load(_uri(root), None))
+        return cls(_native.ManifestSnapshot.load(namespace_uri(root), None))
 
     def refresh(self) -> bool:
         """Reloads the manifest if another writer moved it; returns whether it moved."""
@@ -478,7 +352,7 @@ class PartitionedNamespace:
         if version is None:
             self.refresh()
             return Snapshot(self._snap)
-        version = _version_arg(version, "as_of")
+        version = version_arg(version, "as_of")
         return Snapshot(_native.ManifestSnapshot.load_as_of(self._root, version))
 
     # -- metadata ----------------------------------------------------------------------------
@@ -525,10 +399,10 @@ class PartitionedNamespace:
         mode: WriteMode = "append",
         *,
         transaction_mode: TransactionMode | None = None,
-        max_rows_per_file: int = 1 << 20,
-        concurrency: int = 8,
-        route_threads: int = 1,
-        max_buffer_bytes: int = 1 << 30,
+        max_rows_per_file: int = MAX_ROWS_PER_FILE,
+        concurrency: int = WRITE_CONCURRENCY,
+        route_threads: int = ROUTE_THREADS,
+        max_buffer_bytes: int = WRITE_BUFFER_BYTES,
         max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS,
     ) -> WriteResult:
         """Writes ``data`` (a pyarrow Table / RecordBatch / RecordBatchReader, any Arrow
@@ -546,27 +420,27 @@ class PartitionedNamespace:
         A write that would create more than ``max_new_partitions`` partitions fails with
         ``InvalidArgumentError`` before committing anything (``None``: no limit).
         """
-        strong = _write_args(mode, transaction_mode)
-        _check_limit(max_new_partitions)
-        _check_sizes(
+        strong = write_args(mode, transaction_mode)
+        check_limit(max_new_partitions)
+        check_sizes(
             max_rows_per_file=max_rows_per_file,
             max_buffer_bytes=max_buffer_bytes,
             concurrency=concurrency,
             route_threads=route_threads,
         )
-        summary = _native.write_data(
+        result = _native.write_data(
             self._root,
-            _stream(data),
-            mode,
-            strong,
-            max_rows_per_file,
-            concurrency,
-            route_threads,
-            max_buffer_bytes,
-            max_new_partitions,
+            arrow_stream(data),
+            mode=mode,
+            strong=strong,
+            max_rows_per_file=max_rows_per_file,
+            concurrency=concurrency,
+            route_threads=route_threads,
+            max_buffer_bytes=max_buffer_bytes,
+            max_new_partitions=max_new_partitions,
         )
         self.refresh()
-        return WriteResult(**summary)
+        return result
 
     def distributed_write(
         self, mode: WriteMode = "append", *, transaction_mode: TransactionMode | None = None
@@ -667,16 +541,10 @@ class PartitionedNamespace:
         """
         if not isinstance(filter, str) or not filter.strip():
             raise InvalidArgumentError("delete needs a non-empty SQL filter (use 'TRUE' for all)")
-        strong: bool | None = None
-        if transaction_mode is not None:
-            if transaction_mode not in ("strong", "weak"):
-                raise InvalidArgumentError(
-                    f"transaction_mode must be 'strong' or 'weak', not {transaction_mode!r}"
-                )
-            strong = transaction_mode == "strong"
-        summary = _native.delete_rows(self._root, filter, strong)
+        strong = write_args("append", transaction_mode)
+        result = _native.delete_rows(self._root, filter, strong)
         self.refresh()
-        return DeleteResult(**summary)
+        return result
 
     def cleanup(
         self, older_than: datetime.timedelta = datetime.timedelta(days=1), *, dry_run: bool = False
@@ -695,15 +563,7 @@ class PartitionedNamespace:
         """
         if not isinstance(older_than, datetime.timedelta) or older_than < datetime.timedelta(0):
             raise InvalidArgumentError("older_than must be a non-negative datetime.timedelta")
-        r = _native.cleanup_namespace(self._root, older_than.total_seconds(), dry_run)
-        return CleanupResult(
-            orphans=list(r["orphans"]),
-            removed=r["removed"],
-            files=r["files"],
-            bytes=r["bytes"],
-            stale_versions=list(r["stale_versions"]),
-            stale_files=list(r["stale_files"]),
-        )
+        return _native.cleanup_namespace(self._root, older_than.total_seconds(), dry_run)
 
     def repair(self) -> list[str]:
         """Restores manifest columns another tool dropped (pylance's DirectoryNamespace drops
@@ -757,158 +617,3 @@ class PartitionedNamespace:
 
     def __repr__(self) -> str:
         return f"PartitionedNamespace({self._root!r}, version={self.version})"
-
-
-class DistributedWrite:
-    """One write made of parts staged independently (in Spark tasks, other processes or
-    machines) and committed once.
-
-    Created on the driver, it fixes what every part plans against: the manifest version, the
-    transaction mode and a random nonce (so that parts creating the same new partition write
-    into the same leaf table). The object is small and picklable: ship it to the workers, call
-    :meth:`stage` there (it writes uncommitted Lance fragments and returns a message of a few
-    hundred bytes per partition), bring the messages of the successful attempts back and call
-    :meth:`commit` once. Nothing is visible before the commit; parts that are never committed
-    (failed or duplicate attempts) leave files that :meth:`PartitionedNamespace.cleanup`
-    removes.
-    """
-
-    def __init__(
-        self,
-        root: str,
-        mode: WriteMode = "append",
-        *,
-        transaction_mode: TransactionMode | None = None,
-    ) -> None:
-        strong = _write_args(mode, transaction_mode)
-        self.root = _uri(root)
-        self.mode: WriteMode = mode
-        self.manifest_version, self.strong, self.nonce = _native.write_plan(self.root, strong)
-
-    def stage(
-        self,
-        data: Any,
-        *,
-        max_rows_per_file: int = 1 << 20,
-        concurrency: int = 4,
-        max_buffer_bytes: int = 256 << 20,
-        max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS,
-    ) -> bytes:
-        """Writes ``data`` (any Arrow stream) as uncommitted fragments; returns the message
-        :meth:`commit` needs. Safe to call concurrently and in other processes. Memory stays
-        near ``max_buffer_bytes`` (as in :meth:`PartitionedNamespace.write`)."""
-        _check_sizes(
-            max_rows_per_file=max_rows_per_file,
-            max_buffer_bytes=max_buffer_bytes,
-            concurrency=concurrency,
-        )
-        _check_limit(max_new_partitions)
-        return _native.stage_write(
-            self.root,
-            _stream(data),
-            self.manifest_version,
-            self.strong,
-            self.nonce,
-            self.mode,
-            max_rows_per_file,
-            concurrency,
-            max_buffer_bytes,
-            max_new_partitions,
-        )
-
-    def commit(self, messages: Iterable[bytes], *, concurrency: int = 8) -> WriteResult:
-        """Commits the staged parts once (all leaf tables, then one manifest commit).
-        Conflicts with concurrent writers are resolved as for
-        :meth:`PartitionedNamespace.write`.
-
-        Idempotent per write: a message passed twice counts once, and committing a write that
-        was already committed does nothing (``WriteResult.already_committed``; strong mode
-        records the write's id on its manifest rows, weak mode finds its data files in the
-        leaves). A staged data file that no longer exists (removed by :meth:`cleanup` with a
-        grace period shorter than the write) fails the commit with ``CommitConflictError``
-        before anything is committed."""
-        _check_sizes(concurrency=concurrency)
-        if isinstance(messages, (bytes, str)) or not isinstance(messages, Iterable):
-            raise InvalidArgumentError(
-                "messages must be an iterable of the bytes stage() returned, "
-                f"not {type(messages).__name__}"
-            )
-        msgs = list(messages)
-        for m in msgs:
-            if not isinstance(m, (bytes, bytearray, memoryview)):
-                raise InvalidArgumentError(
-                    f"each message must be the bytes stage() returned, not {type(m).__name__}"
-                )
-        msgs = [bytes(m) for m in msgs]
-        if not msgs:
-            return WriteResult(
-                rows=0,
-                partitions=0,
-                created=0,
-                dropped=0,
-                files=0,
-                bytes=0,
-                manifest_version=self.manifest_version,
-                attempts=0,
-            )
-        return WriteResult(**_native.commit_staged(self.root, msgs, concurrency))
-
-    def key_hasher(self) -> _native.KeyHasher:
-        """The partition-key hasher of this write's spec (for repartitioning by partition)."""
-        return _native.KeyHasher(self.root, self.manifest_version)
-
-    def __repr__(self) -> str:
-        return (
-            f"DistributedWrite({self.root!r}, mode={self.mode!r}, "
-            f"manifest_version={self.manifest_version}, strong={self.strong})"
-        )
-
-
-def _check_sizes(**limits: Any) -> None:
-    """Validates a write's positive integer limits (``max_rows_per_file=...``, ...)."""
-    for name, value in limits.items():
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidArgumentError(f"{name} must be an int, not {value!r}")
-        if value < 1:
-            raise InvalidArgumentError(f"{name} must be positive, not {value}")
-
-
-def _check_limit(max_new_partitions: int | None) -> None:
-    if max_new_partitions is not None:
-        _check_sizes(max_new_partitions=max_new_partitions)
-
-
-def _write_args(mode: str, transaction_mode: str | None) -> bool | None:
-    """Validates a write's ``mode`` and ``transaction_mode``; returns the strong flag (None:
-    the namespace default)."""
-    if mode not in ("append", "overwrite", "overwrite_all"):
-        raise InvalidArgumentError(
-            f"mode must be 'append', 'overwrite' or 'overwrite_all', not {mode!r}"
-        )
-    if transaction_mode is None:
-        return None
-    if transaction_mode not in ("strong", "weak"):
-        raise InvalidArgumentError(
-            f"transaction_mode must be 'strong' or 'weak', not {transaction_mode!r}"
-        )
-    return transaction_mode == "strong"
-
-
-def _version_arg(version: Any, name: str) -> int:
-    """A manifest version argument: a positive int."""
-    if isinstance(version, bool) or not isinstance(version, int):
-        raise InvalidArgumentError(f"{name} must be a manifest version (an int), not {version!r}")
-    if version < 1:
-        raise InvalidArgumentError(f"{name} must be a manifest version >= 1, not {version}")
-    return version
-
-
-def _uri(root: str) -> str:
-    """Local paths become absolute; URIs pass through."""
-    if not isinstance(root, str) or not root.strip():
-        raise InvalidArgumentError(f"root must be a non-empty path or URI, not {root!r}")
-    if "://" in root:
-        return root
-    import os
-
-    return os.path.abspath(root)

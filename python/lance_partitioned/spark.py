@@ -38,26 +38,27 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 
 from lance_partitioned import _native
+from lance_partitioned.distributed import DistributedWrite, TaskLimits, stage_task
 from lance_partitioned.exceptions import InvalidArgumentError
-from lance_partitioned.namespace import (
+from lance_partitioned.namespace import PartitionedNamespace, WriteResult
+from lance_partitioned.options import (
     DEFAULT_MAX_NEW_PARTITIONS,
-    DistributedWrite,
-    PartitionedNamespace,
+    MAX_ROWS_PER_FILE,
+    SPARK_FORMAT,
+    TASK_BUFFER_BYTES,
     TransactionMode,
     WriteMode,
-    WriteResult,
-    _write_args,
+    write_args,
 )
-from lance_partitioned.spec import PartitionSpec
+from lance_partitioned.spec import FIELD_ID_KEY, PartitionSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from lance_partitioned._spark_source import TaskLimits
-
 log = logging.getLogger("lance_partitioned.spark")
 
-FORMAT = "lance-partitioned"
+FORMAT = SPARK_FORMAT
+"""The Spark data source name (``df.write.format(FORMAT)``)."""
 _KEY = "__lance_partitioned_key"
 
 
@@ -104,9 +105,7 @@ class _Stage:
         self.after = after
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from lance_partitioned._spark_source import stage_batches
-
-        msg, rows = stage_batches(self.dw, batches, self.limits)
+        msg, rows = stage_task(self.dw, batches, self.limits)
         if self.after is not None:
             self.after(msg)
         if msg is not None:
@@ -128,9 +127,9 @@ def _native_key_columns(ns: PartitionedNamespace, df: DataFrame) -> tuple[list[A
     from pyspark.sql.types import DateType, TimestampType
 
     names = {
-        int(f.metadata[b"lance:field_id"]): f.name
+        int(f.metadata[key]): f.name
         for f in ns.schema
-        if f.metadata and b"lance:field_id" in f.metadata
+        if f.metadata and (key := FIELD_ID_KEY.encode()) in f.metadata
     }
     spark_types = {f.name: f.dataType for f in df.schema.fields}
     specs = ns.specs
@@ -178,8 +177,8 @@ def write(
     clustered: bool = True,
     key: Literal["exact", "native"] = "exact",
     num_tasks: int | None = None,
-    max_rows_per_file: int = 1 << 20,
-    max_buffer_bytes: int = 256 << 20,
+    max_rows_per_file: int = MAX_ROWS_PER_FILE,
+    max_buffer_bytes: int = TASK_BUFFER_BYTES,
     max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS,
     transaction_mode: TransactionMode | None = None,
     properties: dict[str, str] | None = None,
@@ -215,9 +214,9 @@ def write(
     """
     from pyspark.sql.pandas.functions import arrow_udf
 
-    from lance_partitioned._spark_source import TaskLimits, ensure_namespace
+    from lance_partitioned._spark_source import ensure_namespace
 
-    _write_args(mode, transaction_mode)  # before anything is created
+    write_args(mode, transaction_mode)  # before anything is created
     if num_tasks is not None and num_tasks < 1:
         raise InvalidArgumentError("num_tasks must be positive")
     if num_tasks is not None and not clustered:

@@ -15,7 +15,10 @@ use pyo3::types::{PyList, PyString};
 
 mod errors;
 mod ffi;
+mod maintenance;
 mod namespace;
+mod results;
+mod writes;
 
 use errors::{invalid_arg, run};
 use ffi::{export_array, export_batch, import_array, import_batch, import_schema};
@@ -275,16 +278,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(namespace::create_namespace, m)?)?;
-    m.add_function(wrap_pyfunction!(namespace::write_data, m)?)?;
-    m.add_function(wrap_pyfunction!(namespace::evolve_spec, m)?)?;
-    m.add_function(wrap_pyfunction!(namespace::repair_manifest, m)?)?;
-    m.add_function(wrap_pyfunction!(namespace::delete_rows, m)?)?;
-    m.add_function(wrap_pyfunction!(namespace::update_schema, m)?)?;
-    m.add_function(wrap_pyfunction!(namespace::cleanup_namespace, m)?)?;
-    m.add_function(wrap_pyfunction!(namespace::write_plan, m)?)?;
-    m.add_function(wrap_pyfunction!(namespace::stage_write, m)?)?;
-    m.add_function(wrap_pyfunction!(namespace::commit_staged, m)?)?;
-    m.add_class::<namespace::KeyHasher>()?;
+    m.add_function(wrap_pyfunction!(writes::write_data, m)?)?;
+    m.add_function(wrap_pyfunction!(maintenance::evolve_spec, m)?)?;
+    m.add_function(wrap_pyfunction!(maintenance::repair_manifest, m)?)?;
+    m.add_function(wrap_pyfunction!(maintenance::delete_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(maintenance::update_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(maintenance::cleanup_namespace, m)?)?;
+    m.add_class::<writes::DistributedWrite>()?;
+    m.add_class::<writes::KeyHasher>()?;
+    m.add_class::<results::WriteResult>()?;
+    m.add_class::<results::DeleteResult>()?;
+    m.add_class::<results::CleanupResult>()?;
     m.add_class::<namespace::ManifestSnapshot>()?;
     m.add_class::<namespace::Scan>()?;
     Ok(())

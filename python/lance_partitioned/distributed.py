@@ -1,0 +1,198 @@
+"""One write made of parts staged independently (in Spark tasks, other processes or machines)
+and committed once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from lance_partitioned import _native
+from lance_partitioned._input import arrow_stream, peek
+from lance_partitioned.exceptions import InvalidArgumentError
+from lance_partitioned.options import (
+    DEFAULT_MAX_NEW_PARTITIONS,
+    MAX_ROWS_PER_FILE,
+    STAGE_CONCURRENCY,
+    TASK_BUFFER_BYTES,
+    WRITE_CONCURRENCY,
+    TransactionMode,
+    WriteMode,
+    check_limit,
+    check_sizes,
+    namespace_uri,
+    write_args,
+)
+
+WriteResult = _native.WriteResult
+
+
+class DistributedWrite:
+    """One write made of parts staged independently and committed once.
+
+    Created on the driver, it fixes what every part plans against: the manifest version, the
+    transaction mode and a random nonce (so that parts creating the same new partition write
+    into the same leaf table). The object is small and picklable: ship it to the workers, call
+    :meth:`stage` there (it writes uncommitted Lance fragments and returns a message of a few
+    hundred bytes per partition), bring the messages of the successful attempts back and call
+    :meth:`commit` once. Nothing is visible before the commit; parts that are never committed
+    (failed or duplicate attempts) leave files that :meth:`PartitionedNamespace.cleanup`
+    removes.
+    """
+
+    def __init__(
+        self,
+        root: str,
+        mode: WriteMode = "append",
+        *,
+        transaction_mode: TransactionMode | None = None,
+    ) -> None:
+        strong = write_args(mode, transaction_mode)
+        self._w = _native.DistributedWrite.plan(namespace_uri(root), mode, strong)
+
+    @property
+    def root(self) -> str:
+        """The namespace root."""
+        return self._w.root
+
+    @property
+    def mode(self) -> WriteMode:
+        """``append``, ``overwrite`` or ``overwrite_all``."""
+        return self._w.mode  # type: ignore[return-value]
+
+    @property
+    def manifest_version(self) -> int:
+        """The manifest version every part is written against."""
+        return self._w.manifest_version
+
+    @property
+    def strong(self) -> bool:
+        """Strong (one atomic manifest commit) or weak commits."""
+        return self._w.strong
+
+    @property
+    def nonce(self) -> str:
+        """The write's random id (recorded with its commit, so a second commit is a no-op)."""
+        return self._w.nonce
+
+    def stage(
+        self,
+        data: Any,
+        *,
+        max_rows_per_file: int = MAX_ROWS_PER_FILE,
+        concurrency: int = STAGE_CONCURRENCY,
+        max_buffer_bytes: int = TASK_BUFFER_BYTES,
+        max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS,
+    ) -> bytes:
+        """Writes ``data`` (any Arrow stream) as uncommitted fragments; returns the message
+        :meth:`commit` needs. Safe to call concurrently and in other processes. Memory stays
+        near ``max_buffer_bytes`` (as in :meth:`PartitionedNamespace.write`)."""
+        check_sizes(
+            max_rows_per_file=max_rows_per_file,
+            max_buffer_bytes=max_buffer_bytes,
+            concurrency=concurrency,
+        )
+        check_limit(max_new_partitions)
+        return self._w.stage(
+            arrow_stream(data),
+            max_rows_per_file=max_rows_per_file,
+            concurrency=concurrency,
+            max_buffer_bytes=max_buffer_bytes,
+            max_new_partitions=max_new_partitions,
+        )
+
+    def commit(
+        self, messages: Iterable[bytes], *, concurrency: int = WRITE_CONCURRENCY
+    ) -> WriteResult:
+        """Commits the staged parts once (all leaf tables, then one manifest commit).
+        Conflicts with concurrent writers are resolved as for
+        :meth:`PartitionedNamespace.write`.
+
+        Idempotent per write: a message passed twice counts once, and committing a write that
+        was already committed does nothing (``WriteResult.already_committed``; strong mode
+        records the write's id on its manifest rows, weak mode finds its data files in the
+        leaves). A staged data file that no longer exists (removed by ``cleanup()`` with a
+        grace period shorter than the write) fails the commit with ``CommitConflictError``
+        before anything is committed."""
+        check_sizes(concurrency=concurrency)
+        msgs = _messages(messages)
+        if not msgs:
+            return WriteResult(
+                rows=0,
+                partitions=0,
+                created=0,
+                dropped=0,
+                files=0,
+                bytes=0,
+                manifest_version=self.manifest_version,
+                attempts=0,
+            )
+        return self._w.commit(msgs, concurrency=concurrency)
+
+    def key_hasher(self) -> _native.KeyHasher:
+        """The partition-key hasher of this write's spec (for repartitioning by partition)."""
+        return self._w.key_hasher()
+
+    def __repr__(self) -> str:
+        return repr(self._w)
+
+
+def _messages(messages: Any) -> list[bytes]:
+    if isinstance(messages, (bytes, str)) or not isinstance(messages, Iterable):
+        raise InvalidArgumentError(
+            "messages must be an iterable of the bytes stage() returned, "
+            f"not {type(messages).__name__}"
+        )
+    out = []
+    for m in messages:
+        if not isinstance(m, (bytes, bytearray, memoryview)):
+            raise InvalidArgumentError(
+                f"each message must be the bytes stage() returned, not {type(m).__name__}"
+            )
+        out.append(bytes(m))
+    return out
+
+
+@dataclass(frozen=True)
+class TaskLimits:
+    """What one task of a distributed write may use and create while staging (checked where
+    the write is planned, before any task runs)."""
+
+    max_rows_per_file: int = MAX_ROWS_PER_FILE
+    max_buffer_bytes: int = TASK_BUFFER_BYTES
+    max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS
+
+    def __post_init__(self) -> None:
+        check_sizes(
+            max_rows_per_file=self.max_rows_per_file, max_buffer_bytes=self.max_buffer_bytes
+        )
+        check_limit(self.max_new_partitions)
+
+
+def stage_task(
+    dw: DistributedWrite, batches: Iterator[pa.RecordBatch], limits: TaskLimits
+) -> tuple[bytes | None, int]:
+    """Stages one task's batches (the one staging entry point of every Spark writer): the
+    message (None when the task saw no rows) and the rows staged."""
+    rows = 0
+
+    def counted() -> Iterator[pa.RecordBatch]:
+        nonlocal rows
+        for b in batches:
+            if b.num_rows:
+                rows += b.num_rows
+                yield b
+
+    first, all_batches = peek(counted())
+    if first is None:
+        return None, 0
+    reader = pa.RecordBatchReader.from_batches(first.schema, all_batches)
+    msg = dw.stage(
+        reader,
+        max_rows_per_file=limits.max_rows_per_file,
+        max_buffer_bytes=limits.max_buffer_bytes,
+        max_new_partitions=limits.max_new_partitions,
+    )
+    return msg, rows

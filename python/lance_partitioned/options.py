@@ -1,0 +1,98 @@
+"""Every default of a write, defined once, and the validation of write arguments.
+
+The native extension takes every value explicitly; the Python API (local writes, distributed
+writes, the Spark writers) takes its defaults from here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from lance_partitioned.exceptions import InvalidArgumentError
+
+WriteMode = Literal["append", "overwrite", "overwrite_all"]
+TransactionMode = Literal["strong", "weak"]
+
+MAX_ROWS_PER_FILE = 1 << 20
+"""Rows of one partition buffered before they are written as a file."""
+WRITE_CONCURRENCY = 8
+"""Partitions a local write (and a commit) writes concurrently."""
+STAGE_CONCURRENCY = 4
+"""Partitions one staged part (a Spark task) writes concurrently."""
+ROUTE_THREADS = 1
+"""Threads that route one batch of a local write."""
+WRITE_BUFFER_BYTES = 1 << 30
+"""Memory budget of a local write's buffers."""
+TASK_BUFFER_BYTES = 256 << 20
+"""Memory budget of one staged part (one Spark task, in the Python worker)."""
+SPARK_FORMAT = "lance-partitioned"
+"""The name of the Spark data source."""
+DEFAULT_MAX_NEW_PARTITIONS = 1000
+"""Default of ``max_new_partitions``: the most partitions one write (one task of a
+distributed write) may create, like Hive's limit on dynamic partitions per node."""
+
+
+def check_sizes(**limits: Any) -> None:
+    """Validates positive integer limits given as keywords (``max_rows_per_file=...``)."""
+    for name, value in limits.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidArgumentError(f"{name} must be an int, not {value!r}")
+        if value < 1:
+            raise InvalidArgumentError(f"{name} must be positive, not {value}")
+
+
+def check_limit(max_new_partitions: int | None) -> None:
+    """Validates ``max_new_partitions`` (a positive int, or None for no limit)."""
+    if max_new_partitions is not None:
+        check_sizes(max_new_partitions=max_new_partitions)
+
+
+def write_args(mode: str, transaction_mode: str | None) -> bool | None:
+    """Validates a write's ``mode`` and ``transaction_mode``; returns the strong flag (None:
+    the namespace's own mode)."""
+    if mode not in ("append", "overwrite", "overwrite_all"):
+        raise InvalidArgumentError(
+            f"mode must be 'append', 'overwrite' or 'overwrite_all', not {mode!r}"
+        )
+    if transaction_mode is None:
+        return None
+    if transaction_mode not in ("strong", "weak"):
+        raise InvalidArgumentError(
+            f"transaction_mode must be 'strong' or 'weak', not {transaction_mode!r}"
+        )
+    return transaction_mode == "strong"
+
+
+def version_arg(version: Any, name: str) -> int:
+    """A manifest version argument: a positive int."""
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InvalidArgumentError(f"{name} must be a manifest version (an int), not {version!r}")
+    if version < 1:
+        raise InvalidArgumentError(f"{name} must be a manifest version >= 1, not {version}")
+    return version
+
+
+def columns_arg(columns: Any) -> list[str] | None:
+    """``columns`` as a list of names (a single string is a mistake, not a list of letters)."""
+    if columns is None:
+        return None
+    if isinstance(columns, (str, bytes)) or not isinstance(columns, Iterable):
+        raise InvalidArgumentError(
+            f"columns must be a list of column names, not {type(columns).__name__} {columns!r}"
+        )
+    cols = list(columns)
+    for c in cols:
+        if not isinstance(c, str):
+            raise InvalidArgumentError(f"column names must be strings, not {c!r}")
+    return cols
+
+
+def namespace_uri(root: Any) -> str:
+    """A namespace root: local paths become absolute; URIs pass through."""
+    if not isinstance(root, str) or not root.strip():
+        raise InvalidArgumentError(f"root must be a non-empty path or URI, not {root!r}")
+    if "://" in root:
+        return root
+    return os.path.abspath(root)

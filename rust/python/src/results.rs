@@ -1,0 +1,188 @@
+//! What writes, deletes and cleanups report: frozen Python classes with typed attributes.
+
+use lance_partitioned_core::ns::cleanup::CleanupSummary;
+use lance_partitioned_core::ns::delete::DeleteSummary;
+use lance_partitioned_core::ns::write::WriteSummary;
+use pyo3::prelude::*;
+
+/// What a write did.
+#[pyclass(module = "lance_partitioned._native", frozen, eq, get_all)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteResult {
+    /// Rows written.
+    pub rows: u64,
+    /// Partitions written to.
+    pub partitions: u64,
+    /// Partitions created by this write.
+    pub created: u64,
+    /// Partitions dropped (`mode="overwrite_all"`).
+    pub dropped: u64,
+    /// Data files written.
+    pub files: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// The `__manifest` version that made the write visible.
+    pub manifest_version: u64,
+    /// Manifest commit attempts (more than 1 when concurrent writers were rebased over).
+    pub attempts: u32,
+    /// Partitions an append rewrote because they were written under an older schema.
+    pub rewritten: u64,
+    /// A repeated commit of a write that was already committed: nothing was done.
+    pub already_committed: bool,
+}
+
+#[pymethods]
+impl WriteResult {
+    #[new]
+    #[pyo3(signature = (*, rows, partitions, created, dropped, files, bytes, manifest_version, attempts, rewritten = 0, already_committed = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        rows: u64,
+        partitions: u64,
+        created: u64,
+        dropped: u64,
+        files: u64,
+        bytes: u64,
+        manifest_version: u64,
+        attempts: u32,
+        rewritten: u64,
+        already_committed: bool,
+    ) -> Self {
+        Self {
+            rows,
+            partitions,
+            created,
+            dropped,
+            files,
+            bytes,
+            manifest_version,
+            attempts,
+            rewritten,
+            already_committed,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "WriteResult(rows={}, partitions={}, created={}, dropped={}, files={}, bytes={}, \
+             manifest_version={}, attempts={}, rewritten={}, already_committed={})",
+            self.rows,
+            self.partitions,
+            self.created,
+            self.dropped,
+            self.files,
+            self.bytes,
+            self.manifest_version,
+            self.attempts,
+            self.rewritten,
+            if self.already_committed {
+                "True"
+            } else {
+                "False"
+            }
+        )
+    }
+}
+
+impl From<&WriteSummary> for WriteResult {
+    fn from(s: &WriteSummary) -> Self {
+        Self {
+            rows: s.rows,
+            partitions: s.partitions,
+            created: s.created,
+            dropped: s.dropped,
+            files: s.files,
+            bytes: s.bytes,
+            manifest_version: s.manifest_version,
+            attempts: s.attempts,
+            rewritten: s.rewritten,
+            already_committed: s.already_committed,
+        }
+    }
+}
+
+/// What a delete did.
+#[pyclass(module = "lance_partitioned._native", frozen, eq, get_all)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeleteResult {
+    /// Rows deleted (including the rows of dropped partitions).
+    pub rows: u64,
+    /// Partitions dropped whole (the filter covered them exactly).
+    pub dropped: u64,
+    /// Partitions with rows deleted inside them.
+    pub changed: u64,
+    /// The `__manifest` version after the delete (unchanged when nothing matched).
+    pub manifest_version: u64,
+    /// Manifest commit attempts.
+    pub attempts: u32,
+}
+
+#[pymethods]
+impl DeleteResult {
+    fn __repr__(&self) -> String {
+        format!(
+            "DeleteResult(rows={}, dropped={}, changed={}, manifest_version={}, attempts={})",
+            self.rows, self.dropped, self.changed, self.manifest_version, self.attempts
+        )
+    }
+}
+
+impl From<&DeleteSummary> for DeleteResult {
+    fn from(s: &DeleteSummary) -> Self {
+        Self {
+            rows: s.rows,
+            dropped: s.dropped,
+            changed: s.changed,
+            manifest_version: s.manifest_version,
+            attempts: s.attempts,
+        }
+    }
+}
+
+/// What a cleanup found (and removed, unless it was a dry run).
+#[pyclass(module = "lance_partitioned._native", frozen, eq, get_all)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CleanupResult {
+    /// Orphan leaf table directories (relative to the root).
+    pub orphans: Vec<String>,
+    /// Whether everything found was removed (`False` for a dry run).
+    pub removed: bool,
+    /// Files found in total: the orphans' files, stale version manifests and data files.
+    pub files: u64,
+    /// Bytes of those files.
+    pub bytes: u64,
+    /// Detached versions of live partitions no manifest version records
+    /// (`<location>@<version>`).
+    pub stale_versions: Vec<String>,
+    /// Data files of live partitions no kept version names (relative to the root).
+    pub stale_files: Vec<String>,
+}
+
+#[pymethods]
+impl CleanupResult {
+    fn __repr__(&self) -> String {
+        format!(
+            "CleanupResult(orphans={}, stale_versions={}, stale_files={}, files={}, bytes={}, \
+             removed={})",
+            self.orphans.len(),
+            self.stale_versions.len(),
+            self.stale_files.len(),
+            self.files,
+            self.bytes,
+            if self.removed { "True" } else { "False" }
+        )
+    }
+}
+
+impl From<CleanupSummary> for CleanupResult {
+    fn from(s: CleanupSummary) -> Self {
+        Self {
+            orphans: s.orphans,
+            removed: s.removed,
+            files: s.files,
+            bytes: s.bytes,
+            stale_versions: s.stale_versions,
+            stale_files: s.stale_files,
+        }
+    }
+}
