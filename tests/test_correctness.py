@@ -484,3 +484,34 @@ def test_delete_by_columns_older_partitions_store_differently(tmp_path: Path) ->
     assert remaining() == [("a", 1, None, None), ("b", 4, None, None)]
     assert ns.delete("x IS NULL").rows == 2
     assert ns.to_table().num_rows == 0
+
+
+def test_distributed_write_keeps_binary_and_nanosecond_keys_apart(tmp_path: Path) -> None:
+    """Staged messages carry partition values exactly: b"ff" and b"\\xff" (whose string forms
+    coincide) stay two partitions, and nanoseconds of a timestamp key are kept."""
+    ts = pa.timestamp("ns", "UTC")
+    schema = pa.schema([pa.field("b", pa.binary()), pa.field("t", ts), pa.field("v", pa.int64())])
+    spec = lp.PartitionSpec(
+        [
+            lp.PartitionField("b", source="b", transform=lp.Identity()),
+            lp.PartitionField("t", source="t", transform=lp.Identity()),
+        ]
+    )
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema=schema, spec=spec)
+    t1, t2 = 1_718_454_645_123_456_789, 1_718_454_645_123_456_001
+    data = pa.table(
+        {
+            "b": pa.array([b"ff", b"\xff", b"ff", b"\xff"], pa.binary()),
+            "t": pa.array([t1, t1, t2, t2], ts),
+            "v": pa.array([1, 2, 3, 4], pa.int64()),
+        }
+    )
+    dw = ns.distributed_write()
+    msgs = [dw.stage(data.slice(0, 2)), dw.stage(data.slice(2, 2))]
+    res = dw.commit(msgs)
+    assert (res.rows, res.created) == (4, 4)
+    parts = ns.partitions().sort_by("rows")
+    got = sorted(zip(parts["b"].to_pylist(), parts["t"].cast(pa.int64()).to_pylist(), strict=True))
+    assert got == sorted([(b"ff", t1), (b"\xff", t1), (b"ff", t2), (b"\xff", t2)])
+    for row in ns.to_table().to_pylist():
+        assert ns.to_table(filter=pc.field("v") == row["v"]).num_rows == 1

@@ -43,11 +43,11 @@ pub fn derived_id(
         // Type, then the serialised value (or a NULL marker): distinct values never collide.
         data.extend_from_slice(v.data_type().to_string().as_bytes());
         data.push(0);
-        // The string form maps '' and NULL alike; the null marker keeps them apart.
+        // NULL has a marker of its own ('' is a value); the exact text never merges values.
         if v.is_null() {
             data.push(0);
         } else {
-            let s = crate::ns::values::to_string(v)?.unwrap_or_default();
+            let s = crate::ns::values::to_exact_text(v)?;
             data.push(1);
             data.extend_from_slice(&(s.len() as u64).to_le_bytes());
             data.extend_from_slice(s.as_bytes());

@@ -114,6 +114,67 @@ pub fn from_string(text: Option<&str>, dt: &DataType) -> Result<ScalarValue> {
     Ok(ScalarValue::try_from_array(&out, 0)?)
 }
 
+/// A lossless text form of a non-NULL value, for identities within one write (staged
+/// messages, derived namespace ids): the string form, except binary values as lowercase hex
+/// (the string form shows valid UTF-8 as text, so `b"ff"` and `b"\xff"` would meet) and
+/// timestamps as their integer in the type's unit (the string form keeps microseconds).
+///
+/// # Errors
+/// As [`to_string`].
+pub fn to_exact_text(v: &ScalarValue) -> Result<String> {
+    use ScalarValue as S;
+    Ok(match v {
+        S::Binary(Some(b))
+        | S::LargeBinary(Some(b))
+        | S::BinaryView(Some(b))
+        | S::FixedSizeBinary(_, Some(b)) => b.iter().map(|x| format!("{x:02x}")).collect(),
+        S::TimestampSecond(Some(x), _)
+        | S::TimestampMillisecond(Some(x), _)
+        | S::TimestampMicrosecond(Some(x), _)
+        | S::TimestampNanosecond(Some(x), _) => x.to_string(),
+        other => to_string(other)?.unwrap_or_default(),
+    })
+}
+
+/// Parses [`to_exact_text`] back into a value of type `dt`.
+///
+/// # Errors
+/// `InvalidArgument` when the text is not a value of `dt`.
+pub fn from_exact_text(text: &str, dt: &DataType) -> Result<ScalarValue> {
+    let bad = || Error::InvalidArgument(format!("{text:?} is not an exact {dt} value"));
+    match dt {
+        DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => {
+            if text.len() % 2 != 0 || !text.is_ascii() {
+                return Err(bad());
+            }
+            let bytes = (0..text.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&text[i..i + 2], 16).map_err(|_| bad()))
+                .collect::<Result<Vec<u8>>>()?;
+            Ok(match dt {
+                DataType::LargeBinary => ScalarValue::LargeBinary(Some(bytes)),
+                DataType::BinaryView => ScalarValue::BinaryView(Some(bytes)),
+                DataType::FixedSizeBinary(n) => ScalarValue::FixedSizeBinary(*n, Some(bytes)),
+                _ => ScalarValue::Binary(Some(bytes)),
+            })
+        }
+        DataType::Timestamp(unit, tz) => {
+            let x: i64 = text.parse().map_err(|_| bad())?;
+            let tz = tz.clone();
+            Ok(match unit {
+                TimeUnit::Second => ScalarValue::TimestampSecond(Some(x), tz),
+                TimeUnit::Millisecond => ScalarValue::TimestampMillisecond(Some(x), tz),
+                TimeUnit::Microsecond => ScalarValue::TimestampMicrosecond(Some(x), tz),
+                TimeUnit::Nanosecond => ScalarValue::TimestampNanosecond(Some(x), tz),
+            })
+        }
+        _ => from_string(Some(text), dt).map_err(|e| Error::InvalidArgument(e.to_string())),
+    }
+}
+
 fn normalise(text: &str, dt: &DataType) -> String {
     match dt {
         DataType::Float32 | DataType::Float64 => match text {
@@ -229,6 +290,40 @@ mod tests {
 
     fn s(v: ScalarValue) -> Option<String> {
         to_string(&v).unwrap()
+    }
+
+    #[test]
+    fn exact_text_keeps_every_value_apart_and_round_trips() {
+        use ScalarValue as S;
+        let values = [
+            S::Binary(Some(b"ff".to_vec())),
+            S::Binary(Some(vec![0xff])),
+            S::Binary(Some(Vec::new())),
+            S::LargeBinary(Some(vec![0, 1, 0xfe])),
+            S::FixedSizeBinary(2, Some(vec![0xde, 0xad])),
+            S::TimestampNanosecond(Some(1_718_454_645_123_456_789), Some("UTC".into())),
+            S::TimestampNanosecond(Some(1_718_454_645_123_456_001), Some("UTC".into())),
+            S::TimestampSecond(Some(-1), None),
+            S::Utf8(Some(String::new())),
+            S::Utf8(Some("ff".into())),
+            S::Float64(Some(0.1)),
+            S::Float64(Some(-0.0)),
+            S::Decimal128(Some(-12345), 10, 3),
+            S::Date32(Some(19_723)),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for v in &values {
+            let text = to_exact_text(v).unwrap();
+            assert!(seen.insert((v.data_type(), text.clone())), "{v:?} merged");
+            let back = from_exact_text(&text, &v.data_type()).unwrap();
+            assert_eq!(&back, v, "{text:?}");
+        }
+        assert_ne!(
+            to_exact_text(&values[0]).unwrap(),
+            to_exact_text(&values[1]).unwrap()
+        );
+        assert!(from_exact_text("f", &DataType::Binary).is_err());
+        assert!(from_exact_text("zz", &DataType::Binary).is_err());
     }
 
     #[test]

@@ -17,9 +17,8 @@ const FORMAT: u32 = 1;
 /// What one task wrote for one partition.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MessagePart {
-    /// Partition values, serialised per the partition value serialization spec; None is NULL
-    /// and an empty string is `Some("")` (unlike the spec's string form, which maps both to
-    /// absent).
+    /// Partition values in their exact text form ([`values::to_exact_text`]); None is NULL
+    /// and an empty string is `Some("")`.
     pub key: Vec<Option<String>>,
     /// Existing leaf: its object id; None for a new partition.
     pub object_id: Option<String>,
@@ -40,7 +39,6 @@ pub struct MessagePart {
 
 impl MessagePart {
     fn from_part(p: StagedPart) -> Result<Self> {
-        // NULL is None; every other value is Some (the string form alone maps '' to None).
         let key = p
             .key
             .iter()
@@ -48,7 +46,7 @@ impl MessagePart {
                 Ok(if v.is_null() {
                     None
                 } else {
-                    Some(values::to_string(v)?.unwrap_or_default())
+                    Some(values::to_exact_text(v)?)
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -86,7 +84,12 @@ impl MessagePart {
             .key
             .iter()
             .zip(key_types.fields())
-            .map(|(v, f)| values::from_string(v.as_deref(), f.data_type()))
+            .map(|(v, f)| match v {
+                Some(text) => values::from_exact_text(text, f.data_type()),
+                None => Ok(crate::datafusion::scalar::ScalarValue::try_from(
+                    f.data_type(),
+                )?),
+            })
             .collect::<Result<Vec<_>>>()?;
         let target = match &self.object_id {
             Some(object_id) => Target::Existing {
