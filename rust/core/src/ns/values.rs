@@ -147,7 +147,7 @@ pub fn from_exact_text(text: &str, dt: &DataType) -> Result<ScalarValue> {
         | DataType::LargeBinary
         | DataType::BinaryView
         | DataType::FixedSizeBinary(_) => {
-            if text.len() % 2 != 0 || !text.is_ascii() {
+            if !text.len().is_multiple_of(2) || !text.is_ascii() {
                 return Err(bad());
             }
             let bytes = (0..text.len())
