@@ -23,7 +23,7 @@ export JAVA_HOME
 endif
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: all venv build test test-rust test-python lint fmt demo bench bench-rust java-check clean
+.PHONY: all venv build test test-rust test-python lint stubtest fmt demo bench bench-rust java-check clean
 
 all: test
 
@@ -46,6 +46,11 @@ lint: venv
 	ruff check python tests benches
 	ruff format --check python tests benches
 	mypy
+	$(MAKE) stubtest
+
+# The extension's type stubs must match the built module (needs the build).
+stubtest: build
+	$(PY) -m mypy.stubtest lance_partitioned._native --allowlist python/stubtest-allowlist.txt
 
 test-rust: venv
 	cargo test --release -p lance-partitioned-core --features test-hooks

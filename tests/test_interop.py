@@ -145,7 +145,8 @@ def test_pylance_write_drops_columns_then_repair_restores_them(tmp_path: Path) -
     weak.write(data(300))
     before = weak.partitions().sort_by("object_id")
     want = weak.to_table().sort_by("id")
-    # pylance rewrites the manifest with its five columns only (D14)
+    # pylance rewrites the manifest with its five columns only
+    # (docs/design.md, "Manifest columns other tools drop")
     _dn(weak.root).create_namespace(
         lance_namespace.CreateNamespaceRequest(id=["scratch"], properties={"owner": "someone"})
     )

@@ -79,7 +79,8 @@ def test_bucket_range_and_d3_case() -> None:
     for n in (1, 2, 3, 7, 16, 1000, 2**31 - 1):
         b = k.bucket(vals, n).to_pylist()
         assert all(0 <= x < n for x in b)
-    # murmur3(int32 -2089875627) == i32::MIN: |h| = 2**31 (D3), not an error
+    # murmur3(int32 -2089875627) == i32::MIN: |h| = 2**31, not an error
+    # (docs/design.md, "Bucket arithmetic")
     m = pa.array([-2089875627], pa.int32())
     assert k.murmur3(m).to_pylist() == [-(2**31)]
     assert k.bucket(m, 10).to_pylist() == [2**31 % 10]
@@ -160,7 +161,8 @@ EST = dt.timezone(dt.timedelta(hours=-5))
 def test_partition_values_casts_to_namespace_types_first() -> None:
     batch = pa.RecordBatch.from_pydict(
         {
-            # id arrives as int32 and the timestamp in another zone and unit: D2 casts both.
+            # id arrives as int32 and the timestamp in another zone and unit: both are cast to
+            # the namespace types first.
             "id": pa.array([5, 0], pa.int32()),
             "event_ts": pa.array(
                 [

@@ -1,5 +1,6 @@
-"""Property tests: hashes equal an independent MurmurHash3 (mmh3) over D1's bytes; bucket is
-|h| mod n; route returns a partition of the input rows."""
+"""Property tests: hashes equal an independent MurmurHash3 (mmh3) over the bytes
+docs/design.md ("Hashed bytes per type") prescribes; bucket is |h| mod n; route returns a
+partition of the input rows."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-from typing import Any
+from typing import Any, final
 
 import pyarrow as pa
+from typing_extensions import Self
 
 __version__: str
 
@@ -61,9 +62,10 @@ def cleanup_namespace(
     root: str, older_than_seconds: float, dry_run: bool = False
 ) -> CleanupResult: ...
 
+@final
 class WriteResult:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         *,
         rows: int,
         partitions: int,
@@ -75,7 +77,7 @@ class WriteResult:
         attempts: int,
         rewritten: int = 0,
         already_committed: bool = False,
-    ) -> None: ...
+    ) -> Self: ...
     @property
     def rows(self) -> int: ...
     @property
@@ -97,6 +99,7 @@ class WriteResult:
     @property
     def already_committed(self) -> bool: ...
 
+@final
 class DeleteResult:
     @property
     def rows(self) -> int: ...
@@ -109,6 +112,7 @@ class DeleteResult:
     @property
     def attempts(self) -> int: ...
 
+@final
 class CleanupResult:
     @property
     def orphans(self) -> list[str]: ...
@@ -123,6 +127,7 @@ class CleanupResult:
     @property
     def stale_files(self) -> list[str]: ...
 
+@final
 class Scan:
     @property
     def schema(self) -> pa.Schema: ...
@@ -132,6 +137,7 @@ class Scan:
     def __iter__(self) -> Scan: ...
     def __next__(self) -> pa.RecordBatch: ...
 
+@final
 class ManifestSnapshot:
     @staticmethod
     def load(root: str, version: int | None = None) -> ManifestSnapshot: ...
@@ -165,10 +171,11 @@ class ManifestSnapshot:
         only: list[str] | None = None,
     ) -> Scan: ...
 
+@final
 class DistributedWrite:
-    def __init__(
-        self, root: str, mode: str, manifest_version: int, strong: bool, nonce: str
-    ) -> None: ...
+    def __new__(
+        cls, root: str, mode: str, manifest_version: int, strong: bool, nonce: str
+    ) -> Self: ...
     @classmethod
     def plan(cls, root: str, mode: str, strong: bool | None) -> DistributedWrite: ...
     @property
@@ -193,8 +200,9 @@ class DistributedWrite:
     def commit(self, messages: list[bytes], *, concurrency: int) -> WriteResult: ...
     def key_hasher(self) -> KeyHasher: ...
 
+@final
 class KeyHasher:
-    def __init__(self, root: str, manifest_version: int) -> None: ...
+    def __new__(cls, root: str, manifest_version: int) -> Self: ...
     @property
     def source_columns(self) -> list[str]: ...
     def hash(self, batch: pa.RecordBatch) -> pa.Array[Any]: ...

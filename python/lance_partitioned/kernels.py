@@ -5,7 +5,7 @@ Every function takes Arrow data through the Arrow PyCapsule interface (pyarrow `
 with the GIL released, and returns pyarrow objects. A ``ChunkedArray`` (or any object exposing
 only ``__arrow_c_stream__``) is processed chunk by chunk and returned as a ``ChunkedArray``.
 
-Semantics (see DESIGN.md and the spec):
+Semantics (see docs/design.md):
 
 - :func:`murmur3` / :func:`murmur3_multi`: MurmurHash3 x86_32, seed 0, as int32; the bytes
   hashed per type are upstream Lance's (native little-endian bytes for numbers, dates and

@@ -3,7 +3,7 @@
 Requires PySpark >= 4.1 (Java 17+). The workers must be able to import ``lance_partitioned``
 (install it on the cluster, or run with ``PYSPARK_PYTHON`` pointing at this environment).
 
-Write pipeline (:func:`write`), per DESIGN.md:
+Write pipeline (:func:`write`):
 
 1. an Arrow UDF computes each row's partition key in Rust, reading only the partition source
    columns (``clustered`` mode);

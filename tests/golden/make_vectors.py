@@ -1,9 +1,9 @@
 """Regenerates tests/golden/vectors.json (run by hand; the JSON file is what tests read).
 
-The seed rows are copied from ../shared/spec/hash-vectors.md (their expected values as given
-there); the extension rows get their expected hashes from `mmh3` (an independent MurmurHash3
-implementation) over the bytes DESIGN.md D1 prescribes. Every row, seed or extension, is
-cross-checked against mmh3 here before the file is written.
+The seed rows are the format's published hash vectors (their expected values as published);
+the extension rows get their expected hashes from `mmh3` (an independent MurmurHash3
+implementation) over the bytes docs/design.md ("Hashed bytes per type") prescribes. Every row,
+seed or extension, is cross-checked against mmh3 here before the file is written.
 """
 
 from __future__ import annotations
