@@ -12,6 +12,7 @@ use lance_partitioned_core::arrow::datatypes::{DataType, Field, Int64Type, Schem
 use lance_partitioned_core::error::Error;
 use lance_partitioned_core::ns::delete::delete;
 use lance_partitioned_core::ns::manifest::{create, Snapshot};
+use lance_partitioned_core::ns::namespace::Namespace;
 use lance_partitioned_core::ns::runtime::block_on;
 use lance_partitioned_core::ns::scan::{prune, scan, Filter, ScanOptions};
 use lance_partitioned_core::ns::txn::WriteTransaction;
@@ -329,4 +330,24 @@ fn bad_input_is_refused_before_anything_is_written() {
     let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
     assert_eq!(snap.version, created, "nothing committed");
     assert!(ids(&ns, None).is_empty());
+}
+
+#[test]
+fn the_handle_reuses_its_snapshot_until_the_manifest_moves() {
+    let ns = namespace();
+    let handle = Namespace::open(&ns.root);
+    let (a, b) =
+        block_on(async { Ok((handle.snapshot(None).await?, handle.snapshot(None).await?)) })
+            .expect("snapshots");
+    assert!(Arc::ptr_eq(&a, &b));
+    let s = block_on(handle.write(
+        std::iter::once(Ok(rows(0..2, "US", DAY_2024))),
+        &WriteOptions::default(),
+    ))
+    .expect("write");
+    let c = block_on(handle.snapshot(None)).expect("snapshot");
+    assert_eq!(c.version, s.manifest_version);
+    assert!(!Arc::ptr_eq(&a, &c));
+    let old = block_on(handle.snapshot(Some(a.version))).expect("old version");
+    assert_eq!((old.version, old.leaves.len()), (a.version, 0));
 }

@@ -1,6 +1,6 @@
 //! Bindings of namespace maintenance: schema and spec evolution, repair, deletes, cleanup.
 
-use lance_partitioned_core::ns::manifest;
+use lance_partitioned_core::ns::namespace::Namespace;
 use lance_partitioned_core::ns::runtime::block_on;
 use lance_partitioned_core::spec::PartitionSpec;
 use pyo3::prelude::*;
@@ -18,9 +18,7 @@ pub fn update_schema<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let s = import_schema(schema)?;
     let root = root.to_string();
-    let stored = run(py, || {
-        block_on(lance_partitioned_core::ns::schema::update_schema(&root, &s))
-    })?;
+    let stored = run(py, || block_on(Namespace::open(&root).update_schema(&s)))?;
     export_schema(py, &stored)
 }
 
@@ -30,7 +28,7 @@ pub fn evolve_spec(py: Python<'_>, root: &str, spec_json: &str) -> PyResult<i32>
     let (root, spec_json) = (root.to_string(), spec_json.to_string());
     run(py, || {
         let spec = PartitionSpec::from_json(&spec_json)?;
-        block_on(manifest::evolve(&root, &spec))
+        block_on(Namespace::open(&root).evolve(&spec))
     })
 }
 
@@ -38,7 +36,7 @@ pub fn evolve_spec(py: Python<'_>, root: &str, spec_json: &str) -> PyResult<i32>
 #[pyfunction]
 pub fn repair_manifest(py: Python<'_>, root: &str) -> PyResult<Vec<String>> {
     let root = root.to_string();
-    run(py, || block_on(manifest::repair(&root)))
+    run(py, || block_on(Namespace::open(&root).repair()))
 }
 
 /// delete(root, filter, strong) -> summary
@@ -52,9 +50,7 @@ pub fn delete_rows(
 ) -> PyResult<DeleteResult> {
     let (root, filter) = (root.to_string(), filter.to_string());
     let s = run(py, || {
-        block_on(lance_partitioned_core::ns::delete::delete(
-            &root, &filter, strong, 20,
-        ))
+        block_on(Namespace::open(&root).delete(&filter, strong, 20))
     })?;
     Ok(DeleteResult::from(&s))
 }
@@ -76,9 +72,7 @@ pub fn cleanup_namespace(
     let root = root.to_string();
     let older_than = std::time::Duration::from_secs_f64(older_than_seconds);
     let s = run(py, || {
-        block_on(lance_partitioned_core::ns::cleanup::cleanup(
-            &root, older_than, dry_run,
-        ))
+        block_on(Namespace::open(&root).cleanup(older_than, dry_run))
     })?;
     Ok(CleanupResult::from(s))
 }

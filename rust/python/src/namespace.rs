@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use lance_partitioned_core::arrow::array::RecordBatch;
 use lance_partitioned_core::ns::manifest::{self, Snapshot};
+use lance_partitioned_core::ns::namespace::Namespace;
 use lance_partitioned_core::ns::runtime::block_on;
 use lance_partitioned_core::ns::scan::{self, ScanIter, ScanOptions};
 use lance_partitioned_core::spec::PartitionSpec;
@@ -27,7 +28,7 @@ pub fn create_namespace<'py>(
     let (root, spec_json) = (root.to_string(), spec_json.to_string());
     let stored = run(py, || {
         let spec = PartitionSpec::from_json(&spec_json)?;
-        block_on(manifest::create(&root, &s, &spec, &props))
+        Ok(block_on(Namespace::create(&root, &s, &spec, &props))?.1)
     })?;
     export_schema(py, &stored)
 }

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use lance_partitioned_core::arrow::array::ArrayRef;
+use lance_partitioned_core::ns::namespace::Namespace;
 use lance_partitioned_core::ns::runtime::block_on;
 use lance_partitioned_core::ns::write::distributed::{self, WritePlan};
 use lance_partitioned_core::ns::write::key_hasher;
-use lance_partitioned_core::ns::write::{self, Mode, StagedMessage, WriteOptions};
+use lance_partitioned_core::ns::write::{Mode, StagedMessage, WriteOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple, PyType};
 
@@ -70,7 +71,7 @@ pub fn write_data(
     let root = root.to_string();
     let s = BatchInput::finish(
         slot.as_ref(),
-        run(py, || block_on(write::write(&root, reader, &opts))),
+        run(py, || block_on(Namespace::open(&root).write(reader, &opts))),
     )?;
     Ok(WriteResult::from(&s))
 }
@@ -107,7 +108,7 @@ impl DistributedWrite {
         let root_s = root.to_string();
         let (p, nonce) = run(py, || {
             Ok((
-                block_on(distributed::plan(&root_s, strong))?,
+                block_on(Namespace::open(&root_s).plan_distributed(strong))?,
                 distributed::new_nonce()?,
             ))
         })?;
@@ -184,14 +185,8 @@ impl DistributedWrite {
         let bytes = BatchInput::finish(
             slot.as_ref(),
             run(py, || {
-                block_on(distributed::stage(
-                    &self.root,
-                    plan,
-                    &self.nonce,
-                    reader,
-                    &opts,
-                ))?
-                .to_bytes()
+                let ns = Namespace::open(&self.root);
+                block_on(ns.stage(plan, &self.nonce, reader, &opts))?.to_bytes()
             }),
         )?;
         Ok(PyBytes::new(py, &bytes))
@@ -214,7 +209,7 @@ impl DistributedWrite {
                 concurrency: concurrency.max(1),
                 ..Default::default()
             };
-            block_on(distributed::commit_staged(&self.root, &staged, &opts))
+            block_on(Namespace::open(&self.root).commit_staged(&staged, &opts))
         })?;
         Ok(WriteResult::from(&s))
     }

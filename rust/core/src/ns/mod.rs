@@ -1,6 +1,7 @@
 //! The partitioned namespace: on-disk format (`__manifest` + one Lance dataset per leaf
 //! partition), atomic commits, pruning and snapshot reads.
 //!
+//! - [`namespace`]: the `Namespace` handle, the entry point of every operation.
 //! - [`runtime`]: the process-wide tokio runtime (fork-aware).
 //! - [`ids`]: random namespace ids and table locations (D8).
 //! - [`values`]: partition values as strings (`partition.<field_id>` properties, D14).
@@ -20,6 +21,7 @@ pub mod delete;
 pub mod filter;
 pub mod ids;
 pub mod manifest;
+pub mod namespace;
 pub mod naming;
 pub mod runtime;
 pub mod scan;

@@ -1,5 +1,5 @@
 //! Partition values as strings (`partition-value-serialization.md`): the `partition.<field_id>`
-//! runtime properties (D14), lineage facets and Hive-style paths all use this form.
+//! runtime properties (docs/design.md, "Partition values as strings"), lineage facets and Hive-style paths all use this form.
 //!
 //! NULL and the empty string (and empty binary) have no string form (`None`): the typed
 //! manifest column keeps them apart.

@@ -1,0 +1,176 @@
+//! [`Namespace`]: one partitioned namespace, the entry point of every operation on it.
+//!
+//! Every method is async; the caller owns the runtime (the Python binding drives them with its
+//! own fork-aware runtime). The handle keeps the latest snapshot it loaded and reuses it while
+//! the manifest has not moved.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::arrow::array::RecordBatch;
+use crate::arrow::datatypes::Schema;
+use crate::error::Result;
+use crate::ns::cleanup::{cleanup, CleanupSummary};
+use crate::ns::delete::{delete, DeleteSummary};
+use crate::ns::manifest::{self, Snapshot};
+use crate::ns::schema::update_schema;
+use crate::ns::write::distributed::{self, WritePlan};
+use crate::ns::write::{self, StagedMessage, WriteOptions, WriteSummary};
+use crate::spec::PartitionSpec;
+
+/// One partitioned namespace (see the module docs).
+#[derive(Debug)]
+pub struct Namespace {
+    root: String,
+    latest: Mutex<Option<Arc<Snapshot>>>,
+}
+
+impl Namespace {
+    /// The namespace at `root` (nothing is read until it is used).
+    pub fn open(root: &str) -> Self {
+        Self {
+            root: root.to_string(),
+            latest: Mutex::new(None),
+        }
+    }
+
+    /// Creates a namespace at `root`; returns it and its schema as stored (with field ids).
+    ///
+    /// # Errors
+    /// As [`manifest::create`].
+    pub async fn create(
+        root: &str,
+        schema: &Schema,
+        spec: &PartitionSpec,
+        properties: &HashMap<String, String>,
+    ) -> Result<(Self, Schema)> {
+        let stored = manifest::create(root, schema, spec, properties).await?;
+        Ok((Self::open(root), stored))
+    }
+
+    /// The root URI.
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
+    /// The snapshot at manifest `version`, or the latest one (reused while the manifest has
+    /// not moved).
+    ///
+    /// # Errors
+    /// `NotFound` for a missing namespace or version; `Corrupt` for a manifest that does not
+    /// index.
+    pub async fn snapshot(&self, version: Option<u64>) -> Result<Arc<Snapshot>> {
+        if let Some(v) = version {
+            return Ok(Arc::new(Snapshot::load(&self.root, Some(v)).await?));
+        }
+        let cached = self.cached();
+        if let Some(snap) = &cached {
+            let latest = snap.dataset.latest_version_id().await?;
+            if latest == snap.version {
+                return Ok(Arc::clone(snap));
+            }
+        }
+        let snap = Arc::new(Snapshot::load(&self.root, None).await?);
+        *self.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&snap));
+        Ok(snap)
+    }
+
+    fn cached(&self) -> Option<Arc<Snapshot>> {
+        self.latest
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Writes `input`: stage in this process, then commit (see [`write::write`]).
+    ///
+    /// # Errors
+    /// As [`write::write`].
+    pub async fn write(
+        &self,
+        input: impl Iterator<Item = Result<RecordBatch>>,
+        opts: &WriteOptions,
+    ) -> Result<WriteSummary> {
+        write::write(&self.root, input, opts).await
+    }
+
+    /// Plans a distributed write on the latest manifest version.
+    ///
+    /// # Errors
+    /// As [`distributed::plan`].
+    pub async fn plan_distributed(&self, strong: Option<bool>) -> Result<WritePlan> {
+        distributed::plan(&self.root, strong).await
+    }
+
+    /// Stages one task's rows of a distributed write.
+    ///
+    /// # Errors
+    /// As [`distributed::stage`].
+    pub async fn stage(
+        &self,
+        plan: WritePlan,
+        nonce: &str,
+        input: impl Iterator<Item = Result<RecordBatch>>,
+        opts: &WriteOptions,
+    ) -> Result<StagedMessage> {
+        distributed::stage(&self.root, plan, nonce, input, opts).await
+    }
+
+    /// Commits the staged messages of one distributed write.
+    ///
+    /// # Errors
+    /// As [`distributed::commit_staged`].
+    pub async fn commit_staged(
+        &self,
+        messages: &[StagedMessage],
+        opts: &WriteOptions,
+    ) -> Result<WriteSummary> {
+        distributed::commit_staged(&self.root, messages, opts).await
+    }
+
+    /// Deletes the rows matching `filter`.
+    ///
+    /// # Errors
+    /// As [`delete`].
+    pub async fn delete(
+        &self,
+        filter: &str,
+        strong: Option<bool>,
+        max_attempts: u32,
+    ) -> Result<DeleteSummary> {
+        delete(&self.root, filter, strong, max_attempts).await
+    }
+
+    /// Adds a spec version and makes it current; returns its id.
+    ///
+    /// # Errors
+    /// As [`manifest::evolve`].
+    pub async fn evolve(&self, spec: &PartitionSpec) -> Result<i32> {
+        manifest::evolve(&self.root, spec).await
+    }
+
+    /// Replaces the schema (fields matched by field id); returns it as stored.
+    ///
+    /// # Errors
+    /// As [`update_schema`].
+    pub async fn update_schema(&self, schema: &Schema) -> Result<Schema> {
+        update_schema(&self.root, schema).await
+    }
+
+    /// Restores manifest columns other tools dropped; returns their names.
+    ///
+    /// # Errors
+    /// As [`manifest::repair`].
+    pub async fn repair(&self) -> Result<Vec<String>> {
+        manifest::repair(&self.root).await
+    }
+
+    /// Removes what failed writes left behind (files older than `older_than`).
+    ///
+    /// # Errors
+    /// As [`cleanup`].
+    pub async fn cleanup(&self, older_than: Duration, dry_run: bool) -> Result<CleanupSummary> {
+        cleanup(&self.root, older_than, dry_run).await
+    }
+}
