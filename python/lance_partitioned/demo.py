@@ -144,7 +144,7 @@ def _root_problem(root: str, replace: bool) -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=2_000_000, help="events of the first ingest")
     ap.add_argument("--root", default=None, help="namespace directory (default: a temp dir)")
@@ -155,26 +155,15 @@ def main(argv: list[str] | None = None) -> int:
         help="with --root: replace a lance-partitioned namespace already there (anything else "
         "in a non-empty directory is never deleted)",
     )
-    args = ap.parse_args(argv)
-    if args.root is not None:
-        problem = _root_problem(args.root, args.replace)
-        if problem:
-            print(f"demo: {problem}", file=sys.stderr)
-            return 2
+    return ap.parse_args(argv)
 
+
+def _start_spark(timings: dict[str, float]) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    workdir = args.root or tempfile.mkdtemp(prefix="lance-partitioned-demo-")
-    root = os.path.join(workdir, "events") if args.root is None else args.root
-    if args.root is not None and args.replace and _is_namespace(root):
-        shutil.rmtree(root)
-    timings: dict[str, float] = {}
-    t_start = time.perf_counter()
-
-    _say("== lance-partitioned demo ==")
     with _timed("spark startup", timings):
         spark = (
             SparkSession.builder.master("local[2]")
@@ -188,79 +177,80 @@ def main(argv: list[str] | None = None) -> int:
         )
         spark.sparkContext.setLogLevel("ERROR")
         lps.register(spark)
+    return spark
 
-    spec = lp.PartitionSpec(
-        [
-            lp.PartitionField("year", source="event_ts", transform=lp.Year()),
-            lp.PartitionField("month", source="event_ts", transform=lp.Month()),
-            lp.PartitionField("day", source="event_ts", transform=lp.Day()),
-            lp.PartitionField("country", source="country", transform=lp.Identity()),
-        ]
-    )
-    n1 = args.rows
-    _say(f"\n1. ingest {n1:,} events (2025-12-20 .. 2026-01-09)")
-    _say("   partitioned by year(event_ts) / month(event_ts) / day(event_ts) / country")
-    with _timed("generate 1 (Spark, cached)", timings):
-        df1 = events(spark, n1, 0, "2025-12-20", 21).cache()
-        df1.count()
-    with _timed("ingest 1", timings):
-        r1 = lps.write(df1, root, spec=spec, num_tasks=4)
+
+SPEC = lp.PartitionSpec(
+    [
+        lp.PartitionField("year", source="event_ts", transform=lp.Year()),
+        lp.PartitionField("month", source="event_ts", transform=lp.Month()),
+        lp.PartitionField("day", source="event_ts", transform=lp.Day()),
+        lp.PartitionField("country", source="country", transform=lp.Identity()),
+    ]
+)
+
+
+def _ingest(
+    spark: Any, root: str, n: int, start: int, days: tuple[str, int], step: str, timings: Any
+) -> lp.WriteResult:
+    """Generates ``n`` events (cached, so the ingest alone is timed) and writes them (the
+    first ingest creates the namespace with :data:`SPEC`)."""
+    with _timed(f"generate {step} (Spark, cached)", timings):
+        df = events(spark, n, start, days[0], days[1]).cache()
+        df.count()
+    with _timed(f"ingest {step}", timings):
+        r = lps.write(df, root, spec=SPEC if start == 0 else None, num_tasks=4)
     _say(
-        f"   {r1.rows:,} rows -> {r1.partitions} partitions ({r1.created} new), {r1.files} files, "
-        f"{r1.bytes / 1e6:.1f} MB, {r1.rows / timings['ingest 1'] / 1e6:.2f} M rows/s"
+        f"   {r.rows:,} rows -> {r.partitions} partitions ({r.created} new), {r.files} files, "
+        f"{r.bytes / 1e6:.1f} MB, {r.rows / timings[f'ingest {step}'] / 1e6:.2f} M rows/s"
     )
+    return r
 
+
+def _evolve(ns: lp.PartitionedNamespace, timings: dict[str, float]) -> int:
     _say("\n2. evolve the spec: add bucket(user_id, 8)")
-    ns = lp.PartitionedNamespace.open(root)
     evolved = lp.PartitionSpec(
-        [*spec.fields, lp.PartitionField("user_bucket", source="user_id", transform=lp.Bucket(8))]
+        [*SPEC.fields, lp.PartitionField("user_bucket", source="user_id", transform=lp.Bucket(8))]
     )
     with _timed("evolve", timings):
         spec_id = ns.evolve(evolved)
     _say(f"   new spec version v{spec_id}; old partitions stay readable under v1")
-    n2 = max(n1 // 4, 1)
-    _say(f"   ingest {n2:,} more events (2026-01-10 .. 2026-01-16) under v{spec_id}")
-    with _timed("generate 2 (Spark, cached)", timings):
-        df2 = events(spark, n2, n1, "2026-01-10", 7).cache()
-        df2.count()
-    with _timed("ingest 2", timings):
-        r2 = lps.write(df2, root, num_tasks=4)
-    _say(
-        f"   {r2.rows:,} rows -> {r2.partitions} partitions ({r2.created} new), {r2.files} files, "
-        f"{r2.rows / timings['ingest 2'] / 1e6:.2f} M rows/s"
-    )
+    return spec_id
 
-    ns.refresh()
-    _say("\n3. partition tree")
-    _tree(ns)
-    _say("\n4. rows per partition")
-    _skew(ns)
 
-    query = (
-        "country = 'DE' AND event_ts >= TIMESTAMP '2026-01-05 00:00:00' "
-        "AND event_ts < TIMESTAMP '2026-01-12 00:00:00'"
-    )
-    _say(f"\n5. query: {query}")
+QUERY = (
+    "country = 'DE' AND event_ts >= TIMESTAMP '2026-01-05 00:00:00' "
+    "AND event_ts < TIMESTAMP '2026-01-12 00:00:00'"
+)
+
+
+def _query(spark: Any, ns: lp.PartitionedNamespace, timings: dict[str, float]) -> bool:
+    """Runs the pruned query with pyarrow and with Spark; False when they disagree."""
+    _say(f"\n5. query: {QUERY}")
     _say("   pruning plan:")
-    for line in ns.explain(query).splitlines():
+    for line in ns.explain(QUERY).splitlines():
         _say(f"      {line}")
     with _timed("query (pyarrow, pruned)", timings):
-        t = ns.to_table(filter=query, columns=["event_ts", "country", "user_id", "amount"])
-    total = pc.sum(t["amount"]).as_py()
-    _say(f"   {t.num_rows:,} rows, total amount {total:,}")
-    from pyspark.sql import functions as F
-
+        t = ns.to_table(filter=QUERY, columns=["event_ts", "country", "user_id", "amount"])
+    _say(f"   {t.num_rows:,} rows, total amount {pc.sum(t['amount']).as_py():,}")
     with _timed("query (Spark, our filter: pruned)", timings):
-        df = lps.read(spark, root, query)
+        df = lps.read(spark, ns.root, QUERY)
         n_pruned = df.count()
-    leaves = df.rdd.getNumPartitions()
     _say(
-        f"   Spark read {leaves} leaf tables of {ns.partitions(with_rows=False).num_rows}: "
-        f"{n_pruned:,} rows"
+        f"   Spark read {df.rdd.getNumPartitions()} leaf tables of "
+        f"{ns.partitions(with_rows=False).num_rows}: {n_pruned:,} rows"
     )
     if n_pruned != t.num_rows:
         _say("   MISMATCH between the Spark and the pyarrow read")
-        return 1
+        return False
+    _per_day(df)
+    _dataframe_filter(spark, ns.root, timings)
+    return True
+
+
+def _per_day(df: Any) -> None:
+    from pyspark.sql import functions as F
+
     per_day = (
         df.groupBy(F.to_date("event_ts").alias("day"))
         .agg(F.count("*").alias("events"), F.sum("amount").alias("amount"))
@@ -269,6 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     for r in per_day:
         _say(f"      {r['day']}  {r['events']:>7,} events  amount {r['amount']:>14,}")
+
+
+def _dataframe_filter(spark: Any, root: str, timings: dict[str, float]) -> None:
+    from pyspark.sql import functions as F
+
     with _timed("query (Spark, DataFrame filter)", timings):
         full = lps.read(spark, root).filter(
             (F.col("country") == "DE")
@@ -281,6 +276,38 @@ def main(argv: list[str] | None = None) -> int:
         f"down (reads {full.rdd.getNumPartitions()} leaves) and filters timestamps itself"
     )
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    if args.root is not None:
+        problem = _root_problem(args.root, args.replace)
+        if problem:
+            print(f"demo: {problem}", file=sys.stderr)
+            return 2
+    workdir = args.root or tempfile.mkdtemp(prefix="lance-partitioned-demo-")
+    root = os.path.join(workdir, "events") if args.root is None else args.root
+    if args.root is not None and args.replace and _is_namespace(root):
+        shutil.rmtree(root)
+    timings: dict[str, float] = {}
+    t_start = time.perf_counter()
+    _say("== lance-partitioned demo ==")
+    spark = _start_spark(timings)
+    n1 = args.rows
+    _say(f"\n1. ingest {n1:,} events (2025-12-20 .. 2026-01-09)")
+    _say("   partitioned by year(event_ts) / month(event_ts) / day(event_ts) / country")
+    _ingest(spark, root, n1, 0, ("2025-12-20", 21), "1", timings)
+    ns = lp.PartitionedNamespace.open(root)
+    spec_id = _evolve(ns, timings)
+    n2 = max(n1 // 4, 1)
+    _say(f"   ingest {n2:,} more events (2026-01-10 .. 2026-01-16) under v{spec_id}")
+    _ingest(spark, root, n2, n1, ("2026-01-10", 7), "2", timings)
+    ns.refresh()
+    _say("\n3. partition tree")
+    _tree(ns)
+    _say("\n4. rows per partition")
+    _skew(ns)
+    if not _query(spark, ns, timings):
+        return 1
     _say("\n6. timings")
     for k, v in timings.items():
         _say(f"   {k:<40} {v:8.2f} s")

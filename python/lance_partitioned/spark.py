@@ -212,41 +212,18 @@ def write(
     Values are cast to the namespace schema before partitioning, so where a row lands never
     depends on Spark's session time zone or string types.
     """
-    from pyspark.sql.pandas.functions import arrow_udf
-
     from lance_partitioned._spark_source import ensure_namespace
 
     write_args(mode, transaction_mode)  # before anything is created
-    if num_tasks is not None and num_tasks < 1:
-        raise InvalidArgumentError("num_tasks must be positive")
-    if num_tasks is not None and not clustered:
-        raise InvalidArgumentError(
-            "num_tasks applies to clustered writes (one-pass never shuffles)"
-        )
-    if key not in ("exact", "native"):
-        raise InvalidArgumentError(f"key must be 'exact' or 'native', not {key!r}")
+    _check_shuffle(clustered, key, num_tasks)
     limits = TaskLimits(max_rows_per_file, max_buffer_bytes, max_new_partitions)
     t0 = time.perf_counter()
     ns = ensure_namespace(uri, df.schema, spec, properties)
     dw = ns.distributed_write(mode, transaction_mode=transaction_mode)
     log.info("lance-partitioned: writing to %s (%s, clustered=%s)", ns.root, dw, clustered)
-    out = df
-    if clustered:
-        n = num_tasks or int(
-            df.sparkSession.conf.get("spark.sql.shuffle.partitions", "200") or "200"
-        )
-        native, complete = _native_key_columns(ns, df)
-        if native and (complete or key == "native"):
-            out = df.repartition(n, *native)
-            log.info("lance-partitioned: clustering by a Spark-native key (exact: %s)", complete)
-        elif sources := [c for c in dw.key_hasher().source_columns if c in df.columns]:
-            udf = arrow_udf(_key_function(dw.root, dw.manifest_version, sources), "int")  # type: ignore[call-overload]
-            out = df.withColumn(_KEY, udf(*[df[c] for c in sources]))
-            out = out.repartition(n, _KEY).drop(_KEY)
-            log.info("lance-partitioned: clustering by the exact key (Rust Arrow UDF)")
-    stage = _Stage(dw, limits, _after_stage)
+    out = _cluster(df, ns, dw, key, num_tasks) if clustered else df
     t1 = time.perf_counter()
-    rows = out.mapInArrow(stage, "message binary, rows long").collect()
+    rows = out.mapInArrow(_Stage(dw, limits, _after_stage), "message binary, rows long").collect()
     t2 = time.perf_counter()
     log.info(
         "lance-partitioned: staged %d rows in %d tasks in %.1f s",
@@ -255,7 +232,41 @@ def write(
         t2 - t1,
     )
     result = dw.commit([r["message"] for r in rows])
-    t3 = time.perf_counter()
+    _log_commit(result, t3=time.perf_counter(), t2=t2, t0=t0)
+    return result
+
+
+def _check_shuffle(clustered: bool, key: str, num_tasks: int | None) -> None:
+    if num_tasks is not None and num_tasks < 1:
+        raise InvalidArgumentError("num_tasks must be positive")
+    if num_tasks is not None and not clustered:
+        raise InvalidArgumentError(
+            "num_tasks applies to clustered writes (one-pass never shuffles)"
+        )
+    if key not in ("exact", "native"):
+        raise InvalidArgumentError(f"key must be 'exact' or 'native', not {key!r}")
+
+
+def _cluster(
+    df: DataFrame, ns: PartitionedNamespace, dw: DistributedWrite, key: str, num_tasks: int | None
+) -> DataFrame:
+    """``df`` repartitioned so that every partition's rows meet in one task."""
+    from pyspark.sql.pandas.functions import arrow_udf
+
+    n = num_tasks or int(df.sparkSession.conf.get("spark.sql.shuffle.partitions", "200") or "200")
+    native, complete = _native_key_columns(ns, df)
+    if native and (complete or key == "native"):
+        log.info("lance-partitioned: clustering by a Spark-native key (exact: %s)", complete)
+        return df.repartition(n, *native)
+    sources = [c for c in dw.key_hasher().source_columns if c in df.columns]
+    if not sources:
+        return df
+    udf = arrow_udf(_key_function(dw.root, dw.manifest_version, sources), "int")  # type: ignore[call-overload]
+    log.info("lance-partitioned: clustering by the exact key (Rust Arrow UDF)")
+    return df.withColumn(_KEY, udf(*[df[c] for c in sources])).repartition(n, _KEY).drop(_KEY)
+
+
+def _log_commit(result: WriteResult, *, t3: float, t2: float, t0: float) -> None:
     log.info(
         "lance-partitioned: committed manifest version %d in %.1f s: %d rows, %d partitions "
         "(%d new), %d files, %.1f MB; total %.1f s",
@@ -268,7 +279,6 @@ def write(
         result.bytes / 1e6,
         t3 - t0,
     )
-    return result
 
 
 def read(
