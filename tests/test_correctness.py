@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 import lance_partitioned as lp
-from lance_partitioned import namespace
+from lance_partitioned import snapshot
 
 SCHEMA = pa.schema(
     [
@@ -417,7 +417,7 @@ def test_explain_warns_about_tiny_partitions(tmp_path: Path) -> None:
     schema = pa.schema([pa.field("k", pa.int64()), pa.field("v", pa.int64())])
     spec = lp.PartitionSpec([lp.PartitionField("k", source="k", transform=lp.Identity())])
     ns = lp.PartitionedNamespace.create(str(tmp_path / "tiny"), schema=schema, spec=spec)
-    n = namespace.TINY_CHECK_MIN_PARTITIONS + 20
+    n = snapshot.TINY_CHECK_MIN_PARTITIONS + 20
     ns.write(pa.table({"k": pa.array(range(n), pa.int64()), "v": pa.array(range(n), pa.int64())}))
     text = ns.explain()
     assert "warning: tiny partitions: median 1 rows" in text
@@ -426,8 +426,8 @@ def test_explain_warns_about_tiny_partitions(tmp_path: Path) -> None:
     assert "warning" not in ns.explain("k < 10")  # too few kept partitions to matter
 
     big = lp.PartitionedNamespace.create(str(tmp_path / "big"), schema=schema, spec=spec)
-    parts = namespace.TINY_CHECK_MIN_PARTITIONS
-    ks = [i % parts for i in range(namespace.TINY_PARTITION_ROWS * parts)]
+    parts = snapshot.TINY_CHECK_MIN_PARTITIONS
+    ks = [i % parts for i in range(snapshot.TINY_PARTITION_ROWS * parts)]
     big.write(pa.table({"k": pa.array(ks, pa.int64()), "v": pa.array(ks, pa.int64())}))
     assert "warning" not in big.explain()
 

@@ -1,0 +1,255 @@
+"""A read-only view of a partitioned namespace at one ``__manifest`` version: pruning
+(``partitions``, ``explain``) and consistent reads (``scan``, ``to_table``)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_partitioned import _native
+from lance_partitioned.exceptions import ExpressionError, InvalidArgumentError
+from lance_partitioned.options import columns_arg
+
+__all__ = ["Filter", "Snapshot"]
+
+Filter = str | pc.Expression | None
+"""A SQL filter (DataFusion dialect) or a ``pyarrow.compute.Expression``."""
+
+TINY_PARTITION_ROWS = 10_000
+"""``explain`` warns when the median kept partition holds fewer rows than this."""
+TINY_CHECK_MIN_PARTITIONS = 100
+"""... and only when it keeps at least this many partitions (a few small ones cost little)."""
+TINY_CHECK_SAMPLE = 256
+"""... reading the row counts of at most this many partitions, evenly spaced."""
+
+
+def _check_expression(expr: pc.Expression, schema: pa.Schema) -> None:
+    """Binds a pyarrow filter expression to the namespace schema before anything is read."""
+    try:
+        result = schema.empty_table().filter(expr)
+    except (pa.ArrowException, KeyError, TypeError, ValueError) as e:
+        raise ExpressionError(f"bad filter expression {expr}: {e}") from None
+    del result
+
+
+def _split_filter(filter: Filter) -> tuple[str | None, pc.Expression | None]:
+    """SQL text for pruning, and a pyarrow expression to apply after reading."""
+    if filter is None or isinstance(filter, str):
+        return filter, None
+    if isinstance(filter, pc.Expression):
+        return None, filter
+    raise InvalidArgumentError(
+        f"filter must be a SQL string or a pyarrow.compute.Expression, got {type(filter).__name__}"
+    )
+
+
+class Snapshot:
+    """A read-only view of the namespace at one ``__manifest`` version.
+
+    Every leaf is read at the ``read_version`` this manifest version records, so all reads
+    through one snapshot are consistent across partitions.
+    """
+
+    def __init__(self, native: _native.ManifestSnapshot) -> None:
+        self._s = native
+
+    @property
+    def version(self) -> int:
+        """The ``__manifest`` version."""
+        return self._s.version
+
+    @property
+    def root(self) -> str:
+        return self._s.root
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The namespace schema (``lance:field_id`` on every field)."""
+        return self._s.schema
+
+    @property
+    def specs(self) -> dict[int, dict[str, Any]]:
+        """Every partition spec version, by id (the ``partition_spec_v<N>`` objects)."""
+        return {k: json.loads(v) for k, v in self._s.specs()}
+
+    @property
+    def spec_id(self) -> int:
+        """The current (newest) spec version."""
+        return max(self.specs)
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """Root properties as stored in the manifest's table metadata."""
+        return dict(self._s.properties)
+
+    @property
+    def missing_columns(self) -> list[str]:
+        """Manifest columns another tool dropped (see :meth:`PartitionedNamespace.repair`)."""
+        return list(self._s.missing_columns)
+
+    def manifest(self) -> pa.Table:
+        """All ``__manifest`` rows."""
+        return pa.Table.from_batches([self._s.manifest_batch()])
+
+    def partitions(self, filter: Filter = None, *, with_rows: bool = True) -> pa.Table:
+        """The leaf partitions kept by pruning ``filter`` (all without a filter).
+
+        Columns: ``object_id``, ``location``, ``read_version``, ``spec_id``, one column per
+        partition field id (typed; NULL where a spec version lacks the field) and, with
+        ``with_rows``, ``rows`` (the row count at ``read_version``).
+        """
+        sql, _ = _split_filter(filter)
+        _, batch, rows = self._s.partitions(sql, with_rows)
+        table = pa.Table.from_batches([batch])
+        if rows is not None:
+            table = table.append_column("rows", pa.array(rows, pa.uint64()))
+        return table
+
+    def explain(self, filter: Filter = None, *, check_sizes: bool = True) -> str:
+        """The manifest predicate built per spec version and how many partitions were kept.
+
+        With ``check_sizes`` (and at least ``TINY_CHECK_MIN_PARTITIONS`` kept partitions), the
+        row counts of up to ``TINY_CHECK_SAMPLE`` kept partitions are read; a warning line is
+        added when their median is under ``TINY_PARTITION_ROWS``: every partition is a Lance
+        dataset of its own with a fixed cost per read and write, so a spec that makes many
+        tiny partitions (identity on a near-unique column) is slow. ``check_sizes=False``
+        reads nothing but the manifest.
+        """
+        sql, post = _split_filter(filter)
+        plan, _, _ = self._s.partitions(sql, False)
+        lines = [f"filter: {filter!s}" if filter is not None else "filter: (none)"]
+        if post is not None:
+            lines.append("  (pyarrow expression: applied after reading, no pruning)")
+        kept = total = 0
+        for p in plan:
+            kept += p["kept"]
+            total += p["total"]
+            pred = p["predicate"] or "TRUE (nothing to prune on)"
+            lines.append(
+                f"  v{p['spec_id']}: object_id LIKE 'v{p['spec_id']}$%' AND object_type = 'table'"
+                f" AND {pred}  -> kept {p['kept']} of {p['total']} partitions"
+            )
+        lines.append(f"total: kept {kept} of {total} partitions")
+        if check_sizes and kept >= TINY_CHECK_MIN_PARTITIONS:
+            lines.extend(self._tiny_partition_warning(sql))
+        return "\n".join(lines)
+
+    def _tiny_partition_warning(self, sql: str | None) -> list[str]:
+        kept, rows = self._s.sampled_rows(sql, TINY_CHECK_SAMPLE)
+        median = statistics.median(rows)
+        if median >= TINY_PARTITION_ROWS:
+            return []
+        return [
+            f"warning: tiny partitions: median {median:g} rows over {len(rows)} of {kept}"
+            f" kept partitions (under {TINY_PARTITION_ROWS}); each partition is a separate"
+            " Lance dataset with a fixed cost per read and write: consider a coarser spec"
+            " (bucket or truncate instead of identity on a near-unique column)"
+        ]
+
+    def plan(self, filter: Filter = None) -> list[dict[str, Any]]:
+        """:meth:`explain` as data: one dict per spec version."""
+        sql, _ = _split_filter(filter)
+        plan, _, _ = self._s.partitions(sql, False)
+        return list(plan)
+
+    def scan(
+        self,
+        filter: Filter = None,
+        columns: Sequence[str] | None = None,
+        *,
+        batch_size: int | None = None,
+    ) -> pa.RecordBatchReader:
+        """Streams the rows matching ``filter``, reading only the partitions pruning keeps.
+
+        ``filter`` is a SQL expression (DataFusion dialect) over namespace columns, or a
+        ``pyarrow.compute.Expression`` (applied after reading; no pruning). Batches follow the
+        namespace schema (projected to ``columns``).
+        """
+        sql, post = _split_filter(filter)
+        cols = columns_arg(columns)
+        if post is not None:
+            _check_expression(post, self.schema)
+        read_cols: list[str] | None
+        if post is not None and cols is not None:
+            read_cols = list(dict.fromkeys([*cols, *self._expression_columns(post)]))
+        else:
+            read_cols = cols
+        only = self._prune_expression(post) if post is not None else None
+        scan = self._s.scan(sql, read_cols, batch_size, only)
+        schema = scan.schema
+        if post is None:
+            return pa.RecordBatchReader.from_batches(schema, iter(scan))
+        out_schema = pa.schema([schema.field(c) for c in cols]) if cols is not None else schema
+
+        def filtered() -> Iterator[pa.RecordBatch]:
+            for b in scan:
+                t = pa.Table.from_batches([b]).filter(post)
+                if cols is not None:
+                    t = t.select(cols)
+                yield from t.to_batches()
+
+        return pa.RecordBatchReader.from_batches(out_schema, filtered())
+
+    def _prune_expression(self, expr: pc.Expression) -> list[str] | None:
+        """Leaves a pyarrow expression can match, or None when it cannot prune.
+
+        Per spec version, the expression is evaluated on the leaves' identity partition values
+        (named and typed as their source columns). It only evaluates when every column it
+        reads is such a source; then it has one value over each whole partition, and
+        partitions where it is FALSE or NULL hold no matching row. Otherwise that spec
+        version's leaves are all kept.
+        """
+        leaves = self.partitions(with_rows=False)
+        if leaves.num_rows == 0:
+            return []
+        by_id = {
+            int(f.metadata[b"lance:field_id"]): f
+            for f in self.schema
+            if f.metadata and b"lance:field_id" in f.metadata
+        }
+        keep: list[str] = []
+        pruned_any = False
+        for spec_id, spec in self.specs.items():
+            mine = leaves.filter(pc.field("spec_id") == spec_id)
+            if mine.num_rows == 0:
+                continue
+            cols: dict[str, Any] = {}
+            for f in spec["fields"]:
+                kind = (f.get("transform") or {}).get("type")
+                if kind != "identity" or len(f["source_ids"]) != 1:
+                    continue
+                src = by_id.get(f["source_ids"][0])
+                if src is None or src.name in cols:
+                    continue
+                cols[src.name] = mine[f["field_id"]].combine_chunks().cast(src.type)
+            ids = mine["object_id"]
+            if cols:
+                values = pa.table(cols).append_column("__object_id", ids)
+                try:
+                    kept = values.filter(expr)["__object_id"].to_pylist()
+                except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, KeyError):
+                    kept = ids.to_pylist()  # reads a column that is not an identity source
+                else:
+                    pruned_any = pruned_any or len(kept) < mine.num_rows
+            else:
+                kept = ids.to_pylist()
+            keep.extend(str(k) for k in kept)
+        return keep if pruned_any else None
+
+    def _expression_columns(self, expr: pc.Expression) -> list[str]:
+        text = str(expr)
+        return [f.name for f in self.schema if f.name in text]
+
+    def to_table(self, filter: Filter = None, columns: Sequence[str] | None = None) -> pa.Table:
+        """:meth:`scan` collected into a table."""
+        return self.scan(filter, columns).read_all()
+
+    def describe_namespace(self, path: Sequence[str]) -> dict[str, str]:
+        """Runtime properties of a namespace: ``["v1"]`` gives ``partition_spec``;
+        ``["v1", "<id>", ...]`` gives ``partition.<field_id>`` of that level."""
+        return dict(self._s.describe_namespace(list(path)))
