@@ -125,7 +125,8 @@ struct SourceColumn {
     /// The namespace column name; `None` when the field id is not in the schema (the column
     /// was dropped: its values read as NULL).
     name: Option<String>,
-    /// The namespace type values are cast to before computing (D2).
+    /// The namespace type values are cast to before computing (docs/design.md, "Types used
+    /// for partition values").
     data_type: DataType,
 }
 
@@ -147,7 +148,8 @@ pub struct CompiledSpec {
 }
 
 impl CompiledSpec {
-    /// Validates `spec` against `schema` (D7) and prepares it for evaluation.
+    /// Validates `spec` against `schema` (docs/design.md, "Partition expressions") and prepares
+    /// it for evaluation.
     ///
     /// Checks: a non-empty, unique `field_id` per field; exactly one of `transform` /
     /// `expression`; at least one source; every source id present in the schema (unless
@@ -162,14 +164,7 @@ impl CompiledSpec {
         schema: &Schema,
         allow_missing_sources: bool,
     ) -> Result<Self> {
-        let mut by_id: HashMap<i32, &Field> = HashMap::new();
-        for f in schema.fields() {
-            if let Some(id) = field_id(f) {
-                if by_id.insert(id, f.as_ref()).is_some() {
-                    return spec_err!("schema field id {id} is used by more than one column");
-                }
-            }
-        }
+        let by_id = fields_by_id(schema)?;
         let mut seen = HashSet::new();
         let mut fields = Vec::with_capacity(spec.fields.len());
         for pf in &spec.fields {
@@ -183,75 +178,7 @@ impl CompiledSpec {
                     spec.id
                 );
             }
-            if pf.source_ids.is_empty() {
-                return spec_err!("partition field {fid:?} has no source_ids");
-            }
-            let mut sources = Vec::with_capacity(pf.source_ids.len());
-            for sid in &pf.source_ids {
-                match by_id.get(sid) {
-                    Some(f) => sources.push(SourceColumn {
-                        name: Some(f.name().clone()),
-                        data_type: f.data_type().clone(),
-                    }),
-                    None if allow_missing_sources => sources.push(SourceColumn {
-                        name: None,
-                        data_type: DataType::Null,
-                    }),
-                    None => {
-                        return spec_err!(
-                            "partition field {fid:?}: source id {sid} is not a field id of the \
-                             schema (lance:field_id)"
-                        )
-                    }
-                }
-            }
-            let types: Vec<DataType> = sources.iter().map(|s| s.data_type.clone()).collect();
-            let declared = pf.result_type.to_arrow().map_err(|e| {
-                Error::Spec(format!("partition field {fid:?}: bad result_type: {e}"))
-            })?;
-            let (compute, computed) = match (&pf.transform, &pf.expression) {
-                (Some(t), None) => {
-                    let t = t.parse(fid)?;
-                    let rt = t
-                        .result_type(&types)
-                        .map_err(|e| Error::Spec(format!("partition field {fid:?}: {e}")))?;
-                    (Compute::Transform(t), rt)
-                }
-                (None, Some(sql)) => {
-                    let c = compile_cached(sql, &types).map_err(|e| match e {
-                        Error::Expression(m) => {
-                            Error::Expression(format!("partition field {fid:?}: {m}"))
-                        }
-                        other => other,
-                    })?;
-                    let rt = c.return_type().clone();
-                    (Compute::Expression(c), rt)
-                }
-                (Some(_), Some(_)) => {
-                    return spec_err!(
-                        "partition field {fid:?} has both a transform and an expression; \
-                         exactly one is allowed"
-                    )
-                }
-                (None, None) => {
-                    return spec_err!(
-                        "partition field {fid:?} has neither a transform nor an expression"
-                    )
-                }
-            };
-            let any_missing = sources.iter().any(|s| s.name.is_none());
-            if !any_missing && !consistent_types(&computed, &declared) {
-                return spec_err!(
-                    "partition field {fid:?}: result_type is {declared} but the {} computes {computed}",
-                    if pf.transform.is_some() { "transform" } else { "expression" }
-                );
-            }
-            fields.push(CompiledField {
-                field_id: fid.clone(),
-                sources,
-                compute,
-                result_type: declared,
-            });
+            fields.push(compile_field(pf, &by_id, allow_missing_sources)?);
         }
         let output = Arc::new(Schema::new(
             fields
@@ -267,7 +194,8 @@ impl CompiledSpec {
     }
 
     /// The value of field `k` for one tuple of source values (pruning: the transform evaluated
-    /// on a query literal). Inputs are cast to the namespace source types first (D2).
+    /// on a query literal). Inputs are cast to the namespace source types first (docs/design.md,
+    /// "Types used for partition values").
     ///
     /// # Errors
     /// `InvalidArgument` for a wrong number of inputs or a lossy cast.
@@ -328,7 +256,8 @@ impl CompiledSpec {
     /// Every partition value of every row of `batch`, one column per field.
     ///
     /// Input columns are matched to the namespace schema by name and cast to the namespace
-    /// type first (D2), so the values never depend on how the writer typed its data. A source
+    /// type first (docs/design.md, "Types used for partition values"), so the values never
+    /// depend on how the writer typed its data. A source
     /// column missing from the batch (or dropped from the schema) reads as NULL.
     ///
     /// # Errors
@@ -405,7 +334,8 @@ pub(crate) fn strict_cast() -> CastOptions<'static> {
     }
 }
 
-/// Casts `col` to the namespace type `to` (D2), refusing lossy casts: every value must come
+/// Casts `col` to the namespace type `to` (docs/design.md, "Types used for partition
+/// values"), refusing lossy casts: every value must come
 /// back unchanged when cast back to its input type (so `1.5` is not stored as `1`, a timestamp
 /// at 23:59 is not stored as its date, `2^63 + 1` does not wrap). Widenings skip the check.
 pub(crate) fn to_namespace_type(col: &ArrayRef, to: &DataType, name: &str) -> Result<ArrayRef> {
@@ -458,6 +388,103 @@ fn always_lossless(from: &DataType, to: &DataType) -> bool {
     }
 }
 
+/// Schema fields by `lance:field_id` (each id at most once).
+fn fields_by_id(schema: &Schema) -> Result<HashMap<i32, &Field>> {
+    let mut by_id: HashMap<i32, &Field> = HashMap::new();
+    for f in schema.fields() {
+        if let Some(id) = field_id(f) {
+            if by_id.insert(id, f.as_ref()).is_some() {
+                return spec_err!("schema field id {id} is used by more than one column");
+            }
+        }
+    }
+    Ok(by_id)
+}
+
+/// One partition field: its sources resolved, its transform or expression compiled, its
+/// computed type checked against `result_type` (see `CompiledSpec::compile`).
+fn compile_field(
+    pf: &PartitionField,
+    by_id: &HashMap<i32, &Field>,
+    allow_missing_sources: bool,
+) -> Result<CompiledField> {
+    let fid = &pf.field_id;
+    if pf.source_ids.is_empty() {
+        return spec_err!("partition field {fid:?} has no source_ids");
+    }
+    let sources = pf
+        .source_ids
+        .iter()
+        .map(|sid| match by_id.get(sid) {
+            Some(f) => Ok(SourceColumn {
+                name: Some(f.name().clone()),
+                data_type: f.data_type().clone(),
+            }),
+            None if allow_missing_sources => Ok(SourceColumn {
+                name: None,
+                data_type: DataType::Null,
+            }),
+            None => spec_err!(
+                "partition field {fid:?}: source id {sid} is not a field id of the schema \
+                 (lance:field_id)"
+            ),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let types: Vec<DataType> = sources.iter().map(|s| s.data_type.clone()).collect();
+    let declared = pf
+        .result_type
+        .to_arrow()
+        .map_err(|e| Error::Spec(format!("partition field {fid:?}: bad result_type: {e}")))?;
+    let (compute, computed) = compile_compute(pf, &types)?;
+    let any_missing = sources.iter().any(|s| s.name.is_none());
+    if !any_missing && !consistent_types(&computed, &declared) {
+        return spec_err!(
+            "partition field {fid:?}: result_type is {declared} but the {} computes {computed}",
+            if pf.transform.is_some() {
+                "transform"
+            } else {
+                "expression"
+            }
+        );
+    }
+    Ok(CompiledField {
+        field_id: fid.clone(),
+        sources,
+        compute,
+        result_type: declared,
+    })
+}
+
+/// The transform or expression of a field, compiled for source `types`, and the type it
+/// computes.
+fn compile_compute(pf: &PartitionField, types: &[DataType]) -> Result<(Compute, DataType)> {
+    let fid = &pf.field_id;
+    match (&pf.transform, &pf.expression) {
+        (Some(t), None) => {
+            let t = t.parse(fid)?;
+            let rt = t
+                .result_type(types)
+                .map_err(|e| Error::Spec(format!("partition field {fid:?}: {e}")))?;
+            Ok((Compute::Transform(t), rt))
+        }
+        (None, Some(sql)) => {
+            let c = compile_cached(sql, types).map_err(|e| match e {
+                Error::Expression(m) => Error::Expression(format!("partition field {fid:?}: {m}")),
+                other => other,
+            })?;
+            let rt = c.return_type().clone();
+            Ok((Compute::Expression(c), rt))
+        }
+        (Some(_), Some(_)) => spec_err!(
+            "partition field {fid:?} has both a transform and an expression; exactly one is \
+             allowed"
+        ),
+        (None, None) => {
+            spec_err!("partition field {fid:?} has neither a transform nor an expression")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,7 +515,7 @@ mod tests {
     fn computes_all_fields_and_casts_to_namespace_types() {
         let spec = PartitionSpec::from_json(SPEC).unwrap();
         let c = CompiledSpec::compile(&spec, &schema(), false).unwrap();
-        // id arrives as int32: it must hash as int64 (D2).
+        // id arrives as int32: it must hash as int64 (the namespace type).
         let batch = RecordBatch::try_from_iter(vec![
             ("id", Arc::new(Int32Array::from(vec![5, 0])) as ArrayRef),
             (
