@@ -515,3 +515,30 @@ def test_distributed_write_keeps_binary_and_nanosecond_keys_apart(tmp_path: Path
     assert got == sorted([(b"ff", t1), (b"\xff", t1), (b"ff", t2), (b"\xff", t2)])
     for row in ns.to_table().to_pylist():
         assert ns.to_table(filter=pc.field("v") == row["v"]).num_rows == 1
+
+
+def test_ctrl_c_stops_a_long_write_and_commits_nothing(tmp_path: Path) -> None:
+    """SIGINT during a write of an in-memory table (no Python code runs while it is read):
+    the writer checks for signals between batches, raises KeyboardInterrupt, and nothing
+    becomes visible."""
+    import signal
+    import threading
+
+    schema = pa.schema([pa.field("k", pa.int64()), pa.field("v", pa.int64())])
+    spec = lp.PartitionSpec([lp.PartitionField("k", source="k", transform=lp.Identity())])
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema=schema, spec=spec)
+    before = ns.version
+    batch = pa.record_batch(
+        {"k": pa.array([i % 4 for i in range(5000)], pa.int64()), "v": pa.array(range(5000))}
+    )
+    table = pa.Table.from_batches([batch] * 4000)  # 20M rows: seconds of work
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ns.write(table)
+    finally:
+        timer.cancel()
+    assert not ns.refresh()
+    assert ns.version == before
+    assert ns.to_table().num_rows == 0

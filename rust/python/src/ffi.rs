@@ -234,60 +234,65 @@ pub fn export_schema<'py>(py: Python<'py>, schema: &Schema) -> PyResult<Bound<'p
         .call_method1("_import_from_c_capsule", (cap,))
 }
 
+/// Where a Python exception raised while the core consumes an input is kept (the core's
+/// error type cannot carry it) until [`BatchInput::finish`] re-raises it.
+pub type ErrorSlot = Arc<std::sync::Mutex<Option<PyErr>>>;
+
 /// The rows of a write: an Arrow C stream (tables and other stream producers, whose batches
 /// all have the stream's schema), or a Python iterator of record batches, each imported with
 /// its own schema so that a batch whose types differ from the first is aligned to the
-/// namespace on its own instead of being read with the first batch's layout.
-pub enum BatchInput {
+/// namespace on its own instead of being read with the first batch's layout. Before every
+/// batch it checks for pending signals, so Ctrl-C stops a long write (nothing is committed).
+pub struct BatchInput {
+    source: Source,
+    error: ErrorSlot,
+}
+
+enum Source {
     /// A C stream.
     Stream(AlignedStreamReader),
-    /// A Python iterator; an exception it raises is kept in `error` (the core's error type
-    /// cannot carry it) and re-raised by [`BatchInput::finish`].
-    Python {
-        iter: Py<PyAny>,
-        error: Arc<std::sync::Mutex<Option<PyErr>>>,
-    },
+    /// A Python iterator.
+    Python(Py<PyAny>),
 }
 
 impl BatchInput {
     /// Imports `obj`: an object with `__arrow_c_stream__`, or an iterator of record batches.
     pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
-        if obj.hasattr("__arrow_c_stream__")? {
-            return Ok(Self::Stream(import_stream(obj)?));
-        }
-        if obj.hasattr("__next__")? {
-            return Ok(Self::Python {
-                iter: obj.clone().unbind(),
-                error: Arc::new(std::sync::Mutex::new(None)),
-            });
-        }
-        Err(invalid_arg(format!(
-            "expected Arrow data (a table, record batch reader or any object with \
-             __arrow_c_stream__) or an iterator of record batches, got {}",
-            obj.get_type().name()?
-        )))
+        let source = if obj.hasattr("__arrow_c_stream__")? {
+            Source::Stream(import_stream(obj)?)
+        } else if obj.hasattr("__next__")? {
+            Source::Python(obj.clone().unbind())
+        } else {
+            return Err(invalid_arg(format!(
+                "expected Arrow data (a table, record batch reader or any object with \
+                 __arrow_c_stream__) or an iterator of record batches, got {}",
+                obj.get_type().name()?
+            )));
+        };
+        Ok(Self {
+            source,
+            error: Arc::new(std::sync::Mutex::new(None)),
+        })
     }
 
-    /// The result of a call that consumed this input: the Python exception the iterator
-    /// raised, if any, wins over the error it caused.
-    pub fn finish<T>(
-        error: Option<&Arc<std::sync::Mutex<Option<PyErr>>>>,
-        r: PyResult<T>,
-    ) -> PyResult<T> {
-        if let Some(slot) = error {
-            if let Some(e) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                return Err(e);
-            }
+    /// The result of a call that consumed this input: the Python exception raised while
+    /// reading it (by the iterator, or a signal such as KeyboardInterrupt), if any, wins over
+    /// the error it caused.
+    pub fn finish<T>(error: &ErrorSlot, r: PyResult<T>) -> PyResult<T> {
+        if let Some(e) = error.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            return Err(e);
         }
         r
     }
 
-    /// Where a Python iterator's exception is kept.
-    pub fn error_slot(&self) -> Option<Arc<std::sync::Mutex<Option<PyErr>>>> {
-        match self {
-            Self::Stream(_) => None,
-            Self::Python { error, .. } => Some(Arc::clone(error)),
-        }
+    /// Where a Python exception raised while reading is kept.
+    pub fn error_slot(&self) -> ErrorSlot {
+        Arc::clone(&self.error)
+    }
+
+    fn fail(&self, e: PyErr, what: &str) -> lance_partitioned_core::Error {
+        *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+        lance_partitioned_core::Error::InvalidArgument(what.into())
     }
 }
 
@@ -295,35 +300,30 @@ impl Iterator for BatchInput {
     type Item = lance_partitioned_core::Result<RecordBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            Self::Stream(s) => s
-                .next()
-                .map(|r| r.map_err(lance_partitioned_core::Error::from)),
-            Self::Python { iter, error } => Python::attach(|py| {
-                let it = iter.bind(py);
-                let got = match it.call_method0("__next__") {
-                    Ok(b) => b,
-                    Err(e) if e.is_instance_of::<pyo3::exceptions::PyStopIteration>(py) => {
-                        return None
-                    }
-                    Err(e) => {
-                        *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                        return Some(Err(lance_partitioned_core::Error::InvalidArgument(
-                            "the input iterator raised an exception".into(),
-                        )));
-                    }
-                };
-                match import_batch(&got) {
-                    Ok(b) => Some(Ok(b)),
-                    Err(e) => {
-                        *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                        Some(Err(lance_partitioned_core::Error::InvalidArgument(
-                            "the input iterator yielded something that is not a record batch"
-                                .into(),
-                        )))
-                    }
-                }
-            }),
+        if let Err(e) = Python::attach(|py| py.check_signals()) {
+            return Some(Err(self.fail(e, "interrupted")));
         }
+        let iter = match &mut self.source {
+            Source::Stream(s) => {
+                return s
+                    .next()
+                    .map(|r| r.map_err(lance_partitioned_core::Error::from))
+            }
+            Source::Python(iter) => Python::attach(|py| iter.clone_ref(py)),
+        };
+        Python::attach(|py| {
+            let got = match iter.bind(py).call_method0("__next__") {
+                Ok(b) => b,
+                Err(e) if e.is_instance_of::<pyo3::exceptions::PyStopIteration>(py) => return None,
+                Err(e) => return Some(Err(self.fail(e, "the input iterator raised an exception"))),
+            };
+            match import_batch(&got) {
+                Ok(b) => Some(Ok(b)),
+                Err(e) => Some(Err(self.fail(
+                    e,
+                    "the input iterator yielded something that is not a record batch",
+                ))),
+            }
+        })
     }
 }

@@ -70,7 +70,7 @@ pub fn write_data(
     let slot = reader.error_slot();
     let root = root.to_string();
     let s = BatchInput::finish(
-        slot.as_ref(),
+        &slot,
         run(py, || block_on(Namespace::open(&root).write(reader, &opts))),
     )?;
     Ok(WriteResult::from(&s))
@@ -183,7 +183,7 @@ impl DistributedWrite {
         let reader = BatchInput::import(data)?;
         let slot = reader.error_slot();
         let bytes = BatchInput::finish(
-            slot.as_ref(),
+            &slot,
             run(py, || {
                 let ns = Namespace::open(&self.root);
                 block_on(ns.stage(plan, &self.nonce, reader, &opts))?.to_bytes()
