@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use crate::arrow::datatypes::{DataType, Field, Fields, Schema, TimeUnit};
 use crate::error::{spec_err, unsupported, Result};
 
-/// The metadata key holding a field's id.
-pub const FIELD_ID_KEY: &str = "lance:field_id";
+// Kept at their old path for the spec model and the namespace code that imports them here.
+pub use crate::field_ids::{field_id, FIELD_ID_KEY};
 
 /// An Arrow data type in JSON (lance-namespace `JsonArrowDataType`, plus `unit`/`timezone`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -323,11 +323,6 @@ impl JsonSchema {
             self.metadata.clone().unwrap_or_default(),
         ))
     }
-}
-
-/// The `lance:field_id` of a field, if it has a valid one.
-pub fn field_id(f: &Field) -> Option<i32> {
-    f.metadata().get(FIELD_ID_KEY)?.trim().parse().ok()
 }
 
 /// Parses a schema from its JSON text.

@@ -19,11 +19,13 @@ use crate::arrow::compute::cast;
 use crate::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{corrupt, Error, Result};
+pub use crate::field_ids::assign_field_ids;
+use crate::field_ids::{max_field_id, LAST_FIELD_ID_KEY};
 use crate::ns::{
     join_uri, values, MANIFEST_DIR, PARTITION_COLUMN_PREFIX, SCHEMA_KEY, SPEC_KEY_PREFIX,
 };
 use crate::spec::{CompiledSpec, PartitionSpec};
-use crate::types::{field_id, JsonSchema, FIELD_ID_KEY};
+use crate::types::JsonSchema;
 
 /// `object_id` column (primary key; `$`-separated path).
 pub const OBJECT_ID: &str = "object_id";
@@ -829,57 +831,6 @@ pub fn rows_to_batch(schema: &SchemaRef, rows: &[Row]) -> Result<RecordBatch> {
     )?)
 }
 
-/// Assigns `lance:field_id`s to every field (nested ones too) that lacks one, continuing
-/// after the largest id present; ids are never reused.
-///
-/// # Errors
-/// `Spec` when two fields carry the same id.
-pub fn assign_field_ids(schema: &Schema, floor: i32) -> Result<Schema> {
-    fn collect(f: &Field, ids: &mut Vec<i32>) {
-        if let Some(id) = field_id(f) {
-            ids.push(id);
-        }
-        if let DataType::Struct(children) = f.data_type() {
-            for c in children {
-                collect(c, ids);
-            }
-        }
-    }
-    fn assign(f: &Field, next: &mut i32) -> Field {
-        let mut f = f.clone();
-        if field_id(&f).is_none() {
-            let mut md = f.metadata().clone();
-            md.insert(FIELD_ID_KEY.to_string(), next.to_string());
-            *next += 1;
-            f = f.with_metadata(md);
-        }
-        if let DataType::Struct(children) = f.data_type() {
-            let kids: Vec<Field> = children.iter().map(|c| assign(c, next)).collect();
-            f = f.with_data_type(DataType::Struct(kids.into()));
-        }
-        f
-    }
-    let mut ids = Vec::new();
-    for f in schema.fields() {
-        collect(f, &mut ids);
-    }
-    let mut sorted = ids.clone();
-    sorted.sort_unstable();
-    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-        return Err(Error::Spec(format!(
-            "field id {} is used by more than one field",
-            w[0]
-        )));
-    }
-    let mut next = ids.iter().copied().max().map_or(0, |m| m + 1).max(floor);
-    let fields: Vec<Field> = schema
-        .fields()
-        .iter()
-        .map(|f| assign(f, &mut next))
-        .collect();
-    Ok(Schema::new(fields).with_metadata(schema.metadata().clone()))
-}
-
 /// Creates a partitioned namespace at `root`: validates the spec against the schema (D7) and
 /// writes `__manifest` with the `v<id>` namespace row and the root properties.
 ///
@@ -936,11 +887,8 @@ pub async fn create(
             .map_err(|e| Error::Internal(e.to_string()))?,
     ));
     props.push((format!("{SPEC_KEY_PREFIX}{}", spec.id), spec.to_json()?));
-    let last_id = crate::ns::schema::max_field_id(&schema);
-    props.push((
-        crate::ns::schema::LAST_FIELD_ID_KEY.to_string(),
-        last_id.to_string(),
-    ));
+    let last_id = max_field_id(&schema);
+    props.push((LAST_FIELD_ID_KEY.to_string(), last_id.to_string()));
     ds.update_metadata(props).await?;
     Ok(schema)
 }

@@ -40,8 +40,7 @@ pub const SCHEMA_KEY: &str = "schema";
 pub const MODE_KEY: &str = "lance_partitioned.transaction_mode";
 /// Name of the leaf table of every partition.
 pub const LEAF_TABLE: &str = "dataset";
-/// Leaf field metadata key carrying the namespace field id (Lance renumbers its own ids).
-pub const LEAF_FIELD_ID_KEY: &str = "lance_partitioned:field_id";
+pub use crate::field_ids::LEAF_FIELD_ID_KEY;
 
 /// Joins a root URI and a relative location.
 pub fn join_uri(root: &str, rel: &str) -> String {
