@@ -10,13 +10,13 @@
 //! own, so a range prunes on the longest chain year[, month[, day[, hour]]] of fields over the
 //! same source, compared as a tuple.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
 use lance::dataset::scanner::DatasetRecordBatchStream;
 
-use crate::arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
+use crate::arrow::array::RecordBatch;
 use crate::arrow::compute::filter_record_batch;
 use crate::arrow::datatypes::{DataType, Schema, SchemaRef};
 use crate::datafusion::common::{Column, DFSchema};
@@ -25,14 +25,15 @@ use crate::datafusion::physical_plan::PhysicalExpr;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 use crate::expr::session;
+use crate::ns::join_uri;
 use crate::ns::manifest::{partition_column, Snapshot};
 use crate::ns::runtime::runtime;
-use crate::ns::{join_uri, LEAF_FIELD_ID_KEY};
-use crate::spec::{strict_cast, to_namespace_type, CompiledSpec, PartitionSpec};
+use crate::spec::{strict_cast, CompiledSpec, PartitionSpec};
 use crate::types::field_id;
 
 use crate::ns::filter::plain;
 pub use crate::ns::filter::{evaluate_mask, Filter};
+pub(crate) use crate::ns::schema::read_rules::{adapt, leaf_columns};
 
 /// The pruning of one spec version.
 #[derive(Debug, Clone)]
@@ -449,69 +450,6 @@ pub struct ScanOptions {
     /// Read only these leaves (object ids) of those pruning keeps (pruning done by the caller,
     /// e.g. on a pyarrow expression).
     pub only: Option<std::collections::HashSet<String>>,
-}
-
-/// How a leaf column maps to a namespace column.
-pub(crate) fn leaf_columns(leaf: &Schema, ns: &Schema) -> HashMap<String, String> {
-    // namespace name -> leaf name. A leaf column that carries a field id belongs to that id
-    // only: a dropped column's data never comes back under a new column of the same name,
-    // and a renamed column's old name never feeds a new column that took it. Only leaf
-    // columns without an id (written by another tool) are matched by name.
-    let mut by_id: HashMap<i32, String> = HashMap::new();
-    let mut unnumbered: HashSet<&str> = HashSet::new();
-    for f in leaf.fields() {
-        match f
-            .metadata()
-            .get(LEAF_FIELD_ID_KEY)
-            .and_then(|s| s.parse().ok())
-        {
-            Some(id) => {
-                by_id.insert(id, f.name().clone());
-            }
-            None => {
-                unnumbered.insert(f.name().as_str());
-            }
-        }
-    }
-    let mut out = HashMap::new();
-    for f in ns.fields() {
-        let by_fid = field_id(f).and_then(|id| by_id.get(&id).cloned());
-        let name = by_fid.or_else(|| {
-            unnumbered
-                .contains(f.name().as_str())
-                .then(|| f.name().clone())
-        });
-        if let Some(n) = name {
-            out.insert(f.name().clone(), n);
-        }
-    }
-    out
-}
-
-/// Adapts a leaf batch to `out` (namespace fields): rename, cast, fill NULLs.
-pub(crate) fn adapt(
-    batch: &RecordBatch,
-    out: &SchemaRef,
-    map: &HashMap<String, String>,
-) -> Result<RecordBatch> {
-    let rows = batch.num_rows();
-    let mut cols: Vec<ArrayRef> = Vec::with_capacity(out.fields().len());
-    for f in out.fields() {
-        let col = match map.get(f.name()).and_then(|l| batch.column_by_name(l)) {
-            Some(c) => to_namespace_type(c, f.data_type(), f.name()).map_err(|e| {
-                Error::SchemaMismatch(format!(
-                    "a partition's column cannot be read as the namespace type: {e}"
-                ))
-            })?,
-            None => new_null_array(f.data_type(), rows),
-        };
-        cols.push(col);
-    }
-    Ok(RecordBatch::try_new_with_options(
-        Arc::clone(out),
-        cols,
-        &RecordBatchOptions::new().with_row_count(Some(rows)),
-    )?)
 }
 
 /// A streaming snapshot read over the kept leaves.

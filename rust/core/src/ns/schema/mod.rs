@@ -21,6 +21,9 @@ use crate::spec::{CompiledSpec, PartitionSpec};
 pub use crate::types::is_widening;
 use crate::types::JsonSchema;
 
+pub mod read_rules;
+pub use read_rules::leaf_is_current;
+
 /// Field ids that any spec version partitions by.
 fn source_ids<'a>(specs: impl IntoIterator<Item = &'a PartitionSpec>) -> HashSet<i32> {
     specs
@@ -145,19 +148,6 @@ pub async fn update_schema(root: &str, new: &Schema) -> Result<Schema> {
     ])
     .await?;
     Ok(schema)
-}
-
-/// Whether a leaf stored with `leaf` (Arrow schema of the Lance dataset) has exactly the
-/// columns of the namespace's leaf schema `current` (names, types, field ids, nullability).
-pub fn leaf_is_current(leaf: &Schema, current: &Schema) -> bool {
-    let key = crate::field_ids::LEAF_FIELD_ID_KEY;
-    leaf.fields().len() == current.fields().len()
-        && leaf.fields().iter().zip(current.fields()).all(|(a, b)| {
-            a.name() == b.name()
-                && a.data_type() == b.data_type()
-                && a.is_nullable() == b.is_nullable()
-                && a.metadata().get(key) == b.metadata().get(key)
-        })
 }
 
 #[cfg(test)]
