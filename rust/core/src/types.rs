@@ -4,8 +4,8 @@
 //! The base encoding is upstream Lance's (`{"type": "int32"}`, `"bool"`, decimals as
 //! `length = precision * 1000 + scale`, `fixed_size_binary` with `length`, nested types with
 //! `fields`), so upstream readers understand what we write. Upstream drops the unit and
-//! timezone of temporal types; to round-trip every type (D13) we add two optional keys that
-//! upstream readers ignore: `unit` (`"s"`, `"ms"`, `"us"`, `"ns"`) for timestamp, time32,
+//! timezone of temporal types; to round-trip every type (`docs/design.md`, "JSON types") we
+//! add two optional keys that upstream readers ignore: `unit` (`"s"`, `"ms"`, `"us"`, `"ns"`) for timestamp, time32,
 //! time64 and duration, and `timezone` for timestamp. Absent keys decode to upstream's
 //! defaults (timestamp and duration in microseconds, no timezone).
 

@@ -2,8 +2,11 @@
 //! partition), atomic commits, pruning and snapshot reads.
 //!
 //! - [`runtime`]: the process-wide tokio runtime (fork-aware).
-//! - [`ids`]: random namespace ids and table locations (D8).
-//! - [`values`]: partition values as strings (`partition.<field_id>` properties, D14).
+//! - [`ids`]: random namespace ids and table locations (`docs/design.md`, "Namespace ids and
+//!   table locations").
+//! - [`values`]: partition values as strings (`partition.<field_id>` properties, from which a
+//!   manifest stripped of its partition columns is rebuilt; `docs/design.md`, "Manifest
+//!   columns other tools drop").
 //! - [`naming`]: which column and partition field names a namespace accepts.
 //! - [`manifest`]: the `__manifest` table: create, load a snapshot, index it.
 //! - [`write`]: the partitioning writer (route, buffer, write fragments), local and
@@ -13,7 +16,21 @@
 //! - [`cleanup`]: remove what failed writes left behind.
 //! - [`filter`]: user filters, parsed and validated once for every entry point.
 //! - [`scan`]: pruning through the manifest and snapshot reads of the leaves.
-//! - [`schema`]: schema evolution by field id.
+//! - [`schema`]: schema evolution by field id, and the read rules (how a leaf written under
+//!   any schema version reads as the namespace schema).
+//!
+//! Field ids (`lance:field_id`, assignment, the largest id ever assigned) live in
+//! [`crate::field_ids`], below everything here.
+//!
+//! Module dependencies point one way: each layer uses only the layers below it.
+//! 1. `write`, `txn`, `delete`, `cleanup`: the entry points (`write` and `txn` use each other).
+//! 2. `scan`.
+//! 3. `schema`: a schema update loads and commits a manifest snapshot, so `schema` uses
+//!    `manifest`, never the other way round. Its `read_rules` (used by `scan` and the writers)
+//!    use neither.
+//! 4. `manifest`.
+//! 5. `ids` (uses `values`), `values`, `naming`, `filter`, `runtime`; below the namespace, [`crate::field_ids`],
+//!    [`crate::spec`] and [`crate::types`].
 
 pub mod cleanup;
 pub mod delete;

@@ -77,8 +77,9 @@ impl Root {
     }
 }
 
-/// Creates a partitioned namespace at `root`: validates the spec against the schema (D7) and
-/// writes `__manifest` with the `v<id>` namespace row and the root properties.
+/// Creates a partitioned namespace at `root`: validates the spec against the schema
+/// (`docs/design.md`, "Partition expressions") and writes `__manifest` with the `v<id>`
+/// namespace row and the root properties.
 ///
 /// Returns the schema as stored (with field ids).
 ///

@@ -56,10 +56,10 @@ pub fn check_field_id_reuse(existing: &[&PartitionSpec], new: &PartitionSpec) ->
     Ok(())
 }
 
-/// Adds spec version `max + 1` (the id in `spec` is replaced): validates it (D7 and the field
-/// id reuse rule), adds the new `partition_field_*` manifest columns, the `v<N>` namespace row,
-/// then the `partition_spec_v<N>` property (the last step makes it current). Returns the new
-/// spec id.
+/// Adds spec version `max + 1` (the id in `spec` is replaced): validates it (`docs/design.md`,
+/// "Partition expressions", and the field id reuse rule), adds the new `partition_field_*`
+/// manifest columns, the `v<N>` namespace row, then the `partition_spec_v<N>` property (the
+/// last step makes it current). Returns the new spec id.
 ///
 /// # Errors
 /// `Spec` for an invalid spec or one equal to the current spec.

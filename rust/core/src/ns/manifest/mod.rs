@@ -1,6 +1,7 @@
 //! The `__manifest` table: the DirectoryNamespace V2 columns plus `read_version` and one
 //! `partition_field_<field_id>` column per partition field of any spec version; root
-//! properties (schema, `partition_spec_v<N>`) in its Lance table metadata (D9).
+//! properties (schema, `partition_spec_v<N>`) in its Lance table metadata (`docs/design.md`,
+//! "Root properties").
 //!
 //! A [`Snapshot`] is the whole manifest at one version, indexed for lookups: leaves by spec
 //! version and partition values, namespaces by value prefix, `table_version` rows by table.
@@ -11,7 +12,7 @@
 //! - `create`: creating a namespace, and its root properties ([`Root`]);
 //! - `index`: the leaves and the writers' lookups ([`Keys`]), and the queries on them;
 //! - `evolution`: adding a partition spec version ([`evolve`]);
-//! - `repair`: recovering manifest columns another tool dropped ([`repair`]).
+//! - `repair`: recovering manifest columns another tool dropped ([`repair()`]).
 //!
 //! The manifest depends on the field ids ([`crate::field_ids`]) but never on
 //! [`crate::ns::schema`], which builds on it.
@@ -64,7 +65,8 @@ pub struct Snapshot {
     keys: std::sync::OnceLock<Keys>,
     /// Loaded without the property columns (see [`Snapshot::load_with`]).
     pub light: bool,
-    /// Expected manifest columns that are missing (another writer dropped them, D14).
+    /// Expected manifest columns that are missing (another writer dropped them; see
+    /// `docs/design.md`, "Manifest columns other tools drop").
     pub missing_columns: Vec<String>,
 }
 
@@ -176,7 +178,8 @@ impl Snapshot {
     pub async fn from_dataset(root: &str, dataset: Arc<Dataset>, light: bool) -> Result<Self> {
         let mut props = dataset.metadata().clone();
         if !props.keys().any(|k| k.starts_with(SPEC_KEY_PREFIX)) {
-            // Another writer's form: root properties in the Arrow schema metadata (D9).
+            // Another writer's form: root properties in the Arrow schema metadata
+            // (`docs/design.md`, "Root properties").
             props = dataset.schema().metadata.clone();
         }
         let root_props = Root::parse(props)?;

@@ -87,9 +87,10 @@ impl Snapshot {
         Ok(())
     }
 
-    /// Rebuilds the missing manifest columns (D14) over every row of `batch`: partition
-    /// values from the indexed namespaces and leaves, `read_version` of tables from the
-    /// recovered chain heads and of `table_version` rows from their ids.
+    /// Rebuilds the missing manifest columns (`docs/design.md`, "Manifest columns other tools
+    /// drop") over every row of `batch`: partition values from the indexed namespaces and
+    /// leaves, `read_version` of tables from the recovered chain heads and of `table_version`
+    /// rows from their ids.
     fn restore_columns(&self) -> Result<Vec<(Field, ArrayRef)>> {
         let mut out = Vec::new();
         let expected = manifest_schema(self.root_props.specs.values())?;
@@ -174,11 +175,11 @@ impl Snapshot {
     }
 }
 
-/// Restores manifest columns another tool dropped (D14): `read_version` from the
-/// `table_version` rows (the head of each table's version chain; the version in each
-/// `table_version` row's id) and every `partition_field_*` column from the namespaces'
-/// `partition.<field_id>` properties. One commit; the root properties are kept. Returns the
-/// restored column names (empty when nothing was missing).
+/// Restores manifest columns another tool dropped (`docs/design.md`, "Manifest columns other
+/// tools drop"): `read_version` from the `table_version` rows (the head of each table's
+/// version chain; the version in each `table_version` row's id) and every `partition_field_*`
+/// column from the namespaces' `partition.<field_id>` properties. One commit; the root
+/// properties are kept. Returns the restored column names (empty when nothing was missing).
 ///
 /// # Errors
 /// `Corrupt` when a value cannot be recovered.

@@ -1,5 +1,5 @@
-//! Reads: partition pruning through the manifest ([`prune`]), then snapshot reads of the
-//! kept leaves at their `read_version`s ([`scan`]), following the read rules (namespace type
+//! Reads: partition pruning through the manifest ([`prune()`]), then snapshot reads of the
+//! kept leaves at their `read_version`s ([`scan()`]), following the read rules (namespace type
 //! wins and is cast to; a column missing from a leaf reads as NULL; a leaf column unknown to
 //! the namespace is ignored; an impossible cast is an error; see
 //! [`crate::ns::schema::read_rules`]).
