@@ -13,6 +13,7 @@ pub use lance::deps::datafusion::arrow;
 mod avx2x;
 pub mod error;
 pub mod expr;
+pub mod field_ids;
 pub mod hash;
 mod mem;
 pub mod ns;

@@ -4,8 +4,8 @@
 //! The base encoding is upstream Lance's (`{"type": "int32"}`, `"bool"`, decimals as
 //! `length = precision * 1000 + scale`, `fixed_size_binary` with `length`, nested types with
 //! `fields`), so upstream readers understand what we write. Upstream drops the unit and
-//! timezone of temporal types; to round-trip every type (D13) we add two optional keys that
-//! upstream readers ignore: `unit` (`"s"`, `"ms"`, `"us"`, `"ns"`) for timestamp, time32,
+//! timezone of temporal types; to round-trip every type (`docs/design.md`, "JSON types") we
+//! add two optional keys that upstream readers ignore: `unit` (`"s"`, `"ms"`, `"us"`, `"ns"`) for timestamp, time32,
 //! time64 and duration, and `timezone` for timestamp. Absent keys decode to upstream's
 //! defaults (timestamp and duration in microseconds, no timezone).
 
@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use crate::arrow::datatypes::{DataType, Field, Fields, Schema, TimeUnit};
 use crate::error::{spec_err, unsupported, Result};
 
-/// The metadata key holding a field's id.
-pub const FIELD_ID_KEY: &str = "lance:field_id";
+// Kept at their old path for the spec model and the namespace code that imports them here.
+pub use crate::field_ids::{field_id, FIELD_ID_KEY};
 
 /// An Arrow data type in JSON (lance-namespace `JsonArrowDataType`, plus `unit`/`timezone`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -323,11 +323,6 @@ impl JsonSchema {
             self.metadata.clone().unwrap_or_default(),
         ))
     }
-}
-
-/// The `lance:field_id` of a field, if it has a valid one.
-pub fn field_id(f: &Field) -> Option<i32> {
-    f.metadata().get(FIELD_ID_KEY)?.trim().parse().ok()
 }
 
 /// Parses a schema from its JSON text.

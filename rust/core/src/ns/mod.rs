@@ -3,8 +3,11 @@
 //!
 //! - [`namespace`]: the `Namespace` handle, the entry point of every operation.
 //! - [`runtime`]: the process-wide tokio runtime (fork-aware).
-//! - [`ids`]: random namespace ids and table locations (D8).
-//! - [`values`]: partition values as strings (`partition.<field_id>` properties, D14).
+//! - [`ids`]: random namespace ids and table locations (`docs/design.md`, "Namespace ids and
+//!   table locations").
+//! - [`values`]: partition values as strings (`partition.<field_id>` properties, from which a
+//!   manifest stripped of its partition columns is rebuilt; `docs/design.md`, "Manifest
+//!   columns other tools drop").
 //! - [`naming`]: which column and partition field names a namespace accepts.
 //! - [`manifest`]: the `__manifest` table: create, load a snapshot, index it.
 //! - [`write`]: the partitioning writer (route, buffer, write fragments), local and
@@ -14,7 +17,21 @@
 //! - [`cleanup`]: remove what failed writes left behind.
 //! - [`filter`]: user filters, parsed and validated once for every entry point.
 //! - [`scan`]: pruning through the manifest and snapshot reads of the leaves.
-//! - [`schema`]: schema evolution by field id.
+//! - [`schema`]: schema evolution by field id, and the read rules (how a leaf written under
+//!   any schema version reads as the namespace schema).
+//!
+//! Field ids (`lance:field_id`, assignment, the largest id ever assigned) live in
+//! [`crate::field_ids`], below everything here.
+//!
+//! Module dependencies point one way: each layer uses only the layers below it.
+//! 1. `write`, `txn`, `delete`, `cleanup`: the entry points (`write` and `txn` use each other).
+//! 2. `scan`.
+//! 3. `schema`: a schema update loads and commits a manifest snapshot, so `schema` uses
+//!    `manifest`, never the other way round. Its `read_rules` (used by `scan` and the writers)
+//!    use neither.
+//! 4. `manifest`.
+//! 5. `ids` (uses `values`), `values`, `naming`, `filter`, `runtime`; below the namespace, [`crate::field_ids`],
+//!    [`crate::spec`] and [`crate::types`].
 
 pub mod cleanup;
 pub mod delete;
@@ -42,8 +59,7 @@ pub const SCHEMA_KEY: &str = "schema";
 pub const MODE_KEY: &str = "lance_partitioned.transaction_mode";
 /// Name of the leaf table of every partition.
 pub const LEAF_TABLE: &str = "dataset";
-/// Leaf field metadata key carrying the namespace field id (Lance renumbers its own ids).
-pub const LEAF_FIELD_ID_KEY: &str = "lance_partitioned:field_id";
+pub use crate::field_ids::LEAF_FIELD_ID_KEY;
 
 /// Joins a root URI and a relative location.
 pub fn join_uri(root: &str, rel: &str) -> String {

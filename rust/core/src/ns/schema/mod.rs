@@ -11,16 +11,18 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::arrow::datatypes::{DataType, Field, Schema};
+use crate::arrow::datatypes::{Field, Schema};
 use crate::error::{schema_err, Error, Result};
-use crate::ns::manifest::{assign_field_ids, Snapshot};
+use crate::field_ids::{assign_field_ids, field_id};
+pub use crate::field_ids::{max_field_id, LAST_FIELD_ID_KEY};
+use crate::ns::manifest::Snapshot;
 use crate::ns::SCHEMA_KEY;
 use crate::spec::{CompiledSpec, PartitionSpec};
 pub use crate::types::is_widening;
-use crate::types::{field_id, JsonSchema};
+use crate::types::JsonSchema;
 
-/// Root property holding the largest field id ever assigned.
-pub const LAST_FIELD_ID_KEY: &str = "lance_partitioned.last_field_id";
+pub mod read_rules;
+pub use read_rules::leaf_is_current;
 
 /// Field ids that any spec version partitions by.
 fn source_ids<'a>(specs: impl IntoIterator<Item = &'a PartitionSpec>) -> HashSet<i32> {
@@ -28,25 +30,6 @@ fn source_ids<'a>(specs: impl IntoIterator<Item = &'a PartitionSpec>) -> HashSet
         .into_iter()
         .flat_map(|s| s.fields.iter().flat_map(|f| f.source_ids.iter().copied()))
         .collect()
-}
-
-/// The largest field id in `schema` (nested fields included), -1 without any.
-pub fn max_field_id(schema: &Schema) -> i32 {
-    fn walk(f: &Field, m: &mut i32) {
-        if let Some(id) = field_id(f) {
-            *m = (*m).max(id);
-        }
-        if let DataType::Struct(kids) = f.data_type() {
-            for k in kids {
-                walk(k, m);
-            }
-        }
-    }
-    let mut m = -1;
-    for f in schema.fields() {
-        walk(f, &mut m);
-    }
-    m
 }
 
 /// Validates `new` against `old` and assigns ids to added fields. Returns the new schema and
@@ -167,23 +150,11 @@ pub async fn update_schema(root: &str, new: &Schema) -> Result<Schema> {
     Ok(schema)
 }
 
-/// Whether a leaf stored with `leaf` (Arrow schema of the Lance dataset) has exactly the
-/// columns of the namespace's leaf schema `current` (names, types, field ids, nullability).
-pub fn leaf_is_current(leaf: &Schema, current: &Schema) -> bool {
-    let key = crate::ns::LEAF_FIELD_ID_KEY;
-    leaf.fields().len() == current.fields().len()
-        && leaf.fields().iter().zip(current.fields()).all(|(a, b)| {
-            a.name() == b.name()
-                && a.data_type() == b.data_type()
-                && a.is_nullable() == b.is_nullable()
-                && a.metadata().get(key) == b.metadata().get(key)
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::FIELD_ID_KEY;
+    use crate::arrow::datatypes::DataType;
+    use crate::field_ids::FIELD_ID_KEY;
 
     fn f(name: &str, dt: DataType, id: Option<i32>) -> Field {
         let f = Field::new(name, dt, true);

@@ -1,0 +1,141 @@
+//! Creating a namespace, and its root properties: the namespace schema and every partition
+//! spec version, stored in the manifest's table metadata.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use lance::dataset::builder::DatasetBuilder;
+use lance::dataset::{InsertBuilder, WriteMode, WriteParams};
+
+use crate::arrow::datatypes::{Schema, SchemaRef};
+use crate::error::{corrupt, Error, Result};
+use crate::field_ids::{assign_field_ids, max_field_id, LAST_FIELD_ID_KEY};
+use crate::ns::{SCHEMA_KEY, SPEC_KEY_PREFIX};
+use crate::spec::{CompiledSpec, PartitionSpec};
+use crate::types::JsonSchema;
+
+use super::format::{manifest_schema, rows_to_batch, Row, NAMESPACE};
+use super::manifest_uri;
+
+/// Root properties: the namespace schema and every spec version.
+#[derive(Debug, Clone)]
+pub struct Root {
+    /// All root properties as stored.
+    pub props: HashMap<String, String>,
+    /// The namespace schema (Arrow, `lance:field_id` on every field).
+    pub schema: SchemaRef,
+    /// Spec versions by id.
+    pub specs: BTreeMap<i32, PartitionSpec>,
+}
+
+impl Root {
+    /// Parses root properties.
+    ///
+    /// # Errors
+    /// `NotFound` without any spec key; `Corrupt` for malformed JSON.
+    pub fn parse(props: HashMap<String, String>) -> Result<Self> {
+        let mut specs = BTreeMap::new();
+        for (k, v) in &props {
+            if let Some(n) = k.strip_prefix(SPEC_KEY_PREFIX) {
+                let n: i32 = n
+                    .parse()
+                    .map_err(|_| Error::Corrupt(format!("bad spec key {k:?}")))?;
+                let spec = PartitionSpec::from_json(v)
+                    .map_err(|e| Error::Corrupt(format!("{k} is not a partition spec: {e}")))?;
+                if spec.id != n {
+                    return corrupt!("{k} holds a spec with id {}", spec.id);
+                }
+                specs.insert(n, spec);
+            }
+        }
+        if specs.is_empty() {
+            return Err(Error::NotFound(
+                "not a partitioned namespace: the manifest has no partition_spec_v<N> property"
+                    .into(),
+            ));
+        }
+        let schema_text = props
+            .get(SCHEMA_KEY)
+            .ok_or_else(|| Error::Corrupt("the manifest has no schema property".into()))?;
+        let js: JsonSchema = serde_json::from_str(schema_text)
+            .map_err(|e| Error::Corrupt(format!("malformed schema property: {e}")))?;
+        let schema = Arc::new(
+            js.to_arrow()
+                .map_err(|e| Error::Corrupt(format!("bad schema property: {e}")))?,
+        );
+        Ok(Self {
+            props,
+            schema,
+            specs,
+        })
+    }
+
+    /// The newest spec version.
+    pub fn current_spec(&self) -> &PartitionSpec {
+        // `parse` guarantees at least one spec.
+        self.specs.values().next_back().expect("at least one spec")
+    }
+}
+
+/// Creates a partitioned namespace at `root`: validates the spec against the schema
+/// (`docs/design.md`, "Partition expressions") and writes `__manifest` with the `v<id>`
+/// namespace row and the root properties.
+///
+/// Returns the schema as stored (with field ids).
+///
+/// # Errors
+/// `AlreadyExists` when a manifest exists; `Spec` for an invalid spec or schema.
+pub async fn create(
+    root: &str,
+    schema: &Schema,
+    spec: &PartitionSpec,
+    extra_props: &HashMap<String, String>,
+) -> Result<Schema> {
+    let schema = assign_field_ids(schema, 0)?;
+    crate::ns::naming::check_column_names(&schema)?;
+    crate::ns::naming::check_spec_fields(spec)?;
+    CompiledSpec::compile(spec, &schema, false)?;
+    if spec.id < 1 {
+        return Err(Error::Spec(format!(
+            "spec ids start at 1 (got {})",
+            spec.id
+        )));
+    }
+    let uri = manifest_uri(root);
+    match DatasetBuilder::from_uri(&uri).load().await {
+        Ok(_) => {
+            return Err(Error::AlreadyExists(format!(
+                "a namespace already exists at {root:?}"
+            )))
+        }
+        Err(lance::Error::DatasetNotFound { .. } | lance::Error::NotFound { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let mschema: SchemaRef = Arc::new(manifest_schema([spec])?);
+    let row = Row {
+        object_id: format!("v{}", spec.id),
+        object_type: NAMESPACE.into(),
+        ..Default::default()
+    };
+    let batch = rows_to_batch(&mschema, &[row])?;
+    let params = WriteParams {
+        mode: WriteMode::Create,
+        enable_v2_manifest_paths: true,
+        ..Default::default()
+    };
+    let mut ds = InsertBuilder::new(uri.as_str())
+        .with_params(&params)
+        .execute(vec![batch])
+        .await?;
+    let mut props: Vec<(String, String)> = extra_props.clone().into_iter().collect();
+    props.push((
+        SCHEMA_KEY.to_string(),
+        serde_json::to_string(&JsonSchema::from_arrow(&schema)?)
+            .map_err(|e| Error::Internal(e.to_string()))?,
+    ));
+    props.push((format!("{SPEC_KEY_PREFIX}{}", spec.id), spec.to_json()?));
+    let last_id = max_field_id(&schema);
+    props.push((LAST_FIELD_ID_KEY.to_string(), last_id.to_string()));
+    ds.update_metadata(props).await?;
+    Ok(schema)
+}

@@ -1,0 +1,257 @@
+//! The `__manifest` table: the DirectoryNamespace V2 columns plus `read_version` and one
+//! `partition_field_<field_id>` column per partition field of any spec version; root
+//! properties (schema, `partition_spec_v<N>`) in its Lance table metadata (`docs/design.md`,
+//! "Root properties").
+//!
+//! A [`Snapshot`] is the whole manifest at one version, indexed for lookups: leaves by spec
+//! version and partition values, namespaces by value prefix, `table_version` rows by table.
+//!
+//! This module loads snapshots; the rest is split by concern (everything public is
+//! re-exported here):
+//! - `format`: column names, object types, the manifest Arrow schema, rows to batches;
+//! - `create`: creating a namespace, and its root properties ([`Root`]);
+//! - `index`: the leaves and the writers' lookups ([`Keys`]), and the queries on them;
+//! - `evolution`: adding a partition spec version ([`evolve`]);
+//! - `repair`: recovering manifest columns another tool dropped ([`repair()`]).
+//!
+//! The manifest depends on the field ids ([`crate::field_ids`]) but never on
+//! [`crate::ns::schema`], which builds on it.
+
+use std::sync::Arc;
+
+use lance::dataset::builder::DatasetBuilder;
+use lance::dataset::Dataset;
+
+use crate::arrow::array::RecordBatch;
+use crate::arrow::datatypes::SchemaRef;
+use crate::error::{corrupt, Error, Result};
+use crate::ns::{join_uri, MANIFEST_DIR, SPEC_KEY_PREFIX};
+use crate::spec::PartitionSpec;
+
+mod create;
+mod evolution;
+mod format;
+mod index;
+mod repair;
+
+pub use create::{create, Root};
+pub use evolution::{check_field_id_reuse, evolve};
+pub use format::{
+    base_fields, manifest_schema, parse_props, parse_version, partition_column, props_json,
+    rows_to_batch, spec_of, Row, BASE_OBJECTS, LOCATION, METADATA, NAMESPACE, OBJECT_ID,
+    OBJECT_TYPE, READ_VERSION, TABLE, TABLE_VERSION, WRITE_ID_KEY,
+};
+pub use index::{count_rows, describe_key, Keys, Leaf, TableVersion};
+pub use repair::repair;
+// Kept at its old path; field ids live in `crate::field_ids`.
+pub use crate::field_ids::assign_field_ids;
+
+/// The whole manifest at one version, indexed.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// Root URI of the namespace.
+    pub root: String,
+    /// The manifest dataset at [`Snapshot::version`].
+    pub dataset: Arc<Dataset>,
+    /// Manifest version.
+    pub version: u64,
+    /// Root properties.
+    pub root_props: Root,
+    /// All manifest rows.
+    pub batch: RecordBatch,
+    /// Leaves.
+    pub leaves: Vec<Leaf>,
+    /// Lookups for writers, see [`Snapshot::keys`].
+    keys: std::sync::OnceLock<Keys>,
+    /// Loaded without the property columns (see [`Snapshot::load_with`]).
+    pub light: bool,
+    /// Expected manifest columns that are missing (another writer dropped them; see
+    /// `docs/design.md`, "Manifest columns other tools drop").
+    pub missing_columns: Vec<String>,
+}
+
+fn manifest_uri(root: &str) -> String {
+    join_uri(root, MANIFEST_DIR)
+}
+
+/// The error for a manifest version that does not exist, naming those that do.
+async fn missing_version(root: &str, version: u64, cause: lance::Error) -> Error {
+    let listed = match DatasetBuilder::from_uri(manifest_uri(root)).load().await {
+        Ok(ds) => ds.versions().await.ok(),
+        Err(_) => None,
+    };
+    let Some(versions) = listed else {
+        return Error::NotFound(format!(
+            "no partitioned namespace at {root:?} (no {MANIFEST_DIR} table)"
+        ));
+    };
+    let mut ids: Vec<u64> = versions.iter().map(|v| v.version).collect();
+    ids.sort_unstable();
+    if ids.contains(&version) {
+        return cause.into();
+    }
+    Error::NotFound(format!(
+        "manifest version {version} of {root:?} does not exist; it has versions {}",
+        version_ranges(&ids)
+    ))
+}
+
+/// `1-4, 7, 9-10` for sorted version numbers.
+fn version_ranges(ids: &[u64]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let start = ids[i];
+        let mut end = start;
+        while i + 1 < ids.len() && ids[i + 1] == end + 1 {
+            i += 1;
+            end = ids[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(", ")
+}
+
+impl Snapshot {
+    /// Loads the manifest of `root` at `version` (latest when `None`).
+    ///
+    /// # Errors
+    /// `NotFound` when there is no partitioned namespace; `Corrupt` for malformed metadata.
+    pub async fn load(root: &str, version: Option<u64>) -> Result<Self> {
+        Self::load_with(root, version, false).await
+    }
+
+    /// Like [`Snapshot::load`]; a `light` snapshot (for reads: pruning and scans) skips the
+    /// `metadata` and `base_objects` columns, so it has no stored properties and its
+    /// [`Snapshot::keys`] hold no `table_version` properties. Writers load full snapshots.
+    ///
+    /// # Errors
+    /// As [`Snapshot::load`].
+    pub async fn load_with(root: &str, version: Option<u64>, light: bool) -> Result<Self> {
+        let uri = manifest_uri(root);
+        let mut builder = DatasetBuilder::from_uri(&uri);
+        if let Some(v) = version {
+            builder = builder.with_version(v);
+        }
+        let dataset = match builder.load().await {
+            Ok(d) => d,
+            Err(e) if version.is_some() => {
+                return Err(missing_version(root, version.unwrap_or_default(), e).await)
+            }
+            Err(lance::Error::DatasetNotFound { .. } | lance::Error::NotFound { .. }) => {
+                return Err(Error::NotFound(format!(
+                    "no partitioned namespace at {root:?} (no {MANIFEST_DIR} table)"
+                )))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        Self::from_dataset(root, Arc::new(dataset), light).await
+    }
+
+    /// A read snapshot at manifest version `version` (time travel, `as_of`).
+    ///
+    /// # Errors
+    /// `NotFound` naming the versions that exist; `InvalidArgument` on a weak-mode namespace,
+    /// whose manifest records no leaf versions (an old manifest version cannot say what the
+    /// leaves held then).
+    pub async fn load_as_of(root: &str, version: u64) -> Result<Self> {
+        let snap = Self::load_with(root, Some(version), true).await?;
+        if !snap.strong_mode(None)? {
+            return Err(Error::InvalidArgument(format!(
+                "as_of is not available on {root:?}: it commits in weak mode, where leaves are \
+                 committed directly and the manifest records no leaf versions, so manifest \
+                 version {version} cannot say what the partitions held then"
+            )));
+        }
+        Ok(snap)
+    }
+
+    /// Indexes an opened manifest dataset.
+    ///
+    /// # Errors
+    /// As [`Snapshot::load`].
+    pub async fn from_dataset(root: &str, dataset: Arc<Dataset>, light: bool) -> Result<Self> {
+        let mut props = dataset.metadata().clone();
+        if !props.keys().any(|k| k.starts_with(SPEC_KEY_PREFIX)) {
+            // Another writer's form: root properties in the Arrow schema metadata
+            // (`docs/design.md`, "Root properties").
+            props = dataset.schema().metadata.clone();
+        }
+        let root_props = Root::parse(props)?;
+        let expected = manifest_schema(root_props.specs.values())?;
+        let stored = dataset.schema();
+        let complete = expected
+            .fields()
+            .iter()
+            .all(|f| f.name() == BASE_OBJECTS || stored.field(f.name()).is_some());
+        let mut scan = dataset.scan();
+        // Light snapshots skip the property columns; a manifest missing columns needs them
+        // (partition values fall back to the properties).
+        let light = light && complete;
+        if light {
+            let cols: Vec<&str> = stored
+                .fields
+                .iter()
+                .map(|f| f.name.as_str())
+                .filter(|n| *n != METADATA && *n != BASE_OBJECTS)
+                .collect();
+            scan.project(&cols)?;
+        }
+        let batch = scan.try_into_batch().await?;
+        Self::index(root, dataset, root_props, batch, light)
+    }
+
+    /// The newest spec version.
+    pub fn current_spec(&self) -> &PartitionSpec {
+        self.root_props.current_spec()
+    }
+
+    /// The namespace schema.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.root_props.schema)
+    }
+
+    /// The namespace's transaction mode (`true`: strong), which every commit uses: the mode
+    /// is fixed when the namespace is created.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when `requested` names the other mode.
+    pub fn strong_mode(&self, requested: Option<bool>) -> Result<bool> {
+        let strong = self
+            .root_props
+            .props
+            .get(crate::ns::MODE_KEY)
+            .is_none_or(|m| m != "weak");
+        let name = |s: bool| if s { "strong" } else { "weak" };
+        match requested {
+            Some(r) if r != strong => Err(Error::InvalidArgument(format!(
+                "this namespace commits in {} mode; a {} commit is refused (mixing modes would \
+                 let direct leaf commits and manifest-recorded versions disagree, losing rows \
+                 or blocking later writes). The mode is chosen at create()",
+                name(strong),
+                name(r)
+            ))),
+            _ => Ok(strong),
+        }
+    }
+
+    /// Refuses every change through a manifest another tool stripped of our columns (their
+    /// values are only rebuilt in memory until `repair()` persists them).
+    ///
+    /// # Errors
+    /// `Corrupt` naming the missing columns.
+    pub fn check_writable(&self) -> Result<()> {
+        if !self.missing_columns.is_empty() {
+            return corrupt!(
+                "the manifest lacks columns {:?} (another tool rewrote it); run repair() first",
+                self.missing_columns
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,17 @@
+//! Reads: partition pruning through the manifest ([`prune()`]), then snapshot reads of the
+//! kept leaves at their `read_version`s ([`scan()`]), following the read rules (namespace type
+//! wins and is cast to; a column missing from a leaf reads as NULL; a leaf column unknown to
+//! the namespace is ignored; an impossible cast is an error; see
+//! [`crate::ns::schema::read_rules`]).
+//!
+//! - `prune`: the user filter as one manifest predicate per spec version;
+//! - `read`: the streaming read of the kept leaves.
+
+mod prune;
+mod read;
+
+pub use crate::ns::filter::{evaluate_mask, Filter};
+// Kept at their old path for the writers; they live with the schema code.
+pub(crate) use crate::ns::schema::read_rules::{adapt, leaf_columns};
+pub use prune::{prune, Pruned, SpecPlan};
+pub use read::{scan, ScanIter, ScanOptions};

@@ -1,0 +1,221 @@
+//! Snapshot reads of the kept leaves at their `read_version`s, each leaf batch adapted to
+//! the namespace schema by the read rules ([`crate::ns::schema::read_rules`]); the filter is
+//! pushed into Lance when a leaf has every filter column as the namespace has it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use lance::dataset::scanner::DatasetRecordBatchStream;
+
+use crate::arrow::array::RecordBatch;
+use crate::arrow::compute::filter_record_batch;
+use crate::arrow::datatypes::{Schema, SchemaRef};
+use crate::datafusion::physical_plan::PhysicalExpr;
+use crate::error::{Error, Result};
+use crate::ns::filter::{evaluate_mask, Filter};
+use crate::ns::join_uri;
+use crate::ns::manifest::Snapshot;
+use crate::ns::runtime::runtime;
+use crate::ns::schema::read_rules::{adapt, leaf_columns};
+
+use super::prune::{prune, Pruned};
+
+/// What to read.
+#[derive(Debug, Clone, Default)]
+pub struct ScanOptions {
+    /// Row filter (SQL).
+    pub filter: Option<String>,
+    /// Columns to return (all when `None`).
+    pub columns: Option<Vec<String>>,
+    /// Rows per batch hint.
+    pub batch_size: Option<usize>,
+    /// Read only these leaves (object ids) of those pruning keeps (pruning done by the caller,
+    /// e.g. on a pyarrow expression).
+    pub only: Option<std::collections::HashSet<String>>,
+}
+
+/// A streaming snapshot read over the kept leaves.
+pub struct ScanIter {
+    root: String,
+    snap: Arc<Snapshot>,
+    leaves: std::vec::IntoIter<usize>,
+    read_schema: SchemaRef,
+    out_schema: SchemaRef,
+    projection: Vec<usize>,
+    filter: Option<Filter>,
+    filter_phys: Option<Arc<dyn PhysicalExpr>>,
+    batch_size: Option<usize>,
+    current: Option<(DatasetRecordBatchStream, HashMap<String, String>, bool)>,
+    /// Leaves opened so far.
+    pub opened: usize,
+}
+
+impl ScanIter {
+    /// The schema of the batches.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.out_schema)
+    }
+
+    async fn open_next(&mut self) -> Result<bool> {
+        let Some(i) = self.leaves.next() else {
+            return Ok(false);
+        };
+        let leaf = &self.snap.leaves[i];
+        let uri = join_uri(&self.root, &leaf.location);
+        let mut b = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
+            .with_session(crate::ns::runtime::session()?);
+        if let Some(v) = leaf.read_version {
+            b = b.with_version(v);
+        }
+        let ds = b.load().await?;
+        let leaf_schema: Schema = Schema::from(ds.schema());
+        let map = leaf_columns(&leaf_schema, &self.snap.root_props.schema);
+        let wanted: Vec<String> = self
+            .read_schema
+            .fields()
+            .iter()
+            .filter_map(|f| map.get(f.name()).cloned())
+            .collect();
+        let mut scanner = ds.scan();
+        scanner.project(&wanted)?;
+        if let Some(n) = self.batch_size {
+            scanner.batch_size(n);
+        }
+        // Push the filter into Lance when the leaf has every filter column under its
+        // namespace name and type; otherwise filter after adapting.
+        let mut pushed = false;
+        if let Some(f) = &self.filter {
+            let same = f.columns().iter().all(|c| {
+                map.get(c) == Some(c)
+                    && leaf_schema.field_with_name(c).ok().map(|l| l.data_type())
+                        == self
+                            .snap
+                            .root_props
+                            .schema
+                            .field_with_name(c)
+                            .ok()
+                            .map(|n| n.data_type())
+            });
+            if same {
+                // The parsed expression, not the text: Lance's SQL dialect differs from ours
+                // (it reads "x" as a string, not as a column).
+                scanner.filter_expr(f.expr.clone());
+                pushed = true;
+            }
+        }
+        let stream = scanner.try_into_stream().await?;
+        self.current = Some((stream, map, pushed));
+        self.opened += 1;
+        Ok(true)
+    }
+
+    async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if self.current.is_none() && !self.open_next().await? {
+                return Ok(None);
+            }
+            let Some((stream, map, pushed)) = self.current.as_mut() else {
+                continue;
+            };
+            match stream.next().await {
+                None => {
+                    self.current = None;
+                }
+                Some(b) => {
+                    let b = b?;
+                    let adapted = adapt(&b, &self.read_schema, map)?;
+                    let filtered = match (&self.filter_phys, *pushed) {
+                        (Some(p), false) => {
+                            filter_record_batch(&adapted, &evaluate_mask(p, &adapted)?)?
+                        }
+                        _ => adapted,
+                    };
+                    if filtered.num_rows() == 0 {
+                        continue;
+                    }
+                    return Ok(Some(
+                        filtered
+                            .project(&self.projection)?
+                            .with_schema(Arc::clone(&self.out_schema))?,
+                    ));
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for ScanIter {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let rt = match runtime() {
+            Ok(rt) => rt,
+            Err(e) => return Some(Err(e)),
+        };
+        rt.block_on(self.next_batch()).transpose()
+    }
+}
+
+/// Plans a scan: prunes, and returns the streaming reader with the pruning result.
+///
+/// # Errors
+/// `Expression` for a bad filter; `InvalidArgument` for unknown columns.
+pub fn scan(snap: Arc<Snapshot>, opts: &ScanOptions) -> Result<(ScanIter, Pruned)> {
+    let schema = snap.schema();
+    let filter = opts
+        .filter
+        .as_deref()
+        .map(|f| Filter::parse(f, &schema))
+        .transpose()?;
+    let mut pruned = prune(&snap, filter.as_ref())?;
+    if let Some(only) = &opts.only {
+        pruned
+            .leaves
+            .retain(|&i| only.contains(&snap.leaves[i].object_id));
+    }
+    let wanted: Vec<String> = match &opts.columns {
+        Some(c) => c.clone(),
+        None => schema.fields().iter().map(|f| f.name().clone()).collect(),
+    };
+    for c in &wanted {
+        if schema.field_with_name(c).is_err() {
+            return Err(Error::InvalidArgument(format!(
+                "column {c:?} is not in the namespace schema"
+            )));
+        }
+    }
+    let mut read: Vec<String> = wanted.clone();
+    if let Some(f) = &filter {
+        for c in f.columns() {
+            if !read.contains(&c) {
+                read.push(c);
+            }
+        }
+    }
+    let read_fields: Vec<_> = read
+        .iter()
+        .map(|n| schema.field_with_name(n).cloned())
+        .collect::<std::result::Result<_, _>>()?;
+    let read_schema = Arc::new(Schema::new(read_fields));
+    let projection: Vec<usize> = (0..wanted.len()).collect();
+    let out_schema = Arc::new(read_schema.project(&projection)?);
+    let filter_phys = filter
+        .as_ref()
+        .map(|f| f.physical(&read_schema))
+        .transpose()?;
+    let iter = ScanIter {
+        root: snap.root.clone(),
+        leaves: pruned.leaves.clone().into_iter(),
+        snap,
+        read_schema,
+        out_schema,
+        projection,
+        filter,
+        filter_phys,
+        batch_size: opts.batch_size,
+        current: None,
+        opened: 0,
+    };
+    Ok((iter, pruned))
+}
