@@ -13,12 +13,11 @@ use lance_partitioned_core::error::Error;
 use lance_partitioned_core::ns::delete::delete;
 use lance_partitioned_core::ns::manifest::{create, Snapshot};
 use lance_partitioned_core::ns::namespace::Namespace;
-use lance_partitioned_core::ns::runtime::block_on;
 use lance_partitioned_core::ns::scan::{prune, scan, Filter, ScanOptions};
 use lance_partitioned_core::ns::txn::WriteTransaction;
-use lance_partitioned_core::ns::write::distributed::{commit_staged, new_nonce, plan, stage};
+use lance_partitioned_core::ns::write::distributed::{new_nonce, plan, stage};
 use lance_partitioned_core::ns::write::{
-    stage_all, write, IdPlan, Mode, PartitionWriter, StagedPart, WriteOptions,
+    stage_all, IdPlan, Mode, PartitionWriter, StagedPart, WriteOptions,
 };
 use lance_partitioned_core::spec::PartitionSpec;
 use lance_partitioned_core::Result;
@@ -66,36 +65,38 @@ struct Ns {
     root: String,
 }
 
-fn namespace() -> Ns {
+async fn namespace() -> Ns {
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path().join("ns").to_string_lossy().into_owned();
     let spec = PartitionSpec::from_json(SPEC).expect("spec");
-    block_on(create(&root, &schema(), &spec, &HashMap::new())).expect("create");
+    create(&root, &schema(), &spec, &HashMap::new())
+        .await
+        .expect("create");
     Ns { _dir: dir, root }
 }
 
-fn append(ns: &Ns, batches: Vec<RecordBatch>) -> lance_partitioned_core::ns::write::WriteSummary {
-    block_on(write(
-        &ns.root,
-        batches.into_iter().map(Ok),
-        &WriteOptions::default(),
-    ))
-    .expect("write")
+async fn append(
+    ns: &Ns,
+    batches: Vec<RecordBatch>,
+) -> lance_partitioned_core::ns::write::WriteSummary {
+    Namespace::open(&ns.root)
+        .write(batches.into_iter().map(Ok), &WriteOptions::default())
+        .await
+        .expect("write")
 }
 
 /// Sorted ids a full (or filtered) read returns.
-fn ids(ns: &Ns, filter: Option<&str>) -> Vec<i64> {
-    let snap = Arc::new(block_on(Snapshot::load(&ns.root, None)).expect("snapshot"));
+async fn ids(ns: &Ns, filter: Option<&str>) -> Vec<i64> {
+    let snap = Arc::new(Snapshot::load(&ns.root, None).await.expect("snapshot"));
     let opts = ScanOptions {
         filter: filter.map(str::to_string),
         columns: Some(vec!["id".into()]),
         batch_size: None,
         only: None,
     };
-    let (iter, _) = scan(snap, &opts).expect("scan");
+    let (mut iter, _) = scan(snap, &opts).expect("scan");
     let mut out = Vec::new();
-    for b in iter {
-        let b = b.expect("batch");
+    while let Some(b) = iter.next_batch().await.expect("batch") {
         out.extend(
             b.column(0)
                 .as_primitive::<Int64Type>()
@@ -109,153 +110,176 @@ fn ids(ns: &Ns, filter: Option<&str>) -> Vec<i64> {
 }
 
 /// Stages `batch` against the current manifest in this process, without committing.
-fn staged(ns: &Ns, batch: RecordBatch, mode: Mode) -> (Arc<Snapshot>, Vec<StagedPart>) {
-    let snap = Arc::new(block_on(Snapshot::load(&ns.root, None)).expect("snapshot"));
+async fn staged(ns: &Ns, batch: RecordBatch, mode: Mode) -> (Arc<Snapshot>, Vec<StagedPart>) {
+    let snap = Arc::new(Snapshot::load(&ns.root, None).await.expect("snapshot"));
     let opts = WriteOptions {
         mode,
         ..Default::default()
     };
-    let parts = block_on(async {
+    let parts = (async {
         let ids = IdPlan::Random(HashMap::new());
         let mut w = PartitionWriter::new(&ns.root, Arc::clone(&snap), &opts, true, ids)?;
         stage_all(&mut w, std::iter::once(Ok(batch))).await?;
         w.close().await
     })
+    .await
     .expect("stage");
     (snap, parts)
 }
 
-fn commit(ns: &Ns, snap: Arc<Snapshot>, parts: Vec<StagedPart>, mode: Mode) -> Result<u64> {
+async fn commit(ns: &Ns, snap: Arc<Snapshot>, parts: Vec<StagedPart>, mode: Mode) -> Result<u64> {
     let opts = WriteOptions {
         mode,
         ..Default::default()
     };
     let tx = WriteTransaction::new(&ns.root, snap, true, &opts);
-    Ok(block_on(tx.commit(parts))?.manifest_version)
+    Ok(tx.commit(parts).await?.manifest_version)
 }
 
-#[test]
-fn a_write_lands_every_row_in_its_partition_and_commits_once() {
-    let ns = namespace();
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_lands_every_row_in_its_partition_and_commits_once() {
+    let ns = namespace().await;
     let s = append(
         &ns,
         vec![rows(0..10, "US", DAY_2024), rows(10..15, "FR", DAY_2025)],
-    );
+    )
+    .await;
     assert_eq!((s.rows, s.partitions, s.created), (15, 2, 2));
     assert_eq!(s.attempts, 1);
-    assert_eq!(ids(&ns, None), (0..15).collect::<Vec<_>>());
+    assert_eq!(ids(&ns, None).await, (0..15).collect::<Vec<_>>());
     assert_eq!(
-        ids(&ns, Some("country = 'FR'")),
+        ids(&ns, Some("country = 'FR'")).await,
         (10..15).collect::<Vec<_>>()
     );
-    let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
+    let snap = Snapshot::load(&ns.root, None).await.expect("snapshot");
     assert_eq!(snap.version, s.manifest_version);
     assert_eq!(snap.leaves.len(), 2);
     assert!(snap.leaves.iter().all(|l| l.read_version.is_some()));
 }
 
-#[test]
-fn a_concurrent_append_to_the_same_partition_is_rebased() {
-    let ns = namespace();
-    append(&ns, vec![rows(0..3, "US", DAY_2024)]);
-    let (s0, parts) = staged(&ns, rows(100..103, "US", DAY_2024), Mode::Append);
-    append(&ns, vec![rows(200..202, "US", DAY_2024)]); // lands first
-    commit(&ns, s0, parts, Mode::Append).expect("rebased commit");
+#[tokio::test(flavor = "multi_thread")]
+async fn a_concurrent_append_to_the_same_partition_is_rebased() {
+    let ns = namespace().await;
+    append(&ns, vec![rows(0..3, "US", DAY_2024)]).await;
+    let (s0, parts) = staged(&ns, rows(100..103, "US", DAY_2024), Mode::Append).await;
+    append(&ns, vec![rows(200..202, "US", DAY_2024)]).await; // lands first
+    commit(&ns, s0, parts, Mode::Append)
+        .await
+        .expect("rebased commit");
     let mut want: Vec<i64> = (0..3).chain(100..103).chain(200..202).collect();
     want.sort_unstable();
-    assert_eq!(ids(&ns, None), want);
-    let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
+    assert_eq!(ids(&ns, None).await, want);
+    let snap = Snapshot::load(&ns.root, None).await.expect("snapshot");
     assert_eq!(snap.leaves.len(), 1, "still one partition");
 }
 
-#[test]
-fn a_partition_created_concurrently_is_adopted_never_doubled() {
-    let ns = namespace();
-    let (s0, parts) = staged(&ns, rows(0..4, "DE", DAY_2025), Mode::Append);
-    append(&ns, vec![rows(10..12, "DE", DAY_2025)]); // creates the same partition first
-    commit(&ns, s0, parts, Mode::Append).expect("adopting commit");
-    assert_eq!(ids(&ns, None), vec![0, 1, 2, 3, 10, 11]);
-    let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
+#[tokio::test(flavor = "multi_thread")]
+async fn a_partition_created_concurrently_is_adopted_never_doubled() {
+    let ns = namespace().await;
+    let (s0, parts) = staged(&ns, rows(0..4, "DE", DAY_2025), Mode::Append).await;
+    append(&ns, vec![rows(10..12, "DE", DAY_2025)]).await; // creates the same partition first
+    commit(&ns, s0, parts, Mode::Append)
+        .await
+        .expect("adopting commit");
+    assert_eq!(ids(&ns, None).await, vec![0, 1, 2, 3, 10, 11]);
+    let snap = Snapshot::load(&ns.root, None).await.expect("snapshot");
     assert_eq!(snap.leaves.len(), 1, "two partitions with the same values");
 }
 
-#[test]
-fn an_overwrite_racing_an_append_is_a_conflict_and_changes_nothing() {
-    let ns = namespace();
-    append(&ns, vec![rows(0..3, "US", DAY_2024)]);
-    let (s0, parts) = staged(&ns, rows(100..101, "US", DAY_2024), Mode::Overwrite);
-    let before = append(&ns, vec![rows(200..201, "US", DAY_2024)]).manifest_version;
-    let err = commit(&ns, s0, parts, Mode::Overwrite).expect_err("must conflict");
+#[tokio::test(flavor = "multi_thread")]
+async fn an_overwrite_racing_an_append_is_a_conflict_and_changes_nothing() {
+    let ns = namespace().await;
+    append(&ns, vec![rows(0..3, "US", DAY_2024)]).await;
+    let (s0, parts) = staged(&ns, rows(100..101, "US", DAY_2024), Mode::Overwrite).await;
+    let before = append(&ns, vec![rows(200..201, "US", DAY_2024)])
+        .await
+        .manifest_version;
+    let err = commit(&ns, s0, parts, Mode::Overwrite)
+        .await
+        .expect_err("must conflict");
     assert!(matches!(err, Error::CommitConflict(_)), "{err}");
     assert!(err.to_string().contains("country=\"US\""), "{err}");
-    let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
+    let snap = Snapshot::load(&ns.root, None).await.expect("snapshot");
     assert_eq!(snap.version, before);
-    assert_eq!(ids(&ns, None), vec![0, 1, 2, 200]);
+    assert_eq!(ids(&ns, None).await, vec![0, 1, 2, 200]);
 }
 
-#[test]
-fn an_overwrite_replaces_exactly_the_partitions_it_touches() {
-    let ns = namespace();
+#[tokio::test(flavor = "multi_thread")]
+async fn an_overwrite_replaces_exactly_the_partitions_it_touches() {
+    let ns = namespace().await;
     append(
         &ns,
         vec![rows(0..3, "US", DAY_2024), rows(3..5, "FR", DAY_2024)],
-    );
-    let (s0, parts) = staged(&ns, rows(50..51, "US", DAY_2024), Mode::Overwrite);
-    commit(&ns, s0, parts, Mode::Overwrite).expect("overwrite");
-    assert_eq!(ids(&ns, None), vec![3, 4, 50]);
+    )
+    .await;
+    let (s0, parts) = staged(&ns, rows(50..51, "US", DAY_2024), Mode::Overwrite).await;
+    commit(&ns, s0, parts, Mode::Overwrite)
+        .await
+        .expect("overwrite");
+    assert_eq!(ids(&ns, None).await, vec![3, 4, 50]);
 }
 
-#[test]
-fn a_distributed_write_commits_once_however_often_its_messages_arrive() {
-    let ns = namespace();
-    let p = block_on(plan(&ns.root, None)).expect("plan");
+#[tokio::test(flavor = "multi_thread")]
+async fn a_distributed_write_commits_once_however_often_its_messages_arrive() {
+    let ns = namespace().await;
+    let p = plan(&ns.root, None).await.expect("plan");
     let nonce = new_nonce().expect("nonce");
     let opts = WriteOptions::default();
     // Two tasks see the same new partition: they must name the same leaf.
-    let t1 = block_on(stage(
+    let t1 = stage(
         &ns.root,
         p,
         &nonce,
         std::iter::once(Ok(rows(0..5, "US", DAY_2024))),
         &opts,
-    ))
+    )
+    .await
     .expect("task 1");
-    let t2 = block_on(stage(
+    let t2 = stage(
         &ns.root,
         p,
         &nonce,
         std::iter::once(Ok(rows(5..8, "US", DAY_2024))),
         &opts,
-    ))
+    )
+    .await
     .expect("task 2");
     assert_eq!(t1.parts[0].location, t2.parts[0].location);
     let messages = vec![t1.clone(), t2, t1];
-    let first = block_on(commit_staged(&ns.root, &messages, &opts)).expect("commit");
+    let first = Namespace::open(&ns.root)
+        .commit_staged(&messages, &opts)
+        .await
+        .expect("commit");
     assert_eq!(
         (first.rows, first.partitions, first.already_committed),
         (8, 1, false)
     );
-    let again = block_on(commit_staged(&ns.root, &messages, &opts)).expect("commit again");
+    let again = Namespace::open(&ns.root)
+        .commit_staged(&messages, &opts)
+        .await
+        .expect("commit again");
     assert!(again.already_committed);
     assert_eq!(again.manifest_version, first.manifest_version);
-    assert_eq!(ids(&ns, None), (0..8).collect::<Vec<_>>());
+    assert_eq!(ids(&ns, None).await, (0..8).collect::<Vec<_>>());
 }
 
-#[test]
-fn a_commit_whose_staged_files_vanished_commits_nothing() {
-    let ns = namespace();
-    let (s0, parts) = staged(&ns, rows(0..3, "JP", DAY_2024), Mode::Append);
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_whose_staged_files_vanished_commits_nothing() {
+    let ns = namespace().await;
+    let (s0, parts) = staged(&ns, rows(0..3, "JP", DAY_2024), Mode::Append).await;
     let loc = parts[0].target.location().to_string();
     let file = &parts[0].fragments[0].files[0].path;
     std::fs::remove_file(format!("{}/{loc}/data/{file}", ns.root)).expect("remove");
-    let err = commit(&ns, s0, parts, Mode::Append).expect_err("must fail");
+    let err = commit(&ns, s0, parts, Mode::Append)
+        .await
+        .expect_err("must fail");
     assert!(matches!(err, Error::CommitConflict(_)), "{err}");
-    assert!(ids(&ns, None).is_empty());
+    assert!(ids(&ns, None).await.is_empty());
 }
 
-#[test]
-fn pruning_keeps_exactly_the_partitions_a_filter_can_match() {
-    let ns = namespace();
+#[tokio::test(flavor = "multi_thread")]
+async fn pruning_keeps_exactly_the_partitions_a_filter_can_match() {
+    let ns = namespace().await;
     append(
         &ns,
         vec![
@@ -263,8 +287,9 @@ fn pruning_keeps_exactly_the_partitions_a_filter_can_match() {
             rows(2..4, "US", DAY_2025),
             rows(4..6, "FR", DAY_2025),
         ],
-    );
-    let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
+    )
+    .await;
+    let snap = Snapshot::load(&ns.root, None).await.expect("snapshot");
     let kept = |sql: &str| {
         let f = Filter::parse(sql, &snap.schema()).expect("filter");
         prune(&snap, Some(&f)).expect("prune").leaves.len()
@@ -276,34 +301,42 @@ fn pruning_keeps_exactly_the_partitions_a_filter_can_match() {
     assert_eq!(kept("country IS NULL"), 0);
     assert_eq!(kept("id = 3"), 3); // not a partition column: nothing to prune
     assert_eq!(
-        ids(&ns, Some("day >= DATE '2025-01-01' AND id < 5")),
+        ids(&ns, Some("day >= DATE '2025-01-01' AND id < 5")).await,
         vec![2, 3, 4]
     );
 }
 
-#[test]
-fn a_delete_drops_covered_partitions_and_deletes_rows_in_others() {
-    let ns = namespace();
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delete_drops_covered_partitions_and_deletes_rows_in_others() {
+    let ns = namespace().await;
     append(
         &ns,
         vec![rows(0..4, "US", DAY_2024), rows(4..6, "FR", DAY_2024)],
-    );
-    let d = block_on(delete(&ns.root, "country = 'FR'", None, 20)).expect("delete");
+    )
+    .await;
+    let d = delete(&ns.root, "country = 'FR'", None, 20)
+        .await
+        .expect("delete");
     assert_eq!((d.dropped, d.changed, d.rows), (1, 0, 2));
-    let d = block_on(delete(&ns.root, "id < 2", None, 20)).expect("delete rows");
+    let d = delete(&ns.root, "id < 2", None, 20)
+        .await
+        .expect("delete rows");
     assert_eq!((d.dropped, d.changed, d.rows), (0, 1, 2));
-    assert_eq!(ids(&ns, None), vec![2, 3]);
-    let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
+    assert_eq!(ids(&ns, None).await, vec![2, 3]);
+    let snap = Snapshot::load(&ns.root, None).await.expect("snapshot");
     assert_eq!(snap.leaves.len(), 1);
-    let d = block_on(delete(&ns.root, "id >= 0", None, 20)).expect("delete the rest");
+    let d = delete(&ns.root, "id >= 0", None, 20)
+        .await
+        .expect("delete the rest");
     assert_eq!(d.dropped, 1, "a partition left empty is dropped");
-    assert!(ids(&ns, None).is_empty());
+    assert!(ids(&ns, None).await.is_empty());
 }
 
-#[test]
-fn bad_input_is_refused_before_anything_is_written() {
-    let ns = namespace();
-    let created = block_on(Snapshot::load(&ns.root, None))
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_is_refused_before_anything_is_written() {
+    let ns = namespace().await;
+    let created = Snapshot::load(&ns.root, None)
+        .await
         .expect("snapshot")
         .version;
     let wrong = RecordBatch::try_new(
@@ -311,12 +344,10 @@ fn bad_input_is_refused_before_anything_is_written() {
         vec![Arc::new(Int64Array::from(vec![1])) as Arc<dyn Array>],
     )
     .expect("batch");
-    let err = block_on(write(
-        &ns.root,
-        std::iter::once(Ok(wrong)),
-        &WriteOptions::default(),
-    ))
-    .expect_err("unknown column");
+    let err = Namespace::open(&ns.root)
+        .write(std::iter::once(Ok(wrong)), &WriteOptions::default())
+        .await
+        .expect_err("unknown column");
     assert!(matches!(err, Error::SchemaMismatch(_)), "{err}");
     let many: Vec<RecordBatch> = (0..5)
         .map(|i| rows(i..i + 1, &format!("c{i}"), DAY_2024))
@@ -325,29 +356,33 @@ fn bad_input_is_refused_before_anything_is_written() {
         max_new_partitions: 3,
         ..Default::default()
     };
-    let err = block_on(write(&ns.root, many.into_iter().map(Ok), &opts)).expect_err("limit");
+    let err = Namespace::open(&ns.root)
+        .write(many.into_iter().map(Ok), &opts)
+        .await
+        .expect_err("limit");
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
-    let snap = block_on(Snapshot::load(&ns.root, None)).expect("snapshot");
+    let snap = Snapshot::load(&ns.root, None).await.expect("snapshot");
     assert_eq!(snap.version, created, "nothing committed");
-    assert!(ids(&ns, None).is_empty());
+    assert!(ids(&ns, None).await.is_empty());
 }
 
-#[test]
-fn the_handle_reuses_its_snapshot_until_the_manifest_moves() {
-    let ns = namespace();
+#[tokio::test(flavor = "multi_thread")]
+async fn the_handle_reuses_its_snapshot_until_the_manifest_moves() {
+    let ns = namespace().await;
     let handle = Namespace::open(&ns.root);
-    let (a, b) =
-        block_on(async { Ok((handle.snapshot(None).await?, handle.snapshot(None).await?)) })
-            .expect("snapshots");
+    let a = handle.snapshot(None).await.expect("snapshot");
+    let b = handle.snapshot(None).await.expect("snapshot again");
     assert!(Arc::ptr_eq(&a, &b));
-    let s = block_on(handle.write(
-        std::iter::once(Ok(rows(0..2, "US", DAY_2024))),
-        &WriteOptions::default(),
-    ))
-    .expect("write");
-    let c = block_on(handle.snapshot(None)).expect("snapshot");
+    let s = handle
+        .write(
+            std::iter::once(Ok(rows(0..2, "US", DAY_2024))),
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("write");
+    let c = handle.snapshot(None).await.expect("snapshot");
     assert_eq!(c.version, s.manifest_version);
     assert!(!Arc::ptr_eq(&a, &c));
-    let old = block_on(handle.snapshot(Some(a.version))).expect("old version");
+    let old = handle.snapshot(Some(a.version)).await.expect("old version");
     assert_eq!((old.version, old.leaves.len()), (a.version, 0));
 }

@@ -18,6 +18,7 @@ mod ffi;
 mod maintenance;
 mod namespace;
 mod results;
+mod runtime;
 mod writes;
 
 use errors::{invalid_arg, run};

@@ -1,7 +1,7 @@
 //! Bindings of namespace maintenance: schema and spec evolution, repair, deletes, cleanup.
 
+use crate::runtime::block_on;
 use lance_partitioned_core::ns::namespace::Namespace;
-use lance_partitioned_core::ns::runtime::block_on;
 use lance_partitioned_core::spec::PartitionSpec;
 use pyo3::prelude::*;
 

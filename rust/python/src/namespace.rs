@@ -3,10 +3,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::runtime::block_on;
 use lance_partitioned_core::arrow::array::RecordBatch;
 use lance_partitioned_core::ns::manifest::{self, Snapshot};
 use lance_partitioned_core::ns::namespace::Namespace;
-use lance_partitioned_core::ns::runtime::block_on;
 use lance_partitioned_core::ns::scan::{self, ScanIter, ScanOptions};
 use lance_partitioned_core::spec::PartitionSpec;
 use pyo3::prelude::*;
@@ -280,7 +280,7 @@ impl Scan {
             let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             match guard.as_mut() {
                 None => Ok(None),
-                Some(it) => it.next().transpose(),
+                Some(it) => block_on(it.next_batch()),
             }
         })?;
         match next {

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::runtime::block_on;
 use lance_partitioned_core::arrow::array::ArrayRef;
 use lance_partitioned_core::ns::namespace::Namespace;
-use lance_partitioned_core::ns::runtime::block_on;
 use lance_partitioned_core::ns::write::distributed::{self, WritePlan};
 use lance_partitioned_core::ns::write::key_hasher;
 use lance_partitioned_core::ns::write::{Mode, StagedMessage, WriteOptions};

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::ns::manifest::{
     Snapshot, LOCATION, OBJECT_ID, OBJECT_TYPE, READ_VERSION, TABLE, TABLE_VERSION,
 };
-use crate::ns::runtime::session;
+use crate::ns::session::session;
 
 /// What a cleanup found and removed.
 #[derive(Debug, Clone, Default)]

@@ -2,7 +2,7 @@
 //! partition), atomic commits, pruning and snapshot reads.
 //!
 //! - [`namespace`]: the `Namespace` handle, the entry point of every operation.
-//! - [`runtime`]: the process-wide tokio runtime (fork-aware).
+//! - [`session`]: the shared Lance session of the process (fork-aware).
 //! - [`ids`]: random namespace ids and table locations (`docs/design.md`, "Namespace ids and
 //!   table locations").
 //! - [`values`]: partition values as strings (`partition.<field_id>` properties, from which a
@@ -30,7 +30,7 @@
 //!    `manifest`, never the other way round. Its `read_rules` (used by `scan` and the writers)
 //!    use neither.
 //! 4. `manifest`.
-//! 5. `ids` (uses `values`), `values`, `naming`, `filter`, `runtime`; below the namespace, [`crate::field_ids`],
+//! 5. `ids` (uses `values`), `values`, `naming`, `filter`, `session`; below the namespace, [`crate::field_ids`],
 //!    [`crate::spec`] and [`crate::types`].
 
 pub mod cleanup;
@@ -40,9 +40,9 @@ pub mod ids;
 pub mod manifest;
 pub mod namespace;
 pub mod naming;
-pub mod runtime;
 pub mod scan;
 pub mod schema;
+pub mod session;
 pub mod txn;
 pub mod values;
 pub mod write;

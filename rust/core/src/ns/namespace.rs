@@ -1,6 +1,7 @@
 //! [`Namespace`]: one partitioned namespace, the entry point of every operation on it.
 //!
-//! Every method is async; the caller owns the runtime (the Python binding drives them with its
+//! The top layer of the namespace: it combines the writer and the transaction (`write`,
+//! `commit_staged`), and delegates the rest. Every method is async; the caller owns the runtime (the Python binding drives them with its
 //! own fork-aware runtime). The handle keeps the latest snapshot it loaded and reuses it while
 //! the manifest has not moved.
 
@@ -10,13 +11,16 @@ use std::time::Duration;
 
 use crate::arrow::array::RecordBatch;
 use crate::arrow::datatypes::Schema;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ns::cleanup::{cleanup, CleanupSummary};
 use crate::ns::delete::{delete, DeleteSummary};
 use crate::ns::manifest::{self, Snapshot};
 use crate::ns::schema::update_schema;
+use crate::ns::txn::{hooks, WriteTransaction};
 use crate::ns::write::distributed::{self, WritePlan};
-use crate::ns::write::{self, StagedMessage, WriteOptions, WriteSummary};
+use crate::ns::write::{
+    stage_all, IdPlan, PartitionWriter, StagedMessage, WriteOptions, WriteSummary,
+};
 use crate::spec::PartitionSpec;
 
 /// One partitioned namespace (see the module docs).
@@ -83,16 +87,34 @@ impl Namespace {
             .clone()
     }
 
-    /// Writes `input`: stage in this process, then commit (see [`write::write`]).
+    /// Writes `input`: a [`PartitionWriter`] stages it in this process, a
+    /// [`WriteTransaction`] commits it.
     ///
     /// # Errors
-    /// As [`write::write`].
+    /// `SchemaMismatch` for input that does not fit the schema; `CommitConflict` when a
+    /// concurrent commit makes this one impossible; `Lance` for I/O errors. On error nothing
+    /// becomes visible to readers (strong mode); written files are left for `cleanup`.
     pub async fn write(
         &self,
         input: impl Iterator<Item = Result<RecordBatch>>,
         opts: &WriteOptions,
     ) -> Result<WriteSummary> {
-        write::write(&self.root, input, opts).await
+        let snap = Arc::new(Snapshot::load(&self.root, None).await?);
+        snap.check_writable()?;
+        let strong = snap.strong_mode(opts.strong)?;
+        let ids = IdPlan::Random(HashMap::new());
+        let mut writer = PartitionWriter::new(&self.root, Arc::clone(&snap), opts, strong, ids)?;
+        if let Err(e) = stage_all(&mut writer, input).await {
+            writer.abort().await;
+            return Err(e);
+        }
+        let parts = writer.close().await?;
+        let rows = parts.iter().map(|p| p.rows).sum();
+        hooks::pause("after_fragments");
+        let tx = WriteTransaction::new(&self.root, snap, strong, opts);
+        let mut summary = tx.commit(parts).await?;
+        summary.rows = rows;
+        Ok(summary)
     }
 
     /// Plans a distributed write on the latest manifest version.
@@ -117,16 +139,37 @@ impl Namespace {
         distributed::stage(&self.root, plan, nonce, input, opts).await
     }
 
-    /// Commits the staged messages of one distributed write.
+    /// Commits the staged outputs of one distributed write: every leaf table once, then the
+    /// manifest once. The write mode and commit mode come from the messages; `opts` gives the
+    /// concurrency and retry limits. Idempotent per write.
     ///
     /// # Errors
-    /// As [`distributed::commit_staged`].
+    /// As [`distributed::merge_messages`] and [`WriteTransaction::commit`].
     pub async fn commit_staged(
         &self,
         messages: &[StagedMessage],
         opts: &WriteOptions,
     ) -> Result<WriteSummary> {
-        distributed::commit_staged(&self.root, messages, opts).await
+        let Some(first) = messages.first() else {
+            return Err(Error::InvalidArgument(
+                "no staged messages to commit".into(),
+            ));
+        };
+        let snap = Arc::new(Snapshot::load(&self.root, Some(first.manifest_version)).await?);
+        snap.check_writable()?;
+        let (parts, rows, id) = distributed::merge_messages(&snap, messages)?;
+        let opts = WriteOptions {
+            mode: id.mode,
+            strong: Some(id.strong),
+            write_id: Some(id.nonce.clone()),
+            ..opts.clone()
+        };
+        let tx = WriteTransaction::new(&self.root, snap, id.strong, &opts);
+        let mut summary = tx.commit(parts).await?;
+        if !summary.already_committed {
+            summary.rows = rows;
+        }
+        Ok(summary)
     }
 
     /// Deletes the rows matching `filter`.

@@ -16,7 +16,6 @@ use crate::error::{Error, Result};
 use crate::ns::filter::{evaluate_mask, Filter};
 use crate::ns::join_uri;
 use crate::ns::manifest::Snapshot;
-use crate::ns::runtime::runtime;
 use crate::ns::schema::read_rules::{adapt, leaf_columns};
 
 use super::prune::{prune, Pruned};
@@ -64,7 +63,7 @@ impl ScanIter {
         let leaf = &self.snap.leaves[i];
         let uri = join_uri(&self.root, &leaf.location);
         let mut b = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
-            .with_session(crate::ns::runtime::session()?);
+            .with_session(crate::ns::session::session()?);
         if let Some(v) = leaf.read_version {
             b = b.with_version(v);
         }
@@ -110,7 +109,11 @@ impl ScanIter {
         Ok(true)
     }
 
-    async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+    /// The next batch of the scan (`None` at the end).
+    ///
+    /// # Errors
+    /// `Lance` for I/O errors; `Arrow` when a leaf's rows do not adapt to the schema.
+    pub async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         loop {
             if self.current.is_none() && !self.open_next().await? {
                 return Ok(None);
@@ -142,18 +145,6 @@ impl ScanIter {
                 }
             }
         }
-    }
-}
-
-impl Iterator for ScanIter {
-    type Item = Result<RecordBatch>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let rt = match runtime() {
-            Ok(rt) => rt,
-            Err(e) => return Some(Err(e)),
-        };
-        rt.block_on(self.next_batch()).transpose()
     }
 }
 

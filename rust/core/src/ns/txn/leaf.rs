@@ -16,7 +16,7 @@ use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 use crate::ns::join_uri;
 use crate::ns::manifest::Snapshot;
-use crate::ns::runtime::session;
+use crate::ns::session::session;
 use crate::ns::write::flush::{op_fragments, open_at, read_adapted, write_params, Schemas};
 use crate::ns::write::staged::StagedPart;
 use crate::ns::write::target::Target;

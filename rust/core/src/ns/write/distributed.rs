@@ -3,9 +3,9 @@
 //! The driver [`plan`]s the write (the manifest version every task writes against, the commit
 //! mode) and draws a nonce. Every task runs [`stage`]: a [`PartitionWriter`] over the task's
 //! rows, closed into [`StagedPart`]s and returned as one small [`StagedMessage`]. The driver
-//! passes the messages of the final successful task attempts to [`commit_staged`], which
-//! merges them per partition and commits them in one [`WriteTransaction`], exactly like a
-//! local write. Outputs of failed or duplicate attempts are never named by a message, so they
+//! passes the messages of the final successful task attempts to `Namespace::commit_staged`,
+//! which merges them per partition ([`merge_messages`]) and commits them in one
+//! `WriteTransaction`, exactly like a local write. Outputs of failed or duplicate attempts are never named by a message, so they
 //! are never committed; `cleanup()` removes their files.
 //!
 //! New partitions' ids derive from the nonce and the partition values, so tasks that see the
@@ -19,9 +19,8 @@ use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 use crate::ns::ids::random_id;
 use crate::ns::manifest::Snapshot;
-use crate::ns::txn::WriteTransaction;
 use crate::ns::write::message::{StagedMessage, WriteIdentity};
-use crate::ns::write::options::{WriteOptions, WriteSummary};
+use crate::ns::write::options::WriteOptions;
 use crate::ns::write::stage_all;
 use crate::ns::write::staged::StagedPart;
 use crate::ns::write::target::IdPlan;
@@ -95,18 +94,17 @@ pub async fn stage(
     StagedMessage::new(&id, rows, parts)
 }
 
-/// Commits the staged outputs of one distributed write: every leaf table once, then the
-/// manifest once. The mode and commit mode are taken from the messages; `opts` gives the
-/// concurrency and retry limits.
+/// The staged outputs of one distributed write, checked and merged: one part per partition,
+/// the rows staged, and the write they belong to. The snapshot is the one the tasks planned
+/// against.
 ///
 /// # Errors
-/// `InvalidArgument` for messages of different writes or naming one file twice;
-/// `CommitConflict` and the errors of [`WriteTransaction::commit`].
-pub async fn commit_staged(
-    root: &str,
+/// `InvalidArgument` for messages of different writes, naming one file twice, or staged
+/// against another spec.
+pub fn merge_messages(
+    snap: &Snapshot,
     messages: &[StagedMessage],
-    opts: &WriteOptions,
-) -> Result<WriteSummary> {
+) -> Result<(Vec<StagedPart>, u64, WriteIdentity)> {
     let Some(first) = messages.first() else {
         return Err(Error::InvalidArgument(
             "no staged messages to commit".into(),
@@ -118,32 +116,18 @@ pub async fn commit_staged(
             "staged messages of different writes cannot be committed together".into(),
         ));
     }
-    let unique = dedupe(messages)?;
-    let snap = Arc::new(Snapshot::load(root, Some(id.manifest_version)).await?);
-    snap.check_writable()?;
     let spec = snap.current_spec();
-    if spec.id != id.spec_id {
+    if snap.version != id.manifest_version || spec.id != id.spec_id {
         return Err(Error::InvalidArgument(format!(
-            "staged against spec {} but manifest version {} has spec {}",
-            id.spec_id, id.manifest_version, spec.id
+            "staged against spec {} of manifest version {} but version {} has spec {}",
+            id.spec_id, id.manifest_version, snap.version, spec.id
         )));
     }
+    let unique = dedupe(messages)?;
     let key_types = CompiledSpec::compile(spec, &snap.schema(), false)?.output_schema();
     let parts = merge(&unique, &key_types)?;
     let rows = unique.iter().map(|m| m.rows).sum();
-    let opts = WriteOptions {
-        mode: id.mode,
-        strong: Some(id.strong),
-        write_id: Some(id.nonce.clone()),
-        ..opts.clone()
-    };
-    let mut summary = WriteTransaction::new(root, snap, id.strong, &opts)
-        .commit(parts)
-        .await?;
-    if !summary.already_committed {
-        summary.rows = rows;
-    }
-    Ok(summary)
+    Ok((parts, rows, id))
 }
 
 /// The same message passed twice (a retried driver step) counts once; two messages naming the

@@ -15,7 +15,7 @@ use crate::arrow::array::{RecordBatch, RecordBatchOptions};
 use crate::arrow::compute::concat_batches;
 use crate::arrow::datatypes::{Schema, SchemaRef};
 use crate::error::{Error, Result};
-use crate::ns::runtime::session;
+use crate::ns::session::session;
 use crate::ns::write::target::Target;
 use crate::ns::{join_uri, schema::leaf_is_current};
 
