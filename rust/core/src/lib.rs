@@ -9,8 +9,6 @@
 pub use lance::deps::datafusion;
 pub use lance::deps::datafusion::arrow;
 
-#[cfg(target_arch = "x86_64")]
-mod avx2x;
 pub mod error;
 pub mod expr;
 pub mod field_ids;
@@ -19,8 +17,6 @@ mod mem;
 pub mod ns;
 pub mod route;
 pub mod spec;
-#[cfg(target_arch = "x86_64")]
-mod sse2;
 pub mod transform;
 pub mod types;
 

@@ -1,6 +1,8 @@
-//! Property tests for D6: every transform kernel equals DataFusion's evaluation of the spec's
-//! derived expression on the same input (with our UDFs), except the documented D3 case; and
-//! every hash equals the `murmur3` crate over the bytes D1 prescribes.
+//! Property tests that every transform kernel equals DataFusion's evaluation of the spec's
+//! derived expression on the same input (with our UDFs; see docs/design.md, "Transforms equal
+//! their expressions"), except `bucket` of a hash equal to `i32::MIN` (see docs/design.md,
+//! "Bucket arithmetic"); and that every hash equals the `murmur3` crate over the bytes its
+//! type prescribes (see docs/design.md, "Hashed bytes per type").
 
 use std::sync::Arc;
 
@@ -36,7 +38,8 @@ fn check_transform(t: &Transform, a: ArrayRef) -> Result<(), TestCaseError> {
     match expr::evaluate(&sql, &[a]) {
         Ok(theirs) => eq_after_cast(&ours, &theirs),
         Err(e) => {
-            // The one permitted difference (D3): upstream's checked abs fails on i32::MIN.
+            // The one permitted difference: upstream's checked abs fails on i32::MIN, while
+            // bucket takes the absolute value in i64 (docs/design.md, "Bucket arithmetic").
             let msg = e.to_string();
             prop_assert!(
                 matches!(t, Transform::Bucket(_)) && msg.to_lowercase().contains("overflow"),

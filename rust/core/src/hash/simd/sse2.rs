@@ -5,13 +5,13 @@
 
 use std::arch::x86_64::*;
 
-use crate::hash::FastRem;
+use super::super::murmur::{self, FastRem, HashNative};
 
-const C1: i32 = crate::hash::C1 as i32;
-const C2: i32 = crate::hash::C2 as i32;
-const N1: i32 = crate::hash::N1 as i32;
-const F1: i32 = crate::hash::F1 as i32;
-const F2: i32 = crate::hash::F2 as i32;
+const C1: i32 = murmur::C1 as i32;
+const C2: i32 = murmur::C2 as i32;
+const N1: i32 = murmur::N1 as i32;
+const F1: i32 = murmur::F1 as i32;
+const F2: i32 = murmur::F2 as i32;
 
 /// Low 32 bits of the lane-wise product.
 #[inline]
@@ -88,7 +88,7 @@ fn hash_u32x4(v: __m128i) -> __m128i {
     ))
 }
 
-/// `|h| mod d` per lane (D3: `|i32::MIN|` is 2^31, an unsigned value).
+/// `|h| mod d` per lane, `h` read as i32 (`|i32::MIN|` is 2^31, an unsigned value).
 #[inline]
 #[target_feature(enable = "sse2")]
 fn bucket(h: __m128i, r: &Rem) -> __m128i {
@@ -103,6 +103,7 @@ fn bucket(h: __m128i, r: &Rem) -> __m128i {
     _mm_sub_epi32(n, mullo(quot, r.d))
 }
 
+/// A [`FastRem`] broadcast to 4 lanes.
 struct Rem {
     pow2: bool,
     mask: __m128i,
@@ -142,20 +143,40 @@ fn store(out: &mut [i32], i: usize, v: __m128i) {
     }
 }
 
-fn words64(src: &[u64]) -> &[u32] {
-    // SAFETY: u64 is two u32 in memory; alignment of u32 <= u64.
-    unsafe { std::slice::from_raw_parts(src.as_ptr() as *const u32, src.len() * 2) }
+/// The value widths the SSE2 loop reads as 32-bit words: one word per `u32`, two (the
+/// little-endian halves) per `u64`.
+trait Words: HashNative {
+    /// Two words per value.
+    const WIDE: bool;
+    fn words(src: &[Self]) -> &[u32];
 }
 
-/// Hashes (and with `rem`, buckets) `n` values 4 at a time, reading 32-bit words: one word
-/// per value, or two (little-endian halves of a 64-bit value) when `WIDE`. The tail is scalar.
+impl Words for u32 {
+    const WIDE: bool = false;
+    fn words(src: &[u32]) -> &[u32] {
+        src
+    }
+}
+
+impl Words for u64 {
+    const WIDE: bool = true;
+    fn words(src: &[u64]) -> &[u32] {
+        // SAFETY: u64 is two u32 in memory; alignment of u32 <= u64.
+        unsafe { std::slice::from_raw_parts(src.as_ptr() as *const u32, src.len() * 2) }
+    }
+}
+
+/// Hashes (and with `rem`, buckets) the values of `src` 4 at a time, reading them as 32-bit
+/// words (see [`Words`]). The tail is scalar.
 #[target_feature(enable = "sse2")]
-fn run<const WIDE: bool>(w: &[u32], n: usize, rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
+fn run<T: Words>(src: &[T], rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
+    let w = T::words(src);
+    let n = src.len();
     let mut out = crate::mem::zeroed::<i32>(n);
     let full = n / 4 * 4;
     let mut i = 0;
     while i < full {
-        let h = if WIDE {
+        let h = if T::WIDE {
             hash_u64x4(load(w, 2 * i), load(w, 2 * i + 4))
         } else {
             hash_u32x4(load(w, i))
@@ -167,17 +188,7 @@ fn run<const WIDE: bool>(w: &[u32], n: usize, rem: Option<(&Rem, &FastRem)>) -> 
         store(&mut out, i, v);
         i += 4;
     }
-    for (j, o) in out.iter_mut().enumerate().skip(full) {
-        let h = if WIDE {
-            crate::hash::murmur_u64(w[2 * j] as u64 | (w[2 * j + 1] as u64) << 32)
-        } else {
-            crate::hash::murmur_u32(w[j])
-        };
-        *o = match rem {
-            Some((_, r)) => r.bucket_of_hash(h),
-            None => h as i32,
-        };
-    }
+    murmur::tail_into(src, &mut out, full, rem.map(|(_, r)| r));
     out
 }
 
@@ -185,28 +196,28 @@ fn run<const WIDE: bool>(w: &[u32], n: usize, rem: Option<(&Rem, &FastRem)>) -> 
 // called functions is always present.
 
 /// `murmur3` of 64-bit values, 4 at a time.
-pub(crate) fn hash_u64(src: &[u64]) -> Vec<i32> {
-    unsafe { run::<true>(words64(src), src.len(), None) }
+pub(super) fn hash_u64(src: &[u64]) -> Vec<i32> {
+    unsafe { run(src, None) }
 }
 
 /// `murmur3` of 32-bit values, 4 at a time.
-pub(crate) fn hash_u32(src: &[u32]) -> Vec<i32> {
-    unsafe { run::<false>(src, src.len(), None) }
+pub(super) fn hash_u32(src: &[u32]) -> Vec<i32> {
+    unsafe { run(src, None) }
 }
 
 /// `bucket` of 64-bit values, 4 at a time.
-pub(crate) fn bucket_u64(src: &[u64], r: &FastRem) -> Vec<i32> {
+pub(super) fn bucket_u64(src: &[u64], r: &FastRem) -> Vec<i32> {
     unsafe {
         let rv = Rem::new(r);
-        run::<true>(words64(src), src.len(), Some((&rv, r)))
+        run(src, Some((&rv, r)))
     }
 }
 
 /// `bucket` of 32-bit values, 4 at a time.
-pub(crate) fn bucket_u32(src: &[u32], r: &FastRem) -> Vec<i32> {
+pub(super) fn bucket_u32(src: &[u32], r: &FastRem) -> Vec<i32> {
     unsafe {
         let rv = Rem::new(r);
-        run::<false>(src, src.len(), Some((&rv, r)))
+        run(src, Some((&rv, r)))
     }
 }
 
@@ -232,10 +243,10 @@ mod tests {
         let h64 = hash_u64(&v64);
         let h32 = hash_u32(&v32);
         for (v, h) in v64.iter().zip(&h64) {
-            assert_eq!(*h, crate::hash::murmur_u64(*v) as i32);
+            assert_eq!(*h, v.murmur() as i32);
         }
         for (v, h) in v32.iter().zip(&h32) {
-            assert_eq!(*h, crate::hash::murmur_u32(*v) as i32);
+            assert_eq!(*h, v.murmur() as i32);
         }
         for d in [1u32, 2, 3, 7, 16, 1000, 65_537, (1 << 31) - 1, 1 << 31] {
             let r = FastRem::new(d).unwrap();

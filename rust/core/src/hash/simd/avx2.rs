@@ -1,18 +1,54 @@
-//! Explicit AVX2 loop (8 lanes) for hashing 64-bit values. LLVM vectorises the scalar loop
-//! for 64-bit inputs with only 4 lanes (it narrows each u64 to two 32-bit halves in xmm
-//! registers); here the low and high halves of 8 values are gathered with two shuffles, hashed
-//! in full ymm registers, and the lane order restored with one permute. 32-bit inputs are
-//! left to the compiler, which already uses 8 lanes for them.
+//! The AVX2 loops: the scalar loops of `murmur` compiled a second time with AVX2 enabled
+//! (the compiler vectorises them with 8 lanes for 8-, 16- and 32-bit inputs), and an explicit
+//! loop for 64-bit values.
+//!
+//! LLVM vectorises the scalar loop for 64-bit inputs with only 4 lanes (it narrows each u64 to
+//! two 32-bit halves in xmm registers); the explicit loop gathers the low and high halves of 8
+//! values with two shuffles, hashes them in full ymm registers, and restores the lane order
+//! with one permute.
+//!
+//! Every function here needs a CPU with AVX2 (the caller checks, see `super::has_avx2`).
 
 use std::arch::x86_64::*;
 
-use crate::hash::FastRem;
+use super::super::murmur::{self, FastRem, HashNative};
 
-const C1: i32 = crate::hash::C1 as i32;
-const C2: i32 = crate::hash::C2 as i32;
-const N1: i32 = crate::hash::N1 as i32;
-const F1: i32 = crate::hash::F1 as i32;
-const F2: i32 = crate::hash::F2 as i32;
+// ------------------------------------------------------------------------------------------
+// The scalar loops, compiled for AVX2.
+// ------------------------------------------------------------------------------------------
+
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn hash_into(src: &[u64], out: &mut [i32]) {
+    murmur::hash_into(src, out)
+}
+
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn hash_loop<T: HashNative>(src: &[T]) -> Vec<i32> {
+    murmur::hash_loop(src)
+}
+
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn bucket_loop<T: HashNative, const POW2: bool>(
+    src: &[T],
+    r: &FastRem,
+) -> Vec<i32> {
+    murmur::bucket_loop::<T, POW2>(src, r)
+}
+
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn rem_loop<const POW2: bool>(vals: &mut [i32], r: &FastRem) {
+    murmur::rem_loop::<POW2>(vals, r)
+}
+
+// ------------------------------------------------------------------------------------------
+// The explicit 8-lane loop for 64-bit values.
+// ------------------------------------------------------------------------------------------
+
+const C1: i32 = murmur::C1 as i32;
+const C2: i32 = murmur::C2 as i32;
+const N1: i32 = murmur::N1 as i32;
+const F1: i32 = murmur::F1 as i32;
+const F2: i32 = murmur::F2 as i32;
 
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -57,7 +93,7 @@ fn hash_u64x8(a: __m256i, b: __m256i) -> __m256i {
     _mm256_permute4x64_epi64::<0b11_01_10_00>(h)
 }
 
-/// `|h| mod d` per lane (D3).
+/// `|h| mod d` per lane, `h` read as i32 (`|i32::MIN|` is 2^31, an unsigned value).
 #[inline]
 #[target_feature(enable = "avx2")]
 fn bucket(h: __m256i, r: &Rem) -> __m256i {
@@ -73,6 +109,7 @@ fn bucket(h: __m256i, r: &Rem) -> __m256i {
     _mm256_sub_epi32(n, _mm256_mullo_epi32(quot, r.d))
 }
 
+/// A [`FastRem`] broadcast to 8 lanes.
 struct Rem {
     pow2: bool,
     mask: __m256i,
@@ -103,6 +140,7 @@ fn load(src: &[u64], i: usize) -> __m256i {
     unsafe { _mm256_loadu_si256(s.as_ptr() as *const __m256i) }
 }
 
+/// Hashes (and with `rem`, buckets) `src` 8 values at a time. The tail is scalar.
 #[target_feature(enable = "avx2")]
 fn run(src: &[u64], rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
     let n = src.len();
@@ -121,13 +159,7 @@ fn run(src: &[u64], rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
         }
         i += 8;
     }
-    for (o, v) in out.iter_mut().zip(src).skip(full) {
-        let h = crate::hash::murmur_u64(*v);
-        *o = match rem {
-            Some((_, r)) => r.bucket_of_hash(h),
-            None => h as i32,
-        };
-    }
+    murmur::tail_into(src, &mut out, full, rem.map(|(_, r)| r));
     out
 }
 
@@ -135,7 +167,7 @@ fn run(src: &[u64], rem: Option<(&Rem, &FastRem)>) -> Vec<i32> {
 ///
 /// # Safety
 /// The CPU must support AVX2.
-pub(crate) unsafe fn hash_u64(src: &[u64]) -> Vec<i32> {
+pub(super) unsafe fn hash_u64(src: &[u64]) -> Vec<i32> {
     run(src, None)
 }
 
@@ -143,7 +175,7 @@ pub(crate) unsafe fn hash_u64(src: &[u64]) -> Vec<i32> {
 ///
 /// # Safety
 /// The CPU must support AVX2.
-pub(crate) unsafe fn bucket_u64(src: &[u64], r: &FastRem) -> Vec<i32> {
+pub(super) unsafe fn bucket_u64(src: &[u64], r: &FastRem) -> Vec<i32> {
     let rv = Rem::new(r);
     run(src, Some((&rv, r)))
 }
@@ -168,7 +200,7 @@ mod tests {
         // SAFETY: AVX2 was detected above.
         let h = unsafe { hash_u64(&v) };
         for (a, b) in v.iter().zip(&h) {
-            assert_eq!(*b, crate::hash::murmur_u64(*a) as i32);
+            assert_eq!(*b, a.murmur() as i32);
         }
         for d in [1u32, 2, 3, 7, 16, 1000, 65_537, (1 << 31) - 1, 1 << 31] {
             let r = FastRem::new(d).unwrap();
