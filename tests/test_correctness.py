@@ -531,8 +531,10 @@ def test_ctrl_c_stops_a_long_write_and_commits_nothing(tmp_path: Path) -> None:
     batch = pa.record_batch(
         {"k": pa.array([i % 4 for i in range(5000)], pa.int64()), "v": pa.array(range(5000))}
     )
-    table = pa.Table.from_batches([batch] * 4000)  # 20M rows: seconds of work
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    # 100M rows (one batch repeated, no copy): reading and routing them alone takes seconds,
+    # so the signal lands while the input is being consumed.
+    table = pa.Table.from_batches([batch] * 20_000)
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
