@@ -337,6 +337,7 @@ def test_buffer_budget_bounds_memory(tmp_path: Path) -> None:
 
     unbounded = peak_growth_mib(1 << 32, "a")
     bounded = peak_growth_mib(32 << 20, "b")
-    # Without a budget the whole ~420 MB input is held until the end.
-    assert unbounded > 350, unbounded
+    # Without a budget most of the ~420 MB input is held until the end (how much stays
+    # resident varies between runs: 221-783 MiB measured), with one far less.
+    assert unbounded > 1.5 * bounded, (bounded, unbounded)
     assert bounded < 200, (bounded, unbounded)
