@@ -11,6 +11,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -37,6 +38,15 @@ def make_ns(root: Path, transaction_mode: str = "strong") -> lp.PartitionedNames
     return lp.PartitionedNamespace.create(
         str(root), schema, spec, transaction_mode=transaction_mode
     )
+
+
+def wait_for_pause(p: subprocess.Popen[Any], flag: Path) -> None:
+    """Waits until the writer process `p` reaches its pause point (it creates `flag`)."""
+    deadline = time.time() + 120
+    while not flag.exists():
+        assert p.poll() is None, p.stderr.read() if p.stderr else ""
+        assert time.time() < deadline, "writer never reached the pause point"
+        time.sleep(0.05)
 
 
 def check_consistent(ns: lp.PartitionedNamespace, expected_ids: set[int]) -> None:
@@ -96,11 +106,7 @@ def test_writer_killed_mid_write_leaves_namespace_unchanged(tmp_path: Path, poin
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     ) as p:
-        deadline = time.time() + 120
-        while not flag.exists():
-            assert p.poll() is None, p.stderr.read() if p.stderr else ""
-            assert time.time() < deadline, "writer never reached the pause point"
-            time.sleep(0.05)
+        wait_for_pause(p, flag)
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=30)
     assert ns.refresh() is False, "the killed write changed the manifest"
@@ -198,11 +204,7 @@ def test_weak_write_failing_after_leaf_commits_names_what_is_visible(tmp_path: P
         text=True,
     ) as p:
         try:
-            deadline = time.time() + 120
-            while not flag.exists():
-                assert p.poll() is None, p.stderr.read() if p.stderr else ""
-                assert time.time() < deadline, "writer never reached the pause point"
-                time.sleep(0.05)
+            wait_for_pause(p, flag)
             dn = DirectoryNamespace(root=str(root))
             dn.create_namespace(CreateNamespaceRequest(id=["scratch"]))
         finally:
