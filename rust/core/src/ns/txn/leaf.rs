@@ -89,10 +89,7 @@ pub(crate) async fn commit_leaf(
             location,
             base,
         } => {
-            let ds = match &part.dataset {
-                Some(d) => Arc::clone(d),
-                None => open_at(&join_uri(root, location), *base).await?,
-            };
+            let ds = base_dataset(root, &part, location, *base).await?;
             let read_version = ds.version().version;
             let op = if part.rewrite {
                 overwrite(part.fragments.clone())
@@ -122,6 +119,20 @@ pub(crate) async fn commit_leaf(
     }
 }
 
+/// The existing leaf at the version the part was written against (the writer's open handle
+/// when it has one).
+async fn base_dataset(
+    root: &str,
+    part: &StagedPart,
+    location: &str,
+    base: Option<u64>,
+) -> Result<Arc<lance::dataset::Dataset>> {
+    match &part.dataset {
+        Some(d) => Ok(Arc::clone(d)),
+        None => open_at(&join_uri(root, location), base).await,
+    }
+}
+
 /// An append to a leaf written under an older schema replaces the leaf: its old rows,
 /// adapted by the read rules, are written with the current schema ahead of the new ones.
 pub(crate) async fn rewrite_old_rows(
@@ -132,10 +143,7 @@ pub(crate) async fn rewrite_old_rows(
     let Target::Existing { location, base, .. } = &part.target else {
         return Ok(part);
     };
-    let ds = match &part.dataset {
-        Some(d) => Arc::clone(d),
-        None => open_at(&join_uri(root, location), *base).await?,
-    };
+    let ds = base_dataset(root, &part, location, *base).await?;
     let old: Vec<RecordBatch> = read_adapted(&ds, schemas).await?;
     if !old.is_empty() {
         let txn = InsertBuilder::new(Arc::clone(&ds))
