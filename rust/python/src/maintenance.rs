@@ -2,24 +2,22 @@
 
 use crate::runtime::block_on;
 use lance_partitioned_core::ns::namespace::Namespace;
+use lance_partitioned_core::ns::write::DEFAULT_MAX_ATTEMPTS;
 use lance_partitioned_core::spec::PartitionSpec;
 use pyo3::prelude::*;
 
+use crate::args::ArrowSchema;
 use crate::errors::run;
-use crate::ffi::{export_schema, import_schema};
 use crate::results::{CleanupResult, DeleteResult};
 
 /// update_schema(root, schema) -> stored schema (field ids assigned)
 #[pyfunction]
-pub fn update_schema<'py>(
-    py: Python<'py>,
-    root: &str,
-    schema: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let s = import_schema(schema)?;
-    let root = root.to_string();
-    let stored = run(py, || block_on(Namespace::open(&root).update_schema(&s)))?;
-    export_schema(py, &stored)
+pub fn update_schema(py: Python<'_>, root: &str, schema: ArrowSchema) -> PyResult<ArrowSchema> {
+    run(py, || {
+        Ok(ArrowSchema(block_on(
+            Namespace::open(root).update_schema(&schema.0),
+        )?))
+    })
 }
 
 /// evolve(root, spec_json) -> new spec id
@@ -50,7 +48,7 @@ pub fn delete_rows(
 ) -> PyResult<DeleteResult> {
     let (root, filter) = (root.to_string(), filter.to_string());
     let s = run(py, || {
-        block_on(Namespace::open(&root).delete(&filter, strong, 20))
+        block_on(Namespace::open(&root).delete(&filter, strong, DEFAULT_MAX_ATTEMPTS))
     })?;
     Ok(DeleteResult::from(&s))
 }

@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::runtime::block_on;
-use lance_partitioned_core::arrow::array::RecordBatch;
 use lance_partitioned_core::ns::manifest::{self, Snapshot};
 use lance_partitioned_core::ns::namespace::Namespace;
 use lance_partitioned_core::ns::scan::{self, ScanIter, ScanOptions};
@@ -12,29 +11,27 @@ use lance_partitioned_core::spec::PartitionSpec;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::args::{ArrowBatch, ArrowSchema};
 use crate::errors::run;
-use crate::ffi::{export_batch, export_schema, import_schema};
 
 /// create_namespace(root, schema, spec_json, props) -> pyarrow.Schema (with field ids)
 #[pyfunction]
-pub fn create_namespace<'py>(
-    py: Python<'py>,
+pub fn create_namespace(
+    py: Python<'_>,
     root: &str,
-    schema: &Bound<'py, PyAny>,
+    schema: ArrowSchema,
     spec_json: &str,
     props: HashMap<String, String>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let s = import_schema(schema)?;
-    let (root, spec_json) = (root.to_string(), spec_json.to_string());
-    let stored = run(py, || {
-        let spec = PartitionSpec::from_json(&spec_json)?;
-        Ok(block_on(Namespace::create(&root, &s, &spec, &props))?.1)
-    })?;
-    export_schema(py, &stored)
+) -> PyResult<ArrowSchema> {
+    run(py, || {
+        let spec = PartitionSpec::from_json(spec_json)?;
+        let (_, stored) = block_on(Namespace::create(root, &schema.0, &spec, &props))?;
+        Ok(ArrowSchema(stored))
+    })
 }
 
 /// `partitions()` result: (pruning plan, leaves batch, row counts when asked for).
-type Partitions<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Vec<u64>>);
+type Partitions<'py> = (Bound<'py, PyAny>, ArrowBatch, Option<Vec<u64>>);
 
 /// A manifest snapshot (one version of `__manifest`, indexed).
 #[pyclass(module = "lance_partitioned._native", frozen)]
@@ -97,8 +94,8 @@ impl ManifestSnapshot {
     }
 
     #[getter]
-    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        export_schema(py, &self.snap.schema())
+    fn schema(&self) -> ArrowSchema {
+        ArrowSchema(self.snap.schema().as_ref().clone())
     }
 
     /// Root properties (schema, partition_spec_v<N>, ...).
@@ -128,9 +125,8 @@ impl ManifestSnapshot {
     }
 
     /// All manifest rows as a pyarrow RecordBatch.
-    fn manifest_batch<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let full = self.full(py)?;
-        export_batch(py, &full.batch)
+    fn manifest_batch(&self, py: Python<'_>) -> PyResult<ArrowBatch> {
+        Ok(ArrowBatch(self.full(py)?.batch.clone()))
     }
 
     /// Pruned leaves: (plan, leaves batch, row counts or None).
@@ -143,12 +139,7 @@ impl ManifestSnapshot {
     ) -> PyResult<Partitions<'py>> {
         let snap = Arc::clone(&self.snap);
         let (plan, batch, rows) = run(py, || {
-            let schema = snap.schema();
-            let f = filter
-                .as_deref()
-                .map(|f| scan::Filter::parse(f, &schema))
-                .transpose()?;
-            let pruned = scan::prune(&snap, f.as_ref())?;
+            let pruned = prune(&snap, filter.as_deref())?;
             let batch = snap.leaves_batch(&pruned.leaves)?;
             let rows = if with_rows {
                 Some(block_on(manifest::count_rows(&snap, &pruned.leaves))?)
@@ -157,7 +148,7 @@ impl ManifestSnapshot {
             };
             Ok((pruned.specs, batch, rows))
         })?;
-        Ok((plan_to_py(py, &plan)?, export_batch(py, &batch)?, rows))
+        Ok((plan_to_py(py, &plan)?, ArrowBatch(batch), rows))
     }
 
     /// Row counts of at most `sample` pruned leaves, evenly spaced over all kept leaves
@@ -171,12 +162,7 @@ impl ManifestSnapshot {
     ) -> PyResult<(usize, Vec<u64>)> {
         let snap = Arc::clone(&self.snap);
         run(py, || {
-            let schema = snap.schema();
-            let f = filter
-                .as_deref()
-                .map(|f| scan::Filter::parse(f, &schema))
-                .transpose()?;
-            let kept = scan::prune(&snap, f.as_ref())?.leaves;
+            let kept = prune(&snap, filter.as_deref())?.leaves;
             let n = kept.len();
             let picked: Vec<usize> = if n <= sample {
                 kept
@@ -218,9 +204,17 @@ impl ManifestSnapshot {
         Ok(Scan {
             inner: Mutex::new(Some(iter)),
             plan: pruned.specs,
-            schema: None,
         })
     }
+}
+
+/// The leaves of `snap` a filter keeps (all without one), with the pruning plan.
+fn prune(snap: &Snapshot, filter: Option<&str>) -> lance_partitioned_core::Result<scan::Pruned> {
+    let schema = snap.schema();
+    let f = filter
+        .map(|f| scan::Filter::parse(f, &schema))
+        .transpose()?;
+    scan::prune(snap, f.as_ref())
 }
 
 fn plan_to_py<'py>(py: Python<'py>, plan: &[scan::SpecPlan]) -> PyResult<Bound<'py, PyAny>> {
@@ -241,17 +235,15 @@ fn plan_to_py<'py>(py: Python<'py>, plan: &[scan::SpecPlan]) -> PyResult<Bound<'
 pub struct Scan {
     inner: Mutex<Option<ScanIter>>,
     plan: Vec<scan::SpecPlan>,
-    schema: Option<()>,
 }
 
 #[pymethods]
 impl Scan {
     #[getter]
-    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let _ = self.schema;
+    fn schema(&self) -> PyResult<ArrowSchema> {
         let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         match guard.as_ref() {
-            Some(it) => export_schema(py, &it.schema()),
+            Some(it) => Ok(ArrowSchema(it.schema().as_ref().clone())),
             None => Err(crate::errors::invalid_arg("the scan is exhausted")),
         }
     }
@@ -275,17 +267,14 @@ impl Scan {
         slf
     }
 
-    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let next: Option<RecordBatch> = run(py, || {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<ArrowBatch>> {
+        let next = run(py, || {
             let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             match guard.as_mut() {
                 None => Ok(None),
                 Some(it) => block_on(it.next_batch()),
             }
         })?;
-        match next {
-            Some(b) => Ok(Some(export_batch(py, &b)?)),
-            None => Ok(None),
-        }
+        Ok(next.map(ArrowBatch))
     }
 }

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use crate::runtime::block_on;
-use lance_partitioned_core::arrow::array::ArrayRef;
 use lance_partitioned_core::ns::namespace::Namespace;
 use lance_partitioned_core::ns::write::distributed::{self, WritePlan};
 use lance_partitioned_core::ns::write::key_hasher;
@@ -12,8 +11,9 @@ use lance_partitioned_core::ns::write::{Mode, StagedMessage, WriteOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple, PyType};
 
-use crate::errors::{invalid_arg, run, to_py};
-use crate::ffi::{export_array, import_batch, BatchInput};
+use crate::args::{ArrowArray, ArrowBatch, WriteMode};
+use crate::errors::{invalid_arg, run};
+use crate::ffi::BatchInput;
 use crate::results::WriteResult;
 
 /// How much a write may buffer and create (every default lives in the Python package).
@@ -49,8 +49,8 @@ impl Limits {
 pub fn write_data(
     py: Python<'_>,
     root: &str,
-    data: &Bound<'_, PyAny>,
-    mode: &str,
+    data: BatchInput,
+    mode: WriteMode,
     strong: Option<bool>,
     max_rows_per_file: usize,
     concurrency: usize,
@@ -65,30 +65,32 @@ pub fn write_data(
         max_buffer_bytes,
         max_new_partitions,
     };
-    let opts = limits.options(Mode::parse(mode).map_err(to_py)?, strong);
-    let reader = BatchInput::import(data)?;
-    let slot = reader.error_slot();
-    let root = root.to_string();
+    let opts = limits.options(mode.0, strong);
+    let slot = data.error_slot();
     let s = BatchInput::finish(
         &slot,
-        run(py, || block_on(Namespace::open(&root).write(reader, &opts))),
+        run(py, || block_on(Namespace::open(root).write(data, &opts))),
     )?;
     Ok(WriteResult::from(&s))
 }
 
 /// One write staged in many places and committed once: what every part plans against (the
 /// manifest version, the commit mode, the nonce new partitions' ids derive from). Picklable.
-#[pyclass(module = "lance_partitioned._native", frozen, get_all)]
+#[pyclass(module = "lance_partitioned._native", frozen)]
 pub struct DistributedWrite {
     /// Namespace root.
+    #[pyo3(get)]
     root: String,
-    /// `append`, `overwrite` or `overwrite_all`.
-    mode: String,
+    /// Append or overwrite.
+    mode: Mode,
     /// The manifest version every part is written against.
+    #[pyo3(get)]
     manifest_version: u64,
     /// Strong (true) or weak commits.
+    #[pyo3(get)]
     strong: bool,
     /// The write's random id.
+    #[pyo3(get)]
     nonce: String,
 }
 
@@ -101,20 +103,18 @@ impl DistributedWrite {
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
         root: &str,
-        mode: &str,
+        mode: WriteMode,
         strong: Option<bool>,
     ) -> PyResult<Self> {
-        Mode::parse(mode).map_err(to_py)?;
-        let root_s = root.to_string();
         let (p, nonce) = run(py, || {
             Ok((
-                block_on(Namespace::open(&root_s).plan_distributed(strong))?,
+                block_on(Namespace::open(root).plan_distributed(strong))?,
                 distributed::new_nonce()?,
             ))
         })?;
         Ok(Self {
             root: root.to_string(),
-            mode: mode.to_string(),
+            mode: mode.0,
             manifest_version: p.manifest_version,
             strong: p.strong,
             nonce,
@@ -125,22 +125,27 @@ impl DistributedWrite {
     #[new]
     fn new(
         root: String,
-        mode: String,
+        mode: WriteMode,
         manifest_version: u64,
         strong: bool,
         nonce: String,
     ) -> PyResult<Self> {
-        Mode::parse(&mode).map_err(to_py)?;
         if nonce.len() < 16 {
             return Err(invalid_arg("a distributed write needs its planned nonce"));
         }
         Ok(Self {
             root,
-            mode,
+            mode: mode.0,
             manifest_version,
             strong,
             nonce,
         })
+    }
+
+    /// `append`, `overwrite` or `overwrite_all`.
+    #[getter]
+    fn mode(&self) -> &'static str {
+        self.mode.as_str()
     }
 
     fn __reduce__<'py>(
@@ -149,7 +154,7 @@ impl DistributedWrite {
         let w = slf.get();
         let args = (
             w.root.clone(),
-            w.mode.clone(),
+            w.mode.as_str(),
             w.manifest_version,
             w.strong,
             w.nonce.clone(),
@@ -162,7 +167,7 @@ impl DistributedWrite {
     fn stage<'py>(
         &self,
         py: Python<'py>,
-        data: &Bound<'py, PyAny>,
+        data: BatchInput,
         max_rows_per_file: usize,
         concurrency: usize,
         max_buffer_bytes: usize,
@@ -175,18 +180,17 @@ impl DistributedWrite {
             max_buffer_bytes,
             max_new_partitions,
         };
-        let opts = limits.options(Mode::parse(&self.mode).map_err(to_py)?, Some(self.strong));
+        let opts = limits.options(self.mode, Some(self.strong));
         let plan = WritePlan {
             manifest_version: self.manifest_version,
             strong: self.strong,
         };
-        let reader = BatchInput::import(data)?;
-        let slot = reader.error_slot();
+        let slot = data.error_slot();
         let bytes = BatchInput::finish(
             &slot,
             run(py, || {
                 let ns = Namespace::open(&self.root);
-                block_on(ns.stage(plan, &self.nonce, reader, &opts))?.to_bytes()
+                block_on(ns.stage(plan, &self.nonce, data, &opts))?.to_bytes()
             }),
         )?;
         Ok(PyBytes::new(py, &bytes))
@@ -225,7 +229,7 @@ impl DistributedWrite {
         format!(
             "DistributedWrite({:?}, mode={:?}, manifest_version={}, strong={})",
             self.root,
-            self.mode,
+            self.mode.as_str(),
             self.manifest_version,
             if self.strong { "True" } else { "False" }
         )
@@ -256,9 +260,10 @@ impl KeyHasher {
     }
 
     /// hash(batch) -> int32 array: one key per row.
-    fn hash<'py>(&self, py: Python<'py>, batch: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let b = import_batch(batch)?;
-        let out = run(py, || Ok(Arc::new(self.inner.hash(&b)?) as ArrayRef))?;
-        export_array(py, &out)
+    fn hash(&self, py: Python<'_>, batch: ArrowBatch) -> PyResult<ArrowArray> {
+        run(py, || {
+            Ok(ArrowArray(Arc::new(self.inner.hash(&batch.0)?)
+                as lance_partitioned_core::arrow::array::ArrayRef))
+        })
     }
 }

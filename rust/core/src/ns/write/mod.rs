@@ -32,7 +32,9 @@ use crate::error::Result;
 
 pub use align::{align, leaf_schema};
 pub use message::StagedMessage;
-pub use options::{Mode, WriteOptions, WriteSummary, DEFAULT_MAX_NEW_PARTITIONS};
+pub use options::{
+    Mode, WriteOptions, WriteSummary, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_NEW_PARTITIONS,
+};
 pub use staged::StagedPart;
 pub use target::{IdPlan, Target};
 pub use writer::PartitionWriter;

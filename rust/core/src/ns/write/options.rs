@@ -32,11 +32,24 @@ impl Mode {
         }
     }
 
+    /// The name [`Mode::parse`] reads.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Append => "append",
+            Self::Overwrite => "overwrite",
+            Self::OverwriteAll => "overwrite_all",
+        }
+    }
+
     /// Whether the written rows replace a partition's rows.
     pub fn replaces(self) -> bool {
         self != Self::Append
     }
 }
+
+/// Default of [`WriteOptions::max_attempts`] and of a delete's attempts: how many lost races
+/// a manifest commit retries before it gives up.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 20;
 
 /// Default of [`WriteOptions::max_new_partitions`].
 pub const DEFAULT_MAX_NEW_PARTITIONS: usize = 1000;
@@ -79,7 +92,7 @@ impl Default for WriteOptions {
             max_rows_per_file: 1 << 20,
             concurrency: 8,
             route_threads: 1,
-            max_attempts: 20,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
             max_new_partitions: DEFAULT_MAX_NEW_PARTITIONS,
             write_id: None,
             max_buffer_bytes: 1 << 30,
