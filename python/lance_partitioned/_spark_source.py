@@ -46,6 +46,7 @@ from lance_partitioned.options import (
     SPARK_FORMAT,
     WriteMode,
     namespace_uri,
+    storage_options_from,
     write_args,
 )
 from lance_partitioned.spec import PartitionSpec
@@ -85,18 +86,23 @@ def ensure_namespace(
     spark_schema: StructType,
     spec: PartitionSpec | Mapping[str, Any] | None,
     properties: dict[str, str] | None = None,
+    storage_options: dict[str, str] | None = None,
 ) -> PartitionedNamespace:
     """Opens the namespace at ``root``, creating it from ``spark_schema`` and ``spec`` if it
     does not exist (``spec`` is then required)."""
     try:
-        return PartitionedNamespace.open(root)
+        return PartitionedNamespace.open(root, storage_options=storage_options)
     except NamespaceNotFoundError:
         if spec is None:
             raise NamespaceNotFoundError(
                 f"no partitioned namespace at {root!r}; pass a partition spec to create one"
             ) from None
     return PartitionedNamespace.create(
-        root, spark_to_arrow_schema(spark_schema), spec, properties=properties
+        root,
+        spark_to_arrow_schema(spark_schema),
+        spec,
+        properties=properties,
+        storage_options=storage_options,
     )
 
 
@@ -211,8 +217,16 @@ class LancePartitionedReader(DataSourceReader):
     """Prunes leaves through the manifest (pushed filters), one Spark partition per leaf, all
     leaves at the read versions of one manifest version."""
 
-    def __init__(self, root: str, schema: StructType, version: int, sql: str | None) -> None:
+    def __init__(
+        self,
+        root: str,
+        schema: StructType,
+        version: int,
+        sql: str | None,
+        storage_options: dict[str, str] | None = None,
+    ) -> None:
         self.root = root
+        self.storage_options = storage_options
         self.schema = schema
         self.version = version
         self.sql = sql
@@ -232,7 +246,7 @@ class LancePartitionedReader(DataSourceReader):
         return " AND ".join(f"({p})" for p in parts) if parts else None
 
     def partitions(self) -> Sequence[InputPartition]:
-        snap = _snapshot(self.root, self.version)
+        snap = _snapshot(self.root, self.version, self.storage_options)
         leaves = snap.partitions(self._filter(), False)[1]
         ids = leaves.column("object_id").to_pylist()
         log.info(
@@ -248,22 +262,24 @@ class LancePartitionedReader(DataSourceReader):
         if oid is None:
             return
         target = to_arrow_schema(self.schema, timezone="UTC")
-        snap = _snapshot(self.root, self.version)
+        snap = _snapshot(self.root, self.version, self.storage_options)
         for batch in snap.scan(self._filter(), None, None, [oid]):
             if batch.num_rows == 0:
                 continue
             yield pa.Table.from_batches([batch]).cast(target).combine_chunks().to_batches()[0]
 
 
-_SNAPSHOTS: dict[tuple[str, int], _native.ManifestSnapshot] = {}
+_SNAPSHOTS: dict[tuple[str, int, tuple[tuple[str, str], ...]], _native.ManifestSnapshot] = {}
 
 
-def _snapshot(root: str, version: int) -> _native.ManifestSnapshot:
+def _snapshot(
+    root: str, version: int, storage_options: dict[str, str] | None
+) -> _native.ManifestSnapshot:
     """The manifest snapshot at ``version``, loaded once per worker process."""
-    key = (root, version)
+    key = (root, version, tuple(sorted((storage_options or {}).items())))
     snap = _SNAPSHOTS.get(key)
     if snap is None:
-        snap = _native.ManifestSnapshot.load(root, version)
+        snap = _native.Namespace(root, storage_options).snapshot(version)
         _SNAPSHOTS.clear()
         _SNAPSHOTS[key] = snap
     return snap
@@ -307,8 +323,14 @@ class LancePartitionedDataSource(DataSource):
             )
         return namespace_uri(root)
 
+    def _storage_options(self) -> dict[str, str] | None:
+        """``storage_options`` (a JSON object) merged with single object-store options
+        (``.option("aws_endpoint", ...)``); ``None`` when there are none."""
+        return storage_options_from(self.options)
+
     def schema(self) -> StructType:
-        return arrow_to_spark_schema(PartitionedNamespace.open(self._root()).schema)
+        ns = PartitionedNamespace.open(self._root(), storage_options=self._storage_options())
+        return arrow_to_spark_schema(ns.schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> LancePartitionedWriter:
         # Every option is checked before the namespace may be created.
@@ -330,8 +352,11 @@ class LancePartitionedDataSource(DataSource):
         )
         root = self._root()
         spec_json = self.options.get("spec")
-        ensure_namespace(root, schema, json.loads(spec_json) if spec_json else None)
-        dw = DistributedWrite(root, mode, transaction_mode=tm)  # type: ignore[arg-type]
+        opts = self._storage_options()
+        ensure_namespace(
+            root, schema, json.loads(spec_json) if spec_json else None, storage_options=opts
+        )
+        dw = DistributedWrite(root, mode, transaction_mode=tm, storage_options=opts)  # type: ignore[arg-type]
         return LancePartitionedWriter(dw, limits)
 
     def _int_option(self, name: str, default: int) -> int:
@@ -358,12 +383,14 @@ class LancePartitionedDataSource(DataSource):
 
     def reader(self, schema: StructType) -> LancePartitionedReader:
         root = self._root()
+        opts = self._storage_options()
+        ns = _native.Namespace(root, opts)
         if self.options.get("as_of") is not None:
             version = self._int_option("as_of", 0)
-            _native.ManifestSnapshot.load_as_of(root, version)  # typed errors on the driver
+            ns.snapshot_as_of(version)  # typed errors on the driver
         else:
-            version = _native.ManifestSnapshot.load(root, None).version
-        return LancePartitionedReader(root, schema, version, self.options.get("filter"))
+            version = ns.snapshot().version
+        return LancePartitionedReader(root, schema, version, self.options.get("filter"), opts)
 
 
 def spec_option(spec: PartitionSpec, schema: StructType) -> str:

@@ -18,11 +18,13 @@ from lance_partitioned.options import (
     STAGE_CONCURRENCY,
     TASK_BUFFER_BYTES,
     WRITE_CONCURRENCY,
+    StorageOptions,
     TransactionMode,
     WriteMode,
     check_limit,
     check_sizes,
     namespace_uri,
+    storage_options_arg,
     write_args,
 )
 
@@ -39,7 +41,8 @@ class DistributedWrite:
     hundred bytes per partition), bring the messages of the successful attempts back and call
     :meth:`commit` once. Nothing is visible before the commit; parts that are never committed
     (failed or duplicate attempts) leave files that :meth:`PartitionedNamespace.cleanup`
-    removes.
+    removes. The storage options travel with the pickled object (the tasks need them); its
+    ``repr`` shows no secret.
     """
 
     def __init__(
@@ -48,14 +51,22 @@ class DistributedWrite:
         mode: WriteMode = "append",
         *,
         transaction_mode: TransactionMode | None = None,
+        storage_options: StorageOptions | None = None,
     ) -> None:
         strong = write_args(mode, transaction_mode)
-        self._w = _native.DistributedWrite.plan(namespace_uri(root), mode, strong)
+        self._w = _native.DistributedWrite.plan(
+            namespace_uri(root), mode, strong, storage_options_arg(storage_options)
+        )
 
     @property
     def root(self) -> str:
         """The namespace root."""
         return self._w.root
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """The storage options every part and the commit use."""
+        return self._w.storage_options
 
     @property
     def mode(self) -> WriteMode:

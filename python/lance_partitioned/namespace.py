@@ -37,11 +37,13 @@ from lance_partitioned.options import (
     ROUTE_THREADS,
     WRITE_BUFFER_BYTES,
     WRITE_CONCURRENCY,
+    StorageOptions,
     TransactionMode,
     WriteMode,
     check_limit,
     check_sizes,
     namespace_uri,
+    storage_options_arg,
     version_arg,
     write_args,
 )
@@ -59,11 +61,13 @@ CleanupResult = _native.CleanupResult
 
 
 class PartitionedNamespace:
-    """A Lance partitioned namespace rooted at a directory (or object-store URI)."""
+    """A Lance partitioned namespace rooted at a directory or an object-store URI
+    (``s3://``, ``gs://``, ``az://``, ...; see ``storage_options``)."""
 
-    def __init__(self, snapshot: _native.ManifestSnapshot) -> None:
-        self._snap = snapshot
-        self._root = snapshot.root
+    def __init__(self, native: _native.Namespace) -> None:
+        self._ns = native
+        self._root = native.root
+        self._snap = native.snapshot()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -76,10 +80,12 @@ class PartitionedNamespace:
         *,
         transaction_mode: TransactionMode = "strong",
         properties: Mapping[str, str] | None = None,
+        storage_options: StorageOptions | None = None,
     ) -> PartitionedNamespace:
         """Creates a namespace with ``schema`` (field ids assigned where missing) and ``spec``
         as ``partition_spec_v1``. Raises ``NamespaceExistsError`` if one exists at ``root``,
-        ``SpecError`` / ``ExpressionError`` for an invalid spec."""
+        ``SpecError`` / ``ExpressionError`` for an invalid spec. ``storage_options`` configure
+        the object store (credentials, endpoint, region; see :data:`StorageOptions`)."""
         from lance_partitioned.spec import assign_field_ids
 
         if transaction_mode not in ("strong", "weak"):
@@ -94,20 +100,28 @@ class PartitionedNamespace:
             spec_obj.setdefault("id", 1)
         props = dict(properties or {})
         props[_MODE_KEY] = transaction_mode
-        _native.create_namespace(namespace_uri(root), schema, json.dumps(spec_obj), props)
-        return cls.open(root)
+        native, _ = _native.Namespace.create(
+            namespace_uri(root),
+            schema,
+            json.dumps(spec_obj),
+            props,
+            storage_options_arg(storage_options),
+        )
+        return cls(native)
 
     @classmethod
-    def open(cls, root: str) -> PartitionedNamespace:
+    def open(
+        cls, root: str, *, storage_options: StorageOptions | None = None
+    ) -> PartitionedNamespace:
         """Opens the namespace at ``root`` (``NamespaceNotFoundError`` if there is none)."""
-        return cls(_native.ManifestSnapshot.load(namespace_uri(root), None))
+        return cls(_native.Namespace(namespace_uri(root), storage_options_arg(storage_options)))
 
     def refresh(self) -> bool:
         """Reloads the manifest if another writer moved it; returns whether it moved."""
         latest = self._snap.latest_version()
         if latest == self._snap.version:
             return False
-        self._snap = _native.ManifestSnapshot.load(self._root, None)
+        self._snap = self._ns.snapshot()
         return True
 
     def snapshot(self, version: int | None = None) -> Snapshot:
@@ -116,13 +130,18 @@ class PartitionedNamespace:
             self.refresh()
             return Snapshot(self._snap)
         version = version_arg(version, "as_of")
-        return Snapshot(_native.ManifestSnapshot.load_as_of(self._root, version))
+        return Snapshot(self._ns.snapshot_as_of(version))
 
     # -- metadata ----------------------------------------------------------------------------
 
     @property
     def root(self) -> str:
         return self._root
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """The storage options the namespace was opened with."""
+        return self._ns.storage_options
 
     @property
     def version(self) -> int:
@@ -191,8 +210,7 @@ class PartitionedNamespace:
             concurrency=concurrency,
             route_threads=route_threads,
         )
-        result = _native.write_data(
-            self._root,
+        result = self._ns.write(
             arrow_stream(data),
             mode=mode,
             strong=strong,
@@ -210,7 +228,12 @@ class PartitionedNamespace:
     ) -> DistributedWrite:
         """Starts a write made of many independently staged parts (one per Spark task, or
         per process), committed once: see :class:`DistributedWrite`."""
-        return DistributedWrite(self._root, mode, transaction_mode=transaction_mode)
+        return DistributedWrite(
+            self._root,
+            mode,
+            transaction_mode=transaction_mode,
+            storage_options=self._ns.storage_options,
+        )
 
     # -- schema evolution --------------------------------------------------------------------
 
@@ -228,7 +251,7 @@ class PartitionedNamespace:
         """
         if not isinstance(schema, pa.Schema):
             raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema)}")
-        stored = _native.update_schema(self._root, schema)
+        stored: pa.Schema = self._ns.update_schema(schema)
         self.refresh()
         return stored
 
@@ -287,7 +310,7 @@ class PartitionedNamespace:
         else:
             obj = dict(spec)
             obj.setdefault("id", max(self.specs) + 1)
-        new_id = _native.evolve_spec(self._root, json.dumps(obj))
+        new_id = self._ns.evolve(json.dumps(obj))
         self.refresh()
         return new_id
 
@@ -305,7 +328,7 @@ class PartitionedNamespace:
         if not isinstance(filter, str) or not filter.strip():
             raise InvalidArgumentError("delete needs a non-empty SQL filter (use 'TRUE' for all)")
         strong = write_args("append", transaction_mode)
-        result = _native.delete_rows(self._root, filter, strong)
+        result = self._ns.delete(filter, strong)
         self.refresh()
         return result
 
@@ -326,7 +349,7 @@ class PartitionedNamespace:
         """
         if not isinstance(older_than, datetime.timedelta) or older_than < datetime.timedelta(0):
             raise InvalidArgumentError("older_than must be a non-negative datetime.timedelta")
-        return _native.cleanup_namespace(self._root, older_than.total_seconds(), dry_run)
+        return self._ns.cleanup(older_than.total_seconds(), dry_run)
 
     def repair(self) -> list[str]:
         """Restores manifest columns another tool dropped (pylance's DirectoryNamespace drops
@@ -334,8 +357,8 @@ class PartitionedNamespace:
         values come back from each namespace's ``partition.<field_id>`` property, read versions
         from the ``table_version`` rows. Returns the restored columns (empty if none were
         missing)."""
-        restored = _native.repair_manifest(self._root)
-        self._snap = _native.ManifestSnapshot.load(self._root, None)
+        restored = self._ns.repair()
+        self._snap = self._ns.snapshot()
         return restored
 
     # -- reads -------------------------------------------------------------------------------
@@ -379,4 +402,6 @@ class PartitionedNamespace:
         return self.snapshot().describe_namespace(path)
 
     def __repr__(self) -> str:
-        return f"PartitionedNamespace({self._root!r}, version={self.version})"
+        options = self._ns.storage_options
+        shown = f", storage_options=<{len(options)} keys>" if options else ""
+        return f"PartitionedNamespace({self._root!r}, version={self.version}{shown})"

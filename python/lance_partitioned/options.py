@@ -6,8 +6,9 @@ writes, the Spark writers) takes its defaults from here.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from lance_partitioned.exceptions import InvalidArgumentError
@@ -96,3 +97,75 @@ def namespace_uri(root: Any) -> str:
     if "://" in root:
         return root
     return os.path.abspath(root)
+
+
+StorageOptions = Mapping[str, str]
+"""Object-store options (Lance's keys: ``aws_endpoint``, ``aws_region``,
+``aws_access_key_id``, ``aws_secret_access_key``, ``allow_http``, ``google_service_account``,
+``azure_storage_account_name``, ...). Without them the standard ``AWS_*`` / ``GOOGLE_*`` /
+``AZURE_*`` environment variables apply."""
+
+
+def storage_options_arg(options: Any) -> dict[str, str] | None:
+    """Checks storage options: a mapping of string keys to string values (booleans and
+    numbers are accepted and written the way Lance reads them)."""
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise InvalidArgumentError(
+            f"storage_options must be a dict of strings, not {type(options).__name__}"
+        )
+    out: dict[str, str] = {}
+    for key, value in options.items():
+        if not isinstance(key, str) or not key:
+            raise InvalidArgumentError(f"storage option keys must be strings, not {key!r}")
+        if isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        elif isinstance(value, (str, int, float)):
+            out[key] = str(value)
+        else:
+            # The value may be a secret: name only the key and the type.
+            raise InvalidArgumentError(
+                f"storage option {key!r} must be a string, not {type(value).__name__}"
+            )
+    return out
+
+
+# Object-store options the Spark data source accepts one by one (besides the JSON
+# ``storage_options`` option): every key with these prefixes, and these generic keys.
+_STORE_OPTION_PREFIXES = ("aws_", "google_", "gcs_", "azure_")
+_STORE_OPTION_KEYS = frozenset(
+    {
+        "allow_http",
+        "allow_invalid_certificates",
+        "connect_timeout",
+        "timeout",
+        "client_max_retries",
+        "client_retry_timeout",
+        "proxy_url",
+        "region",
+        "endpoint",
+        "access_key_id",
+        "secret_access_key",
+        "session_token",
+        "virtual_hosted_style_request",
+    }
+)
+
+
+def storage_options_from(options: Mapping[str, str]) -> dict[str, str] | None:
+    """The storage options in a Spark data source's options: the ``storage_options`` option
+    (a JSON object), then single keys (``aws_endpoint``, ``allow_http``, ...) on top."""
+    out: dict[str, str] = {}
+    text = options.get("storage_options")
+    if text:
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            raise InvalidArgumentError("option 'storage_options' must be a JSON object") from None
+        out.update(storage_options_arg(parsed) or {})
+    for key, value in options.items():
+        k = key.lower()
+        if k.startswith(_STORE_OPTION_PREFIXES) or k in _STORE_OPTION_KEYS:
+            out[k] = value
+    return out or None

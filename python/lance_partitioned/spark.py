@@ -30,6 +30,7 @@ use :func:`write`) for clustered output.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterator
@@ -46,8 +47,10 @@ from lance_partitioned.options import (
     MAX_ROWS_PER_FILE,
     SPARK_FORMAT,
     TASK_BUFFER_BYTES,
+    StorageOptions,
     TransactionMode,
     WriteMode,
+    storage_options_arg,
     write_args,
 )
 from lance_partitioned.spec import FIELD_ID_KEY, PartitionSpec
@@ -72,26 +75,26 @@ def register(spark: SparkSession) -> None:
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
 
 
-_HASHERS: dict[tuple[str, int], _native.KeyHasher] = {}
+_HASHERS: dict[str, _native.KeyHasher] = {}
 
 
-def _hasher(root: str, version: int) -> _native.KeyHasher:
-    """The key hasher of one write, built once per worker process."""
-    h = _HASHERS.get((root, version))
+def _hasher(dw: DistributedWrite) -> _native.KeyHasher:
+    """The key hasher of one write (by its nonce), built once per worker process."""
+    h = _HASHERS.get(dw.nonce)
     if h is None:
-        h = _native.KeyHasher(root, version)
+        h = dw.key_hasher()
         _HASHERS.clear()
-        _HASHERS[(root, version)] = h
+        _HASHERS[dw.nonce] = h
     return h
 
 
-def _key_function(root: str, version: int, names: list[str]) -> Any:
+def _key_function(dw: DistributedWrite, names: list[str]) -> Any:
     """The Arrow UDF body: partition keys from the source columns (passed one argument per
     column; a struct argument measured ~20% slower)."""
 
     def partition_key(*sources: pa.Array) -> pa.Array:  # type: ignore[type-arg]
         batch = pa.RecordBatch.from_arrays(list(sources), names=names)
-        return _hasher(root, version).hash(batch)
+        return _hasher(dw).hash(batch)
 
     return partition_key
 
@@ -182,6 +185,7 @@ def write(
     max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS,
     transaction_mode: TransactionMode | None = None,
     properties: dict[str, str] | None = None,
+    storage_options: StorageOptions | None = None,
     _after_stage: Any = None,
 ) -> WriteResult:
     """Writes ``df`` into the partitioned namespace at ``uri`` and returns what was
@@ -211,6 +215,9 @@ def write(
 
     Values are cast to the namespace schema before partitioning, so where a row lands never
     depends on Spark's session time zone or string types.
+
+    ``storage_options`` configure the object store (see :data:`StorageOptions`); they travel
+    to the tasks with the pickled write and never appear in logs.
     """
     from lance_partitioned._spark_source import ensure_namespace
 
@@ -218,7 +225,7 @@ def write(
     _check_shuffle(clustered, key, num_tasks)
     limits = TaskLimits(max_rows_per_file, max_buffer_bytes, max_new_partitions)
     t0 = time.perf_counter()
-    ns = ensure_namespace(uri, df.schema, spec, properties)
+    ns = ensure_namespace(uri, df.schema, spec, properties, storage_options_arg(storage_options))
     dw = ns.distributed_write(mode, transaction_mode=transaction_mode)
     log.info("lance-partitioned: writing to %s (%s, clustered=%s)", ns.root, dw, clustered)
     out = _cluster(df, ns, dw, key, num_tasks) if clustered else df
@@ -261,7 +268,7 @@ def _cluster(
     sources = [c for c in dw.key_hasher().source_columns if c in df.columns]
     if not sources:
         return df
-    udf = arrow_udf(_key_function(dw.root, dw.manifest_version, sources), "int")  # type: ignore[call-overload]
+    udf = arrow_udf(_key_function(dw, sources), "int")  # type: ignore[call-overload]
     log.info("lance-partitioned: clustering by the exact key (Rust Arrow UDF)")
     return df.withColumn(_KEY, udf(*[df[c] for c in sources])).repartition(n, _KEY).drop(_KEY)
 
@@ -287,6 +294,7 @@ def read(
     filter: str | None = None,
     *,
     as_of: int | None = None,
+    storage_options: StorageOptions | None = None,
 ) -> DataFrame:
     """Reads the namespace at ``uri`` as a DataFrame: one Spark partition per leaf table, all
     leaves at the read versions of one manifest version (the latest, or ``as_of``).
@@ -295,9 +303,14 @@ def read(
     prunes leaves through the manifest on every transform (ranges on timestamps included)
     and is applied to the rows in Rust. Filters on the returned DataFrame are pushed down by
     Spark as well (see the README for which ones prune).
+
+    ``storage_options`` configure the object store (see :data:`StorageOptions`).
     """
     register(spark)
     reader = spark.read.format(FORMAT)
+    opts = storage_options_arg(storage_options)
+    if opts:
+        reader = reader.option("storage_options", json.dumps(opts))
     if as_of is not None:
         reader = reader.option("as_of", str(as_of))
     if filter:

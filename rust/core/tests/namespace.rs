@@ -14,6 +14,7 @@ use lance_partitioned_core::ns::delete::delete;
 use lance_partitioned_core::ns::manifest::{create, Snapshot};
 use lance_partitioned_core::ns::namespace::Namespace;
 use lance_partitioned_core::ns::scan::{prune, scan, Filter, ScanOptions};
+use lance_partitioned_core::ns::storage::Storage;
 use lance_partitioned_core::ns::txn::WriteTransaction;
 use lance_partitioned_core::ns::write::distributed::{new_nonce, plan, stage};
 use lance_partitioned_core::ns::write::{
@@ -63,23 +64,29 @@ const DAY_2025: i32 = 20_089;
 struct Ns {
     _dir: tempfile::TempDir,
     root: String,
+    storage: Storage,
 }
 
 async fn namespace() -> Ns {
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path().join("ns").to_string_lossy().into_owned();
     let spec = PartitionSpec::from_json(SPEC).expect("spec");
-    create(&root, &schema(), &spec, &HashMap::new())
+    let storage = Storage::from(root.as_str());
+    create(&storage, &schema(), &spec, &HashMap::new())
         .await
         .expect("create");
-    Ns { _dir: dir, root }
+    Ns {
+        _dir: dir,
+        root,
+        storage,
+    }
 }
 
 async fn append(
     ns: &Ns,
     batches: Vec<RecordBatch>,
 ) -> lance_partitioned_core::ns::write::WriteSummary {
-    Namespace::open(&ns.root)
+    Namespace::open(ns.storage.clone())
         .write(batches.into_iter().map(Ok), &WriteOptions::default())
         .await
         .expect("write")
@@ -87,7 +94,7 @@ async fn append(
 
 /// Sorted ids a full (or filtered) read returns.
 async fn ids(ns: &Ns, filter: Option<&str>) -> Vec<i64> {
-    let snap = Arc::new(Snapshot::load(&ns.root, None).await.expect("snapshot"));
+    let snap = Arc::new(Snapshot::load(&ns.storage, None).await.expect("snapshot"));
     let opts = ScanOptions {
         filter: filter.map(str::to_string),
         columns: Some(vec!["id".into()]),
@@ -111,14 +118,14 @@ async fn ids(ns: &Ns, filter: Option<&str>) -> Vec<i64> {
 
 /// Stages `batch` against the current manifest in this process, without committing.
 async fn staged(ns: &Ns, batch: RecordBatch, mode: Mode) -> (Arc<Snapshot>, Vec<StagedPart>) {
-    let snap = Arc::new(Snapshot::load(&ns.root, None).await.expect("snapshot"));
+    let snap = Arc::new(Snapshot::load(&ns.storage, None).await.expect("snapshot"));
     let opts = WriteOptions {
         mode,
         ..Default::default()
     };
     let parts = (async {
         let ids = IdPlan::Random(HashMap::new());
-        let mut w = PartitionWriter::new(&ns.root, Arc::clone(&snap), &opts, true, ids)?;
+        let mut w = PartitionWriter::new(&ns.storage, Arc::clone(&snap), &opts, true, ids)?;
         stage_all(&mut w, std::iter::once(Ok(batch))).await?;
         w.close().await
     })
@@ -132,7 +139,7 @@ async fn commit(ns: &Ns, snap: Arc<Snapshot>, parts: Vec<StagedPart>, mode: Mode
         mode,
         ..Default::default()
     };
-    let tx = WriteTransaction::new(&ns.root, snap, true, &opts);
+    let tx = WriteTransaction::new(&ns.storage, snap, true, &opts);
     Ok(tx.commit(parts).await?.manifest_version)
 }
 
@@ -151,7 +158,7 @@ async fn a_write_lands_every_row_in_its_partition_and_commits_once() {
         ids(&ns, Some("country = 'FR'")).await,
         (10..15).collect::<Vec<_>>()
     );
-    let snap = Snapshot::load(&ns.root, None).await.expect("snapshot");
+    let snap = Snapshot::load(&ns.storage, None).await.expect("snapshot");
     assert_eq!(snap.version, s.manifest_version);
     assert_eq!(snap.leaves.len(), 2);
     assert!(snap.leaves.iter().all(|l| l.read_version.is_some()));
@@ -169,7 +176,7 @@ async fn a_concurrent_append_to_the_same_partition_is_rebased() {
     let mut want: Vec<i64> = (0..3).chain(100..103).chain(200..202).collect();
     want.sort_unstable();
     assert_eq!(ids(&ns, None).await, want);
-    let snap = Snapshot::load(&ns.root, None).await.expect("snapshot");
+    let snap = Snapshot::load(&ns.storage, None).await.expect("snapshot");
     assert_eq!(snap.leaves.len(), 1, "still one partition");
 }
 
@@ -182,7 +189,7 @@ async fn a_partition_created_concurrently_is_adopted_never_doubled() {
         .await
         .expect("adopting commit");
     assert_eq!(ids(&ns, None).await, vec![0, 1, 2, 3, 10, 11]);
-    let snap = Snapshot::load(&ns.root, None).await.expect("snapshot");
+    let snap = Snapshot::load(&ns.storage, None).await.expect("snapshot");
     assert_eq!(snap.leaves.len(), 1, "two partitions with the same values");
 }
 
@@ -199,7 +206,7 @@ async fn an_overwrite_racing_an_append_is_a_conflict_and_changes_nothing() {
         .expect_err("must conflict");
     assert!(matches!(err, Error::CommitConflict(_)), "{err}");
     assert!(err.to_string().contains("country=\"US\""), "{err}");
-    let snap = Snapshot::load(&ns.root, None).await.expect("snapshot");
+    let snap = Snapshot::load(&ns.storage, None).await.expect("snapshot");
     assert_eq!(snap.version, before);
     assert_eq!(ids(&ns, None).await, vec![0, 1, 2, 200]);
 }
@@ -222,12 +229,12 @@ async fn an_overwrite_replaces_exactly_the_partitions_it_touches() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_distributed_write_commits_once_however_often_its_messages_arrive() {
     let ns = namespace().await;
-    let p = plan(&ns.root, None).await.expect("plan");
+    let p = plan(&ns.storage, None).await.expect("plan");
     let nonce = new_nonce().expect("nonce");
     let opts = WriteOptions::default();
     // Two tasks see the same new partition: they must name the same leaf.
     let t1 = stage(
-        &ns.root,
+        &ns.storage,
         p,
         &nonce,
         std::iter::once(Ok(rows(0..5, "US", DAY_2024))),
@@ -236,7 +243,7 @@ async fn a_distributed_write_commits_once_however_often_its_messages_arrive() {
     .await
     .expect("task 1");
     let t2 = stage(
-        &ns.root,
+        &ns.storage,
         p,
         &nonce,
         std::iter::once(Ok(rows(5..8, "US", DAY_2024))),
@@ -246,7 +253,7 @@ async fn a_distributed_write_commits_once_however_often_its_messages_arrive() {
     .expect("task 2");
     assert_eq!(t1.parts[0].location, t2.parts[0].location);
     let messages = vec![t1.clone(), t2, t1];
-    let first = Namespace::open(&ns.root)
+    let first = Namespace::open(ns.storage.clone())
         .commit_staged(&messages, &opts)
         .await
         .expect("commit");
@@ -254,7 +261,7 @@ async fn a_distributed_write_commits_once_however_often_its_messages_arrive() {
         (first.rows, first.partitions, first.already_committed),
         (8, 1, false)
     );
-    let again = Namespace::open(&ns.root)
+    let again = Namespace::open(ns.storage.clone())
         .commit_staged(&messages, &opts)
         .await
         .expect("commit again");
@@ -289,7 +296,7 @@ async fn pruning_keeps_exactly_the_partitions_a_filter_can_match() {
         ],
     )
     .await;
-    let snap = Snapshot::load(&ns.root, None).await.expect("snapshot");
+    let snap = Snapshot::load(&ns.storage, None).await.expect("snapshot");
     let kept = |sql: &str| {
         let f = Filter::parse(sql, &snap.schema()).expect("filter");
         prune(&snap, Some(&f)).expect("prune").leaves.len()
@@ -314,18 +321,18 @@ async fn a_delete_drops_covered_partitions_and_deletes_rows_in_others() {
         vec![rows(0..4, "US", DAY_2024), rows(4..6, "FR", DAY_2024)],
     )
     .await;
-    let d = delete(&ns.root, "country = 'FR'", None, 20)
+    let d = delete(&ns.storage, "country = 'FR'", None, 20)
         .await
         .expect("delete");
     assert_eq!((d.dropped, d.changed, d.rows), (1, 0, 2));
-    let d = delete(&ns.root, "id < 2", None, 20)
+    let d = delete(&ns.storage, "id < 2", None, 20)
         .await
         .expect("delete rows");
     assert_eq!((d.dropped, d.changed, d.rows), (0, 1, 2));
     assert_eq!(ids(&ns, None).await, vec![2, 3]);
-    let snap = Snapshot::load(&ns.root, None).await.expect("snapshot");
+    let snap = Snapshot::load(&ns.storage, None).await.expect("snapshot");
     assert_eq!(snap.leaves.len(), 1);
-    let d = delete(&ns.root, "id >= 0", None, 20)
+    let d = delete(&ns.storage, "id >= 0", None, 20)
         .await
         .expect("delete the rest");
     assert_eq!(d.dropped, 1, "a partition left empty is dropped");
@@ -335,7 +342,7 @@ async fn a_delete_drops_covered_partitions_and_deletes_rows_in_others() {
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_input_is_refused_before_anything_is_written() {
     let ns = namespace().await;
-    let created = Snapshot::load(&ns.root, None)
+    let created = Snapshot::load(&ns.storage, None)
         .await
         .expect("snapshot")
         .version;
@@ -344,7 +351,7 @@ async fn bad_input_is_refused_before_anything_is_written() {
         vec![Arc::new(Int64Array::from(vec![1])) as Arc<dyn Array>],
     )
     .expect("batch");
-    let err = Namespace::open(&ns.root)
+    let err = Namespace::open(ns.storage.clone())
         .write(std::iter::once(Ok(wrong)), &WriteOptions::default())
         .await
         .expect_err("unknown column");
@@ -356,12 +363,12 @@ async fn bad_input_is_refused_before_anything_is_written() {
         max_new_partitions: 3,
         ..Default::default()
     };
-    let err = Namespace::open(&ns.root)
+    let err = Namespace::open(ns.storage.clone())
         .write(many.into_iter().map(Ok), &opts)
         .await
         .expect_err("limit");
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
-    let snap = Snapshot::load(&ns.root, None).await.expect("snapshot");
+    let snap = Snapshot::load(&ns.storage, None).await.expect("snapshot");
     assert_eq!(snap.version, created, "nothing committed");
     assert!(ids(&ns, None).await.is_empty());
 }
@@ -369,7 +376,7 @@ async fn bad_input_is_refused_before_anything_is_written() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_handle_reuses_its_snapshot_until_the_manifest_moves() {
     let ns = namespace().await;
-    let handle = Namespace::open(&ns.root);
+    let handle = Namespace::open(ns.storage.clone());
     let a = handle.snapshot(None).await.expect("snapshot");
     let b = handle.snapshot(None).await.expect("snapshot again");
     assert!(Arc::ptr_eq(&a, &b));

@@ -10,10 +10,10 @@ mod args;
 mod errors;
 mod ffi;
 mod kernels;
-mod maintenance;
 mod namespace;
 mod results;
 mod runtime;
+mod snapshot;
 mod writes;
 
 use errors::run;
@@ -46,19 +46,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::schema_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
-    m.add_function(wrap_pyfunction!(namespace::create_namespace, m)?)?;
-    m.add_function(wrap_pyfunction!(writes::write_data, m)?)?;
-    m.add_function(wrap_pyfunction!(maintenance::evolve_spec, m)?)?;
-    m.add_function(wrap_pyfunction!(maintenance::repair_manifest, m)?)?;
-    m.add_function(wrap_pyfunction!(maintenance::delete_rows, m)?)?;
-    m.add_function(wrap_pyfunction!(maintenance::update_schema, m)?)?;
-    m.add_function(wrap_pyfunction!(maintenance::cleanup_namespace, m)?)?;
     m.add_class::<writes::DistributedWrite>()?;
     m.add_class::<writes::KeyHasher>()?;
     m.add_class::<results::WriteResult>()?;
     m.add_class::<results::DeleteResult>()?;
     m.add_class::<results::CleanupResult>()?;
-    m.add_class::<namespace::ManifestSnapshot>()?;
-    m.add_class::<namespace::Scan>()?;
+    m.add_class::<namespace::Namespace>()?;
+    m.add_class::<snapshot::ManifestSnapshot>()?;
+    m.add_class::<snapshot::Scan>()?;
     Ok(())
 }

@@ -1,280 +1,197 @@
-//! Bindings of the partitioned namespace: create, snapshots, writes, pruning and scans.
+//! The namespace handle: `_native.Namespace(root, storage_options)`, the one object every
+//! namespace operation of the Python API goes through (create, snapshots, writes, schema and
+//! spec evolution, deletes, cleanup, repair). Its storage options reach every request; its
+//! `repr` never shows their secret values.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
 
-use crate::runtime::block_on;
-use lance_partitioned_core::ns::manifest::{self, Snapshot};
-use lance_partitioned_core::ns::namespace::Namespace;
-use lance_partitioned_core::ns::scan::{self, ScanIter, ScanOptions};
+use lance_partitioned_core::ns::manifest::Snapshot;
+use lance_partitioned_core::ns::namespace::Namespace as CoreNamespace;
+use lance_partitioned_core::ns::storage::Storage;
+use lance_partitioned_core::ns::write::DEFAULT_MAX_ATTEMPTS;
 use lance_partitioned_core::spec::PartitionSpec;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::PyType;
 
-use crate::args::{ArrowBatch, ArrowSchema};
-use crate::errors::run;
+use crate::args::{ArrowSchema, WriteMode};
+use crate::errors::{invalid_arg, run};
+use crate::ffi::BatchInput;
+use crate::results::{CleanupResult, DeleteResult, WriteResult};
+use crate::runtime::block_on;
+use crate::snapshot::ManifestSnapshot;
+use crate::writes::{redacted, Limits};
 
-/// create_namespace(root, schema, spec_json, props) -> pyarrow.Schema (with field ids)
-#[pyfunction]
-pub fn create_namespace(
-    py: Python<'_>,
-    root: &str,
-    schema: ArrowSchema,
-    spec_json: &str,
-    props: HashMap<String, String>,
-) -> PyResult<ArrowSchema> {
-    run(py, || {
-        let spec = PartitionSpec::from_json(spec_json)?;
-        let (_, stored) = block_on(Namespace::create(root, &schema.0, &spec, &props))?;
-        Ok(ArrowSchema(stored))
-    })
-}
-
-/// `partitions()` result: (pruning plan, leaves batch, row counts when asked for).
-type Partitions<'py> = (Bound<'py, PyAny>, ArrowBatch, Option<Vec<u64>>);
-
-/// A manifest snapshot (one version of `__manifest`, indexed).
+/// A partitioned namespace: its root URI and storage options.
 #[pyclass(module = "lance_partitioned._native", frozen)]
-pub struct ManifestSnapshot {
-    pub(crate) snap: Arc<Snapshot>,
+pub struct Namespace {
+    inner: Arc<CoreNamespace>,
 }
 
-impl ManifestSnapshot {
-    /// This snapshot with its property columns (reloaded at the same version when light).
-    fn full(&self, py: Python<'_>) -> PyResult<Arc<Snapshot>> {
-        if !self.snap.light {
-            return Ok(Arc::clone(&self.snap));
-        }
-        let (root, version) = (self.snap.root.clone(), self.snap.version);
-        let snap = run(py, || block_on(Snapshot::load(&root, Some(version))))?;
-        Ok(Arc::new(snap))
+impl Namespace {
+    fn storage(&self) -> &Storage {
+        self.inner.storage()
     }
 }
 
 #[pymethods]
-impl ManifestSnapshot {
-    /// Loads the manifest of `root` at `version` (latest when None).
-    #[staticmethod]
-    #[pyo3(signature = (root, version = None))]
-    fn load(py: Python<'_>, root: &str, version: Option<u64>) -> PyResult<Self> {
-        let root = root.to_string();
-        let snap = run(py, || block_on(Snapshot::load_with(&root, version, true)))?;
-        Ok(Self {
+impl Namespace {
+    /// The namespace at `root` (nothing is read until it is used).
+    #[new]
+    #[pyo3(signature = (root, storage_options = None))]
+    fn new(root: &str, storage_options: Option<HashMap<String, String>>) -> Self {
+        let storage = Storage::new(root, storage_options.unwrap_or_default());
+        Self {
+            inner: Arc::new(CoreNamespace::open(storage)),
+        }
+    }
+
+    /// Creates a namespace; returns it and its schema as stored (with field ids).
+    #[classmethod]
+    #[pyo3(signature = (root, schema, spec_json, properties, storage_options = None))]
+    fn create(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        root: &str,
+        schema: ArrowSchema,
+        spec_json: &str,
+        properties: HashMap<String, String>,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<(Self, ArrowSchema)> {
+        let storage = Storage::new(root, storage_options.unwrap_or_default());
+        run(py, || {
+            let spec = PartitionSpec::from_json(spec_json)?;
+            let (ns, stored) = block_on(CoreNamespace::create(
+                storage,
+                &schema.0,
+                &spec,
+                &properties,
+            ))?;
+            Ok((
+                Self {
+                    inner: Arc::new(ns),
+                },
+                ArrowSchema(stored),
+            ))
+        })
+    }
+
+    /// The root URI.
+    #[getter]
+    fn root(&self) -> String {
+        self.storage().root().to_string()
+    }
+
+    /// The storage options (with their secrets: for handing the namespace to other
+    /// processes; never printed).
+    #[getter]
+    fn storage_options(&self) -> HashMap<String, String> {
+        self.storage().options().clone()
+    }
+
+    /// The manifest at `version` (the latest when None), loaded for reads.
+    #[pyo3(signature = (version = None))]
+    fn snapshot(&self, py: Python<'_>, version: Option<u64>) -> PyResult<ManifestSnapshot> {
+        let snap = run(py, || {
+            block_on(Snapshot::load_with(self.storage(), version, true))
+        })?;
+        Ok(ManifestSnapshot {
             snap: Arc::new(snap),
         })
     }
 
     /// A user's time travel to manifest `version` (`as_of`): refused on weak-mode namespaces,
     /// whose manifest records no leaf versions.
-    #[staticmethod]
-    fn load_as_of(py: Python<'_>, root: &str, version: u64) -> PyResult<Self> {
-        let root = root.to_string();
-        let snap = run(py, || block_on(Snapshot::load_as_of(&root, version)))?;
-        Ok(Self {
+    fn snapshot_as_of(&self, py: Python<'_>, version: u64) -> PyResult<ManifestSnapshot> {
+        let snap = run(py, || {
+            block_on(Snapshot::load_as_of(self.storage(), version))
+        })?;
+        Ok(ManifestSnapshot {
             snap: Arc::new(snap),
         })
     }
 
-    /// The latest manifest version (cheap: no manifest scan).
-    fn latest_version(&self, py: Python<'_>) -> PyResult<u64> {
-        let ds = Arc::clone(&self.snap.dataset);
-        run(py, || {
-            block_on(async move { Ok(ds.latest_version_id().await?) })
-        })
-    }
-
-    #[getter]
-    fn version(&self) -> u64 {
-        self.snap.version
-    }
-
-    #[getter]
-    fn root(&self) -> String {
-        self.snap.root.clone()
-    }
-
-    #[getter]
-    fn schema(&self) -> ArrowSchema {
-        ArrowSchema(self.snap.schema().as_ref().clone())
-    }
-
-    /// Root properties (schema, partition_spec_v<N>, ...).
-    #[getter]
-    fn properties(&self) -> HashMap<String, String> {
-        self.snap.root_props.props.clone()
-    }
-
-    /// Spec JSON by spec id.
-    fn specs(&self) -> PyResult<Vec<(i32, String)>> {
-        self.snap
-            .root_props
-            .specs
-            .iter()
-            .map(|(k, v)| Ok((*k, v.to_json().map_err(crate::errors::to_py)?)))
-            .collect()
-    }
-
-    #[getter]
-    fn missing_columns(&self) -> Vec<String> {
-        self.snap.missing_columns.clone()
-    }
-
-    #[getter]
-    fn num_leaves(&self) -> usize {
-        self.snap.leaves.len()
-    }
-
-    /// All manifest rows as a pyarrow RecordBatch.
-    fn manifest_batch(&self, py: Python<'_>) -> PyResult<ArrowBatch> {
-        Ok(ArrowBatch(self.full(py)?.batch.clone()))
-    }
-
-    /// Pruned leaves: (plan, leaves batch, row counts or None).
-    #[pyo3(signature = (filter = None, with_rows = false))]
-    fn partitions<'py>(
-        &self,
-        py: Python<'py>,
-        filter: Option<String>,
-        with_rows: bool,
-    ) -> PyResult<Partitions<'py>> {
-        let snap = Arc::clone(&self.snap);
-        let (plan, batch, rows) = run(py, || {
-            let pruned = prune(&snap, filter.as_deref())?;
-            let batch = snap.leaves_batch(&pruned.leaves)?;
-            let rows = if with_rows {
-                Some(block_on(manifest::count_rows(&snap, &pruned.leaves))?)
-            } else {
-                None
-            };
-            Ok((pruned.specs, batch, rows))
-        })?;
-        Ok((plan_to_py(py, &plan)?, ArrowBatch(batch), rows))
-    }
-
-    /// Row counts of at most `sample` pruned leaves, evenly spaced over all kept leaves
-    /// (explain's partition-size check: bounded cost on namespaces of any size).
-    #[pyo3(signature = (filter, sample))]
-    fn sampled_rows(
+    /// Writes `data` (an Arrow stream or an iterator of record batches); returns what it did.
+    #[pyo3(signature = (data, *, mode, strong, max_rows_per_file, concurrency, route_threads, max_buffer_bytes, max_new_partitions))]
+    #[allow(clippy::too_many_arguments)]
+    fn write(
         &self,
         py: Python<'_>,
-        filter: Option<String>,
-        sample: usize,
-    ) -> PyResult<(usize, Vec<u64>)> {
-        let snap = Arc::clone(&self.snap);
-        run(py, || {
-            let kept = prune(&snap, filter.as_deref())?.leaves;
-            let n = kept.len();
-            let picked: Vec<usize> = if n <= sample {
-                kept
-            } else {
-                (0..sample).map(|i| kept[i * n / sample]).collect()
-            };
-            Ok((n, block_on(manifest::count_rows(&snap, &picked))?))
-        })
-    }
-
-    /// describe_namespace(path) -> properties
-    fn describe_namespace(
-        &self,
-        py: Python<'_>,
-        path: Vec<String>,
-    ) -> PyResult<HashMap<String, String>> {
-        let snap = self.full(py)?;
-        run(py, || snap.describe_namespace(&path))
-    }
-
-    /// Starts a scan: returns a Scan iterator.
-    #[pyo3(signature = (filter = None, columns = None, batch_size = None, only = None))]
-    fn scan(
-        &self,
-        py: Python<'_>,
-        filter: Option<String>,
-        columns: Option<Vec<String>>,
-        batch_size: Option<usize>,
-        only: Option<Vec<String>>,
-    ) -> PyResult<Scan> {
-        let snap = Arc::clone(&self.snap);
-        let opts = ScanOptions {
-            filter,
-            columns,
-            batch_size,
-            only: only.map(|o| o.into_iter().collect()),
+        data: BatchInput,
+        mode: WriteMode,
+        strong: Option<bool>,
+        max_rows_per_file: usize,
+        concurrency: usize,
+        route_threads: usize,
+        max_buffer_bytes: usize,
+        max_new_partitions: Option<usize>,
+    ) -> PyResult<WriteResult> {
+        let limits = Limits {
+            max_rows_per_file,
+            concurrency,
+            route_threads,
+            max_buffer_bytes,
+            max_new_partitions,
         };
-        let (iter, pruned) = run(py, || scan::scan(snap, &opts))?;
-        Ok(Scan {
-            inner: Mutex::new(Some(iter)),
-            plan: pruned.specs,
+        let opts = limits.options(mode.0, strong);
+        let slot = data.error_slot();
+        let s = BatchInput::finish(&slot, run(py, || block_on(self.inner.write(data, &opts))))?;
+        Ok(WriteResult::from(&s))
+    }
+
+    /// Replaces the schema (fields matched by field id); returns it as stored.
+    fn update_schema(&self, py: Python<'_>, schema: ArrowSchema) -> PyResult<ArrowSchema> {
+        run(py, || {
+            Ok(ArrowSchema(block_on(self.inner.update_schema(&schema.0))?))
         })
     }
-}
 
-/// The leaves of `snap` a filter keeps (all without one), with the pruning plan.
-fn prune(snap: &Snapshot, filter: Option<&str>) -> lance_partitioned_core::Result<scan::Pruned> {
-    let schema = snap.schema();
-    let f = filter
-        .map(|f| scan::Filter::parse(f, &schema))
-        .transpose()?;
-    scan::prune(snap, f.as_ref())
-}
-
-fn plan_to_py<'py>(py: Python<'py>, plan: &[scan::SpecPlan]) -> PyResult<Bound<'py, PyAny>> {
-    let out = pyo3::types::PyList::empty(py);
-    for p in plan {
-        let d = PyDict::new(py);
-        d.set_item("spec_id", p.spec_id)?;
-        d.set_item("predicate", p.predicate.clone())?;
-        d.set_item("total", p.total)?;
-        d.set_item("kept", p.kept)?;
-        out.append(d)?;
-    }
-    Ok(out.into_any())
-}
-
-/// A streaming scan; iterate to get pyarrow RecordBatches.
-#[pyclass(module = "lance_partitioned._native")]
-pub struct Scan {
-    inner: Mutex<Option<ScanIter>>,
-    plan: Vec<scan::SpecPlan>,
-}
-
-#[pymethods]
-impl Scan {
-    #[getter]
-    fn schema(&self) -> PyResult<ArrowSchema> {
-        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        match guard.as_ref() {
-            Some(it) => Ok(ArrowSchema(it.schema().as_ref().clone())),
-            None => Err(crate::errors::invalid_arg("the scan is exhausted")),
-        }
+    /// Adds a spec version (JSON) and makes it current; returns its id.
+    fn evolve(&self, py: Python<'_>, spec_json: &str) -> PyResult<i32> {
+        run(py, || {
+            let spec = PartitionSpec::from_json(spec_json)?;
+            block_on(self.inner.evolve(&spec))
+        })
     }
 
-    /// The pruning plan.
-    fn plan<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        plan_to_py(py, &self.plan)
+    /// Restores manifest columns other tools dropped; returns their names.
+    fn repair(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        run(py, || block_on(self.inner.repair()))
     }
 
-    /// Leaves opened so far.
-    #[getter]
-    fn leaves_opened(&self) -> usize {
-        self.inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map_or(0, |i| i.opened)
-    }
-
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<ArrowBatch>> {
-        let next = run(py, || {
-            let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            match guard.as_mut() {
-                None => Ok(None),
-                Some(it) => block_on(it.next_batch()),
-            }
+    /// Deletes the rows matching `filter`.
+    #[pyo3(signature = (filter, strong = None))]
+    fn delete(&self, py: Python<'_>, filter: &str, strong: Option<bool>) -> PyResult<DeleteResult> {
+        let s = run(py, || {
+            block_on(self.inner.delete(filter, strong, DEFAULT_MAX_ATTEMPTS))
         })?;
-        Ok(next.map(ArrowBatch))
+        Ok(DeleteResult::from(&s))
+    }
+
+    /// Removes what failed writes left behind (files older than `older_than_seconds`).
+    #[pyo3(signature = (older_than_seconds, dry_run = false))]
+    fn cleanup(
+        &self,
+        py: Python<'_>,
+        older_than_seconds: f64,
+        dry_run: bool,
+    ) -> PyResult<CleanupResult> {
+        if !(older_than_seconds >= 0.0 && older_than_seconds.is_finite()) {
+            return Err(invalid_arg(
+                "older_than must be a non-negative, finite duration",
+            ));
+        }
+        let older_than = Duration::from_secs_f64(older_than_seconds);
+        let s = run(py, || block_on(self.inner.cleanup(older_than, dry_run)))?;
+        Ok(CleanupResult::from(s))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Namespace({:?}{})",
+            self.storage().root(),
+            redacted(self.storage())
+        )
     }
 }

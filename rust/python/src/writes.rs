@@ -1,10 +1,12 @@
 //! Bindings of writes: a local write, and the distributed write (planned on the driver,
 //! staged in tasks, committed once) with its partition-key hasher.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::runtime::block_on;
 use lance_partitioned_core::ns::namespace::Namespace;
+use lance_partitioned_core::ns::storage::Storage;
 use lance_partitioned_core::ns::write::distributed::{self, WritePlan};
 use lance_partitioned_core::ns::write::key_hasher;
 use lance_partitioned_core::ns::write::{Mode, StagedMessage, WriteOptions};
@@ -18,16 +20,16 @@ use crate::results::WriteResult;
 
 /// How much a write may buffer and create (every default lives in the Python package).
 #[derive(Debug, Clone, Copy)]
-struct Limits {
-    max_rows_per_file: usize,
-    concurrency: usize,
-    route_threads: usize,
-    max_buffer_bytes: usize,
-    max_new_partitions: Option<usize>,
+pub(crate) struct Limits {
+    pub max_rows_per_file: usize,
+    pub concurrency: usize,
+    pub route_threads: usize,
+    pub max_buffer_bytes: usize,
+    pub max_new_partitions: Option<usize>,
 }
 
 impl Limits {
-    fn options(self, mode: Mode, strong: Option<bool>) -> WriteOptions {
+    pub(crate) fn options(self, mode: Mode, strong: Option<bool>) -> WriteOptions {
         WriteOptions {
             mode,
             strong,
@@ -41,46 +43,12 @@ impl Limits {
     }
 }
 
-/// write_data(root, data, *, mode, strong, max_rows_per_file, concurrency, route_threads,
-/// max_buffer_bytes, max_new_partitions) -> WriteResult
-#[pyfunction]
-#[pyo3(signature = (root, data, *, mode, strong, max_rows_per_file, concurrency, route_threads, max_buffer_bytes, max_new_partitions))]
-#[allow(clippy::too_many_arguments)]
-pub fn write_data(
-    py: Python<'_>,
-    root: &str,
-    data: BatchInput,
-    mode: WriteMode,
-    strong: Option<bool>,
-    max_rows_per_file: usize,
-    concurrency: usize,
-    route_threads: usize,
-    max_buffer_bytes: usize,
-    max_new_partitions: Option<usize>,
-) -> PyResult<WriteResult> {
-    let limits = Limits {
-        max_rows_per_file,
-        concurrency,
-        route_threads,
-        max_buffer_bytes,
-        max_new_partitions,
-    };
-    let opts = limits.options(mode.0, strong);
-    let slot = data.error_slot();
-    let s = BatchInput::finish(
-        &slot,
-        run(py, || block_on(Namespace::open(root).write(data, &opts))),
-    )?;
-    Ok(WriteResult::from(&s))
-}
-
 /// One write staged in many places and committed once: what every part plans against (the
 /// manifest version, the commit mode, the nonce new partitions' ids derive from). Picklable.
 #[pyclass(module = "lance_partitioned._native", frozen)]
 pub struct DistributedWrite {
-    /// Namespace root.
-    #[pyo3(get)]
-    root: String,
+    /// Where the namespace lives (root and storage options, which travel with the pickle).
+    storage: Storage,
     /// Append or overwrite.
     mode: Mode,
     /// The manifest version every part is written against.
@@ -98,22 +66,24 @@ pub struct DistributedWrite {
 impl DistributedWrite {
     /// Plans a new distributed write on the latest manifest version.
     #[classmethod]
-    #[pyo3(signature = (root, mode, strong))]
+    #[pyo3(signature = (root, mode, strong, storage_options = None))]
     fn plan(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
         root: &str,
         mode: WriteMode,
         strong: Option<bool>,
+        storage_options: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
+        let storage = Storage::new(root, storage_options.unwrap_or_default());
         let (p, nonce) = run(py, || {
             Ok((
-                block_on(Namespace::open(root).plan_distributed(strong))?,
+                block_on(Namespace::open(storage.clone()).plan_distributed(strong))?,
                 distributed::new_nonce()?,
             ))
         })?;
         Ok(Self {
-            root: root.to_string(),
+            storage,
             mode: mode.0,
             manifest_version: p.manifest_version,
             strong: p.strong,
@@ -123,23 +93,37 @@ impl DistributedWrite {
 
     /// Rebuilds a planned write (what unpickling calls).
     #[new]
+    #[pyo3(signature = (root, mode, manifest_version, strong, nonce, storage_options = None))]
     fn new(
-        root: String,
+        root: &str,
         mode: WriteMode,
         manifest_version: u64,
         strong: bool,
         nonce: String,
+        storage_options: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
         if nonce.len() < 16 {
             return Err(invalid_arg("a distributed write needs its planned nonce"));
         }
         Ok(Self {
-            root,
+            storage: Storage::new(root, storage_options.unwrap_or_default()),
             mode: mode.0,
             manifest_version,
             strong,
             nonce,
         })
+    }
+
+    /// Namespace root.
+    #[getter]
+    fn root(&self) -> String {
+        self.storage.root().to_string()
+    }
+
+    /// The storage options (with their secrets: they travel to the tasks; never printed).
+    #[getter]
+    fn storage_options(&self) -> HashMap<String, String> {
+        self.storage.options().clone()
     }
 
     /// `append`, `overwrite` or `overwrite_all`.
@@ -153,11 +137,12 @@ impl DistributedWrite {
     ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
         let w = slf.get();
         let args = (
-            w.root.clone(),
+            w.storage.root(),
             w.mode.as_str(),
             w.manifest_version,
             w.strong,
             w.nonce.clone(),
+            w.storage.options().clone(),
         );
         Ok((slf.get_type(), args.into_pyobject(slf.py())?))
     }
@@ -189,7 +174,7 @@ impl DistributedWrite {
         let bytes = BatchInput::finish(
             &slot,
             run(py, || {
-                let ns = Namespace::open(&self.root);
+                let ns = Namespace::open(self.storage.clone());
                 block_on(ns.stage(plan, &self.nonce, data, &opts))?.to_bytes()
             }),
         )?;
@@ -213,26 +198,39 @@ impl DistributedWrite {
                 concurrency: concurrency.max(1),
                 ..Default::default()
             };
-            block_on(Namespace::open(&self.root).commit_staged(&staged, &opts))
+            block_on(Namespace::open(self.storage.clone()).commit_staged(&staged, &opts))
         })?;
         Ok(WriteResult::from(&s))
     }
 
     /// The partition-key hasher of this write's spec.
     fn key_hasher(&self, py: Python<'_>) -> PyResult<KeyHasher> {
-        let (root, version) = (self.root.clone(), self.manifest_version);
-        let inner = run(py, || block_on(key_hasher::KeyHasher::new(&root, version)))?;
+        let (storage, version) = (&self.storage, self.manifest_version);
+        let inner = run(py, || {
+            block_on(key_hasher::KeyHasher::new(storage, version))
+        })?;
         Ok(KeyHasher { inner })
     }
 
     fn __repr__(&self) -> String {
         format!(
-            "DistributedWrite({:?}, mode={:?}, manifest_version={}, strong={})",
-            self.root,
+            "DistributedWrite({:?}, mode={:?}, manifest_version={}, strong={}{})",
+            self.storage.root(),
             self.mode.as_str(),
             self.manifest_version,
-            if self.strong { "True" } else { "False" }
+            if self.strong { "True" } else { "False" },
+            redacted(&self.storage)
         )
+    }
+}
+
+/// `, storage_options={...}` with secret values redacted (empty without options).
+pub(crate) fn redacted(storage: &Storage) -> String {
+    let options = storage.redacted_options();
+    if options.is_empty() {
+        String::new()
+    } else {
+        format!(", storage_options={options:?}")
     }
 }
 
@@ -245,10 +243,16 @@ pub struct KeyHasher {
 #[pymethods]
 impl KeyHasher {
     #[new]
-    fn new(py: Python<'_>, root: &str, manifest_version: u64) -> PyResult<Self> {
-        let root = root.to_string();
+    #[pyo3(signature = (root, manifest_version, storage_options = None))]
+    fn new(
+        py: Python<'_>,
+        root: &str,
+        manifest_version: u64,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        let storage = Storage::new(root, storage_options.unwrap_or_default());
         let inner = run(py, || {
-            block_on(key_hasher::KeyHasher::new(&root, manifest_version))
+            block_on(key_hasher::KeyHasher::new(&storage, manifest_version))
         })?;
         Ok(Self { inner })
     }

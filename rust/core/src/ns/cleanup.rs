@@ -11,7 +11,6 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::{StreamExt, TryStreamExt};
-use lance::dataset::builder::DatasetBuilder;
 use lance::io::ObjectStore;
 use lance::table::format::is_detached_version;
 use object_store::path::Path;
@@ -24,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::ns::manifest::{
     Snapshot, LOCATION, OBJECT_ID, OBJECT_TYPE, READ_VERSION, TABLE, TABLE_VERSION,
 };
-use crate::ns::session::session;
+use crate::ns::storage::Storage;
 
 /// What a cleanup found and removed.
 #[derive(Debug, Clone, Default)]
@@ -152,7 +151,7 @@ struct LeafGarbage {
 
 async fn leaf_garbage(
     store: &ObjectStore,
-    root: &str,
+    storage: &Storage,
     base: &Path,
     location: &str,
     keep: &HashSet<u64>,
@@ -188,11 +187,7 @@ async fn leaf_garbage(
         return Ok(out);
     }
     // Data files named by any version that stays: the main line and the kept detached ones.
-    let uri = crate::ns::join_uri(root, location);
-    let ds = DatasetBuilder::from_uri(&uri)
-        .with_session(session()?)
-        .load()
-        .await?;
+    let ds = storage.builder(location)?.load().await?;
     let mut versions: Vec<u64> = ds.versions().await?.iter().map(|v| v.version).collect();
     versions.extend(kept_detached.iter().filter(|v| is_detached_version(**v)));
     let mut named: HashSet<String> = HashSet::new();
@@ -223,10 +218,14 @@ async fn leaf_garbage(
 ///
 /// # Errors
 /// `NotFound` without a namespace; `Lance` for I/O errors.
-pub async fn cleanup(root: &str, older_than: Duration, dry_run: bool) -> Result<CleanupSummary> {
-    let snap = Snapshot::load(root, None).await?;
+pub async fn cleanup(
+    storage: &Storage,
+    older_than: Duration,
+    dry_run: bool,
+) -> Result<CleanupSummary> {
+    let snap = Snapshot::load(storage, None).await?;
     let refs = referenced(&snap).await?;
-    let (store, base) = ObjectStore::from_uri(root).await?;
+    let (store, base) = storage.object_store().await?;
     let listing = store.list_with_delimiter(Some(&base)).await?;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -261,7 +260,7 @@ pub async fn cleanup(root: &str, older_than: Duration, dry_run: bool) -> Result<
     locations.sort();
     for location in locations {
         let keep = refs.versions.get(location).unwrap_or(&empty);
-        let garbage = leaf_garbage(&store, root, &base, location, keep, cutoff).await?;
+        let garbage = leaf_garbage(&store, storage, &base, location, keep, cutoff).await?;
         // Version manifests first: a data file is only removed once nothing can name it.
         for (version, path, size) in &garbage.versions {
             summary.files += 1;

@@ -17,12 +17,11 @@ use lance::dataset::{CommitBuilder, DeleteBuilder};
 use crate::arrow::array::{RecordBatch, RecordBatchOptions};
 use crate::arrow::datatypes::{Field, Schema};
 use crate::error::{Error, Result};
-use crate::ns::join_uri;
 use crate::ns::manifest::{Leaf, Snapshot};
 use crate::ns::scan::{evaluate_mask, prune, Filter};
+use crate::ns::storage::Storage;
 use crate::ns::txn::conflict::version_row;
 use crate::ns::txn::manifest_commit::{commit_manifest, ManifestChange, ManifestUpdate};
-use crate::ns::write::flush::open_at;
 use crate::types::field_id;
 
 /// What a delete did.
@@ -104,13 +103,13 @@ fn covered(
 
 /// Deletes the rows matching `filter` inside one leaf (uncommitted to the manifest).
 async fn delete_rows(
-    root: &str,
+    storage: &Storage,
     leaf: &Leaf,
     filter: &Filter,
     ns_schema: &Schema,
     strong: bool,
 ) -> Result<Option<Action>> {
-    let ds = open_at(&join_uri(root, &leaf.location), leaf.read_version).await?;
+    let ds = storage.open(&leaf.location, leaf.read_version).await?;
     // Lance evaluates the filter on the leaf's own columns: matched by field id, cast to the
     // namespace type, NULL where the leaf has none (never a dropped or renamed column's data).
     let stored = Schema::from(ds.schema());
@@ -151,16 +150,16 @@ async fn delete_rows(
 /// `Expression` for a bad filter; `CommitConflict` when a concurrent write changed a
 /// partition this delete touches; `Lance` for I/O errors. Nothing becomes visible on error.
 pub async fn delete(
-    root: &str,
+    storage: &Storage,
     filter_sql: &str,
     strong: Option<bool>,
     max_attempts: u32,
 ) -> Result<DeleteSummary> {
-    let snap = Snapshot::load(root, None).await?;
+    let snap = Snapshot::load(storage, None).await?;
     snap.check_writable()?;
     let strong = snap.strong_mode(strong)?;
     let filter = Filter::parse(filter_sql, &snap.schema())?;
-    let actions = plan_actions(root, &snap, &filter, strong).await?;
+    let actions = plan_actions(storage, &snap, &filter, strong).await?;
     let mut summary = DeleteSummary {
         manifest_version: snap.version,
         ..Default::default()
@@ -189,7 +188,7 @@ pub async fn delete(
         actions: &actions,
         strong,
     };
-    let committed = commit_manifest(root, max_attempts, &mut update).await?;
+    let committed = commit_manifest(storage, max_attempts, &mut update).await?;
     summary.manifest_version = committed.version;
     summary.attempts = committed.attempts;
     Ok(summary)
@@ -198,7 +197,7 @@ pub async fn delete(
 /// What to do with each partition pruning keeps: drop the covered ones, delete rows inside
 /// the others (uncommitted to the manifest).
 async fn plan_actions(
-    root: &str,
+    storage: &Storage,
     snap: &Snapshot,
     filter: &Filter,
     strong: bool,
@@ -216,7 +215,7 @@ async fn plan_actions(
     }
     let mut actions: Vec<Action> = stream::iter(partial.iter().map(|&i| {
         let ns_schema = &ns_schema;
-        async move { delete_rows(root, &snap.leaves[i], filter, ns_schema, strong).await }
+        async move { delete_rows(storage, &snap.leaves[i], filter, ns_schema, strong).await }
     }))
     .buffer_unordered(8)
     .try_collect::<Vec<Option<Action>>>()

@@ -43,6 +43,7 @@ pub mod naming;
 pub mod scan;
 pub mod schema;
 pub mod session;
+pub mod storage;
 pub mod txn;
 pub mod values;
 pub mod write;
@@ -60,12 +61,3 @@ pub const MODE_KEY: &str = "lance_partitioned.transaction_mode";
 /// Name of the leaf table of every partition.
 pub const LEAF_TABLE: &str = "dataset";
 pub use crate::field_ids::LEAF_FIELD_ID_KEY;
-
-/// Joins a root URI and a relative location.
-pub fn join_uri(root: &str, rel: &str) -> String {
-    if root.ends_with('/') {
-        format!("{root}{rel}")
-    } else {
-        format!("{root}/{rel}")
-    }
-}

@@ -16,6 +16,7 @@ use crate::ns::cleanup::{cleanup, CleanupSummary};
 use crate::ns::delete::{delete, DeleteSummary};
 use crate::ns::manifest::{self, Snapshot};
 use crate::ns::schema::update_schema;
+use crate::ns::storage::Storage;
 use crate::ns::txn::{hooks, WriteTransaction};
 use crate::ns::write::distributed::{self, WritePlan};
 use crate::ns::write::{
@@ -26,36 +27,36 @@ use crate::spec::PartitionSpec;
 /// One partitioned namespace (see the module docs).
 #[derive(Debug)]
 pub struct Namespace {
-    root: String,
+    storage: Storage,
     latest: Mutex<Option<Arc<Snapshot>>>,
 }
 
 impl Namespace {
-    /// The namespace at `root` (nothing is read until it is used).
-    pub fn open(root: &str) -> Self {
+    /// The namespace at `storage` (nothing is read until it is used).
+    pub fn open(storage: Storage) -> Self {
         Self {
-            root: root.to_string(),
+            storage,
             latest: Mutex::new(None),
         }
     }
 
-    /// Creates a namespace at `root`; returns it and its schema as stored (with field ids).
+    /// Creates a namespace at `storage`; returns it and its schema as stored (with field ids).
     ///
     /// # Errors
     /// As [`manifest::create`].
     pub async fn create(
-        root: &str,
+        storage: Storage,
         schema: &Schema,
         spec: &PartitionSpec,
         properties: &HashMap<String, String>,
     ) -> Result<(Self, Schema)> {
-        let stored = manifest::create(root, schema, spec, properties).await?;
-        Ok((Self::open(root), stored))
+        let stored = manifest::create(&storage, schema, spec, properties).await?;
+        Ok((Self::open(storage), stored))
     }
 
-    /// The root URI.
-    pub fn root(&self) -> &str {
-        &self.root
+    /// Where the namespace lives.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
     }
 
     /// The snapshot at manifest `version`, or the latest one (reused while the manifest has
@@ -66,7 +67,7 @@ impl Namespace {
     /// index.
     pub async fn snapshot(&self, version: Option<u64>) -> Result<Arc<Snapshot>> {
         if let Some(v) = version {
-            return Ok(Arc::new(Snapshot::load(&self.root, Some(v)).await?));
+            return Ok(Arc::new(Snapshot::load(&self.storage, Some(v)).await?));
         }
         let cached = self.cached();
         if let Some(snap) = &cached {
@@ -75,7 +76,7 @@ impl Namespace {
                 return Ok(Arc::clone(snap));
             }
         }
-        let snap = Arc::new(Snapshot::load(&self.root, None).await?);
+        let snap = Arc::new(Snapshot::load(&self.storage, None).await?);
         *self.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&snap));
         Ok(snap)
     }
@@ -99,11 +100,11 @@ impl Namespace {
         input: impl Iterator<Item = Result<RecordBatch>>,
         opts: &WriteOptions,
     ) -> Result<WriteSummary> {
-        let snap = Arc::new(Snapshot::load(&self.root, None).await?);
+        let snap = Arc::new(Snapshot::load(&self.storage, None).await?);
         snap.check_writable()?;
         let strong = snap.strong_mode(opts.strong)?;
         let ids = IdPlan::Random(HashMap::new());
-        let mut writer = PartitionWriter::new(&self.root, Arc::clone(&snap), opts, strong, ids)?;
+        let mut writer = PartitionWriter::new(&self.storage, Arc::clone(&snap), opts, strong, ids)?;
         if let Err(e) = stage_all(&mut writer, input).await {
             writer.abort().await;
             return Err(e);
@@ -111,7 +112,7 @@ impl Namespace {
         let parts = writer.close().await?;
         let rows = parts.iter().map(|p| p.rows).sum();
         hooks::pause("after_fragments");
-        let tx = WriteTransaction::new(&self.root, snap, strong, opts);
+        let tx = WriteTransaction::new(&self.storage, snap, strong, opts);
         let mut summary = tx.commit(parts).await?;
         summary.rows = rows;
         Ok(summary)
@@ -122,7 +123,7 @@ impl Namespace {
     /// # Errors
     /// As [`distributed::plan`].
     pub async fn plan_distributed(&self, strong: Option<bool>) -> Result<WritePlan> {
-        distributed::plan(&self.root, strong).await
+        distributed::plan(&self.storage, strong).await
     }
 
     /// Stages one task's rows of a distributed write.
@@ -136,7 +137,7 @@ impl Namespace {
         input: impl Iterator<Item = Result<RecordBatch>>,
         opts: &WriteOptions,
     ) -> Result<StagedMessage> {
-        distributed::stage(&self.root, plan, nonce, input, opts).await
+        distributed::stage(&self.storage, plan, nonce, input, opts).await
     }
 
     /// Commits the staged outputs of one distributed write: every leaf table once, then the
@@ -155,7 +156,7 @@ impl Namespace {
                 "no staged messages to commit".into(),
             ));
         };
-        let snap = Arc::new(Snapshot::load(&self.root, Some(first.manifest_version)).await?);
+        let snap = Arc::new(Snapshot::load(&self.storage, Some(first.manifest_version)).await?);
         snap.check_writable()?;
         let (parts, rows, id) = distributed::merge_messages(&snap, messages)?;
         let opts = WriteOptions {
@@ -164,7 +165,7 @@ impl Namespace {
             write_id: Some(id.nonce.clone()),
             ..opts.clone()
         };
-        let tx = WriteTransaction::new(&self.root, snap, id.strong, &opts);
+        let tx = WriteTransaction::new(&self.storage, snap, id.strong, &opts);
         let mut summary = tx.commit(parts).await?;
         if !summary.already_committed {
             summary.rows = rows;
@@ -182,7 +183,7 @@ impl Namespace {
         strong: Option<bool>,
         max_attempts: u32,
     ) -> Result<DeleteSummary> {
-        delete(&self.root, filter, strong, max_attempts).await
+        delete(&self.storage, filter, strong, max_attempts).await
     }
 
     /// Adds a spec version and makes it current; returns its id.
@@ -190,7 +191,7 @@ impl Namespace {
     /// # Errors
     /// As [`manifest::evolve`].
     pub async fn evolve(&self, spec: &PartitionSpec) -> Result<i32> {
-        manifest::evolve(&self.root, spec).await
+        manifest::evolve(&self.storage, spec).await
     }
 
     /// Replaces the schema (fields matched by field id); returns it as stored.
@@ -198,7 +199,7 @@ impl Namespace {
     /// # Errors
     /// As [`update_schema`].
     pub async fn update_schema(&self, schema: &Schema) -> Result<Schema> {
-        update_schema(&self.root, schema).await
+        update_schema(&self.storage, schema).await
     }
 
     /// Restores manifest columns other tools dropped; returns their names.
@@ -206,7 +207,7 @@ impl Namespace {
     /// # Errors
     /// As [`manifest::repair`].
     pub async fn repair(&self) -> Result<Vec<String>> {
-        manifest::repair(&self.root).await
+        manifest::repair(&self.storage).await
     }
 
     /// Removes what failed writes left behind (files older than `older_than`).
@@ -214,6 +215,6 @@ impl Namespace {
     /// # Errors
     /// As [`cleanup`].
     pub async fn cleanup(&self, older_than: Duration, dry_run: bool) -> Result<CleanupSummary> {
-        cleanup(&self.root, older_than, dry_run).await
+        cleanup(&self.storage, older_than, dry_run).await
     }
 }

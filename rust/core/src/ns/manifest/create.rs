@@ -4,18 +4,19 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use lance::dataset::builder::DatasetBuilder;
 use lance::dataset::{InsertBuilder, WriteMode, WriteParams};
 
 use crate::arrow::datatypes::{Schema, SchemaRef};
 use crate::error::{corrupt, Error, Result};
 use crate::field_ids::{assign_field_ids, max_field_id, LAST_FIELD_ID_KEY};
+use crate::ns::storage::Storage;
 use crate::ns::{SCHEMA_KEY, SPEC_KEY_PREFIX};
 use crate::spec::{CompiledSpec, PartitionSpec};
 use crate::types::JsonSchema;
 
 use super::format::{manifest_schema, rows_to_batch, Row, NAMESPACE};
-use super::manifest_uri;
+use crate::ns::session::session;
+use crate::ns::MANIFEST_DIR;
 
 /// Root properties: the namespace schema and every spec version.
 #[derive(Debug, Clone)]
@@ -86,7 +87,7 @@ impl Root {
 /// # Errors
 /// `AlreadyExists` when a manifest exists; `Spec` for an invalid spec or schema.
 pub async fn create(
-    root: &str,
+    storage: &Storage,
     schema: &Schema,
     spec: &PartitionSpec,
     extra_props: &HashMap<String, String>,
@@ -101,11 +102,10 @@ pub async fn create(
             spec.id
         )));
     }
-    let uri = manifest_uri(root);
-    match DatasetBuilder::from_uri(&uri).load().await {
+    match storage.builder(MANIFEST_DIR)?.load().await {
         Ok(_) => {
             return Err(Error::AlreadyExists(format!(
-                "a namespace already exists at {root:?}"
+                "a namespace already exists at \"{storage}\""
             )))
         }
         Err(lance::Error::DatasetNotFound { .. } | lance::Error::NotFound { .. }) => {}
@@ -121,9 +121,11 @@ pub async fn create(
     let params = WriteParams {
         mode: WriteMode::Create,
         enable_v2_manifest_paths: true,
+        session: Some(session()?),
+        store_params: Some(storage.store_params()),
         ..Default::default()
     };
-    let mut ds = InsertBuilder::new(uri.as_str())
+    let mut ds = InsertBuilder::new(storage.uri(MANIFEST_DIR).as_str())
         .with_params(&params)
         .execute(vec![batch])
         .await?;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::arrow::datatypes::{Field, Schema, SchemaRef};
 use crate::error::{Error, Result};
+use crate::ns::storage::Storage;
 use crate::ns::SPEC_KEY_PREFIX;
 use crate::spec::{CompiledSpec, PartitionSpec};
 
@@ -63,10 +64,10 @@ pub fn check_field_id_reuse(existing: &[&PartitionSpec], new: &PartitionSpec) ->
 ///
 /// # Errors
 /// `Spec` for an invalid spec or one equal to the current spec.
-pub async fn evolve(root: &str, spec: &PartitionSpec) -> Result<i32> {
+pub async fn evolve(storage: &Storage, spec: &PartitionSpec) -> Result<i32> {
     use lance::dataset::NewColumnTransform;
     use lance::dataset::{MergeInsertBuilder, WhenMatched, WhenNotMatched};
-    let snap = Snapshot::load(root, None).await?;
+    let snap = Snapshot::load(storage, None).await?;
     snap.check_writable()?;
     let mut spec = spec.clone();
     spec.id = snap.root_props.specs.keys().max().copied().unwrap_or(0) + 1;

@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use lance::dataset::builder::DatasetBuilder;
 use lance::dataset::Dataset;
 
 use crate::arrow::array::{
@@ -15,7 +14,8 @@ use crate::arrow::compute::cast;
 use crate::arrow::datatypes::{DataType, Field, Schema, UInt64Type};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{corrupt, Error, Result};
-use crate::ns::{join_uri, values, PARTITION_COLUMN_PREFIX};
+use crate::ns::storage::Storage;
+use crate::ns::{values, PARTITION_COLUMN_PREFIX};
 use crate::spec::PartitionSpec;
 
 use super::create::Root;
@@ -89,7 +89,7 @@ impl Snapshot {
     /// Indexes the manifest rows `batch` (read from `dataset`): finds the leaves, and
     /// rebuilds in memory the columns another writer dropped.
     pub(super) fn index(
-        root: &str,
+        storage: &Storage,
         dataset: Arc<Dataset>,
         root_props: Root,
         batch: RecordBatch,
@@ -111,7 +111,7 @@ impl Snapshot {
             read_versions.as_ref(),
         )?;
         let mut snap = Self {
-            root: root.to_string(),
+            storage: storage.clone(),
             dataset,
             version,
             root_props,
@@ -404,13 +404,8 @@ pub async fn count_rows(snap: &Snapshot, idx: &[usize]) -> Result<Vec<u64>> {
     use futures::stream::{self, StreamExt, TryStreamExt};
     stream::iter(idx.iter().map(|&i| {
         let leaf = &snap.leaves[i];
-        let uri = join_uri(&snap.root, &leaf.location);
         async move {
-            let mut b = DatasetBuilder::from_uri(&uri);
-            if let Some(v) = leaf.read_version {
-                b = b.with_version(v);
-            }
-            let ds = b.load().await?;
+            let ds = snap.storage.open(&leaf.location, leaf.read_version).await?;
             Ok::<u64, Error>(ds.count_rows(None).await? as u64)
         }
     }))

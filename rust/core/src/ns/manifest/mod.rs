@@ -19,13 +19,13 @@
 
 use std::sync::Arc;
 
-use lance::dataset::builder::DatasetBuilder;
 use lance::dataset::Dataset;
 
 use crate::arrow::array::RecordBatch;
 use crate::arrow::datatypes::SchemaRef;
 use crate::error::{corrupt, Error, Result};
-use crate::ns::{join_uri, MANIFEST_DIR, SPEC_KEY_PREFIX};
+use crate::ns::storage::Storage;
+use crate::ns::{MANIFEST_DIR, SPEC_KEY_PREFIX};
 use crate::spec::PartitionSpec;
 
 mod create;
@@ -50,7 +50,7 @@ pub use crate::field_ids::assign_field_ids;
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     /// Root URI of the namespace.
-    pub root: String,
+    pub storage: Storage,
     /// The manifest dataset at [`Snapshot::version`].
     pub dataset: Arc<Dataset>,
     /// Manifest version.
@@ -70,19 +70,15 @@ pub struct Snapshot {
     pub missing_columns: Vec<String>,
 }
 
-fn manifest_uri(root: &str) -> String {
-    join_uri(root, MANIFEST_DIR)
-}
-
 /// The error for a manifest version that does not exist, naming those that do.
-async fn missing_version(root: &str, version: u64, cause: lance::Error) -> Error {
-    let listed = match DatasetBuilder::from_uri(manifest_uri(root)).load().await {
+async fn missing_version(storage: &Storage, version: u64, cause: lance::Error) -> Error {
+    let listed = match storage.open(MANIFEST_DIR, None).await {
         Ok(ds) => ds.versions().await.ok(),
         Err(_) => None,
     };
     let Some(versions) = listed else {
         return Error::NotFound(format!(
-            "no partitioned namespace at {root:?} (no {MANIFEST_DIR} table)"
+            "no partitioned namespace at \"{storage}\" (no {MANIFEST_DIR} table)"
         ));
     };
     let mut ids: Vec<u64> = versions.iter().map(|v| v.version).collect();
@@ -91,7 +87,7 @@ async fn missing_version(root: &str, version: u64, cause: lance::Error) -> Error
         return cause.into();
     }
     Error::NotFound(format!(
-        "manifest version {version} of {root:?} does not exist; it has versions {}",
+        "manifest version {version} of \"{storage}\" does not exist; it has versions {}",
         version_ranges(&ids)
     ))
 }
@@ -122,8 +118,8 @@ impl Snapshot {
     ///
     /// # Errors
     /// `NotFound` when there is no partitioned namespace; `Corrupt` for malformed metadata.
-    pub async fn load(root: &str, version: Option<u64>) -> Result<Self> {
-        Self::load_with(root, version, false).await
+    pub async fn load(storage: &Storage, version: Option<u64>) -> Result<Self> {
+        Self::load_with(storage, version, false).await
     }
 
     /// Like [`Snapshot::load`]; a `light` snapshot (for reads: pruning and scans) skips the
@@ -132,25 +128,24 @@ impl Snapshot {
     ///
     /// # Errors
     /// As [`Snapshot::load`].
-    pub async fn load_with(root: &str, version: Option<u64>, light: bool) -> Result<Self> {
-        let uri = manifest_uri(root);
-        let mut builder = DatasetBuilder::from_uri(&uri);
+    pub async fn load_with(storage: &Storage, version: Option<u64>, light: bool) -> Result<Self> {
+        let mut builder = storage.builder(MANIFEST_DIR)?;
         if let Some(v) = version {
             builder = builder.with_version(v);
         }
         let dataset = match builder.load().await {
             Ok(d) => d,
             Err(e) if version.is_some() => {
-                return Err(missing_version(root, version.unwrap_or_default(), e).await)
+                return Err(missing_version(storage, version.unwrap_or_default(), e).await)
             }
             Err(lance::Error::DatasetNotFound { .. } | lance::Error::NotFound { .. }) => {
                 return Err(Error::NotFound(format!(
-                    "no partitioned namespace at {root:?} (no {MANIFEST_DIR} table)"
+                    "no partitioned namespace at \"{storage}\" (no {MANIFEST_DIR} table)"
                 )))
             }
             Err(e) => return Err(e.into()),
         };
-        Self::from_dataset(root, Arc::new(dataset), light).await
+        Self::from_dataset(storage, Arc::new(dataset), light).await
     }
 
     /// A read snapshot at manifest version `version` (time travel, `as_of`).
@@ -159,11 +154,11 @@ impl Snapshot {
     /// `NotFound` naming the versions that exist; `InvalidArgument` on a weak-mode namespace,
     /// whose manifest records no leaf versions (an old manifest version cannot say what the
     /// leaves held then).
-    pub async fn load_as_of(root: &str, version: u64) -> Result<Self> {
-        let snap = Self::load_with(root, Some(version), true).await?;
+    pub async fn load_as_of(storage: &Storage, version: u64) -> Result<Self> {
+        let snap = Self::load_with(storage, Some(version), true).await?;
         if !snap.strong_mode(None)? {
             return Err(Error::InvalidArgument(format!(
-                "as_of is not available on {root:?}: it commits in weak mode, where leaves are \
+                "as_of is not available on \"{storage}\": it commits in weak mode, where leaves are \
                  committed directly and the manifest records no leaf versions, so manifest \
                  version {version} cannot say what the partitions held then"
             )));
@@ -175,7 +170,11 @@ impl Snapshot {
     ///
     /// # Errors
     /// As [`Snapshot::load`].
-    pub async fn from_dataset(root: &str, dataset: Arc<Dataset>, light: bool) -> Result<Self> {
+    pub async fn from_dataset(
+        storage: &Storage,
+        dataset: Arc<Dataset>,
+        light: bool,
+    ) -> Result<Self> {
         let mut props = dataset.metadata().clone();
         if !props.keys().any(|k| k.starts_with(SPEC_KEY_PREFIX)) {
             // Another writer's form: root properties in the Arrow schema metadata
@@ -203,7 +202,7 @@ impl Snapshot {
             scan.project(&cols)?;
         }
         let batch = scan.try_into_batch().await?;
-        Self::index(root, dataset, root_props, batch, light)
+        Self::index(storage, dataset, root_props, batch, light)
     }
 
     /// The newest spec version.

@@ -8,6 +8,7 @@ use crate::arrow::array::{new_null_array, ArrayRef, RecordBatch, StringArray, UI
 use crate::arrow::datatypes::{Field, Schema};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
+use crate::ns::storage::Storage;
 use crate::ns::PARTITION_COLUMN_PREFIX;
 
 use super::format::{
@@ -183,10 +184,10 @@ impl Snapshot {
 ///
 /// # Errors
 /// `Corrupt` when a value cannot be recovered.
-pub async fn repair(root: &str) -> Result<Vec<String>> {
+pub async fn repair(storage: &Storage) -> Result<Vec<String>> {
     use crate::arrow::array::RecordBatchIterator;
     use lance::dataset::NewColumnTransform;
-    let snap = Snapshot::load(root, None).await?;
+    let snap = Snapshot::load(storage, None).await?;
     if snap.missing_columns.is_empty() {
         return Ok(Vec::new());
     }

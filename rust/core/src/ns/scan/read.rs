@@ -14,9 +14,9 @@ use crate::arrow::datatypes::{Schema, SchemaRef};
 use crate::datafusion::physical_plan::PhysicalExpr;
 use crate::error::{Error, Result};
 use crate::ns::filter::{evaluate_mask, Filter};
-use crate::ns::join_uri;
 use crate::ns::manifest::Snapshot;
 use crate::ns::schema::read_rules::{adapt, leaf_columns};
+use crate::ns::storage::Storage;
 
 use super::prune::{prune, Pruned};
 
@@ -36,7 +36,7 @@ pub struct ScanOptions {
 
 /// A streaming snapshot read over the kept leaves.
 pub struct ScanIter {
-    root: String,
+    storage: Storage,
     snap: Arc<Snapshot>,
     leaves: std::vec::IntoIter<usize>,
     read_schema: SchemaRef,
@@ -61,13 +61,7 @@ impl ScanIter {
             return Ok(false);
         };
         let leaf = &self.snap.leaves[i];
-        let uri = join_uri(&self.root, &leaf.location);
-        let mut b = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
-            .with_session(crate::ns::session::session()?);
-        if let Some(v) = leaf.read_version {
-            b = b.with_version(v);
-        }
-        let ds = b.load().await?;
+        let ds = self.storage.open(&leaf.location, leaf.read_version).await?;
         let leaf_schema: Schema = Schema::from(ds.schema());
         let map = leaf_columns(&leaf_schema, &self.snap.root_props.schema);
         let wanted: Vec<String> = self
@@ -196,7 +190,7 @@ pub fn scan(snap: Arc<Snapshot>, opts: &ScanOptions) -> Result<(ScanIter, Pruned
         .map(|f| f.physical(&read_schema))
         .transpose()?;
     let iter = ScanIter {
-        root: snap.root.clone(),
+        storage: snap.storage.clone(),
         leaves: pruned.leaves.clone().into_iter(),
         snap,
         read_schema,

@@ -16,6 +16,7 @@ use crate::error::{schema_err, Error, Result};
 use crate::field_ids::{assign_field_ids, field_id};
 pub use crate::field_ids::{max_field_id, LAST_FIELD_ID_KEY};
 use crate::ns::manifest::Snapshot;
+use crate::ns::storage::Storage;
 use crate::ns::SCHEMA_KEY;
 use crate::spec::{CompiledSpec, PartitionSpec};
 pub use crate::types::is_widening;
@@ -119,8 +120,8 @@ pub fn plan_update(
 ///
 /// # Errors
 /// `SchemaMismatch` for a refused change; `Spec` when a spec no longer compiles.
-pub async fn update_schema(root: &str, new: &Schema) -> Result<Schema> {
-    let snap = Snapshot::load(root, None).await?;
+pub async fn update_schema(storage: &Storage, new: &Schema) -> Result<Schema> {
+    let snap = Snapshot::load(storage, None).await?;
     snap.check_writable()?;
     let old = snap.schema();
     let last_id = snap

@@ -24,15 +24,16 @@ use crate::error::{Error, Result};
 use crate::ns::manifest::{
     describe_key, Row, Snapshot, NAMESPACE, TABLE, TABLE_VERSION, WRITE_ID_KEY,
 };
+use crate::ns::storage::Storage;
 use crate::ns::txn::leaf::Pending;
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
-use crate::ns::write::flush::{op_fragments, open_at, write_params};
+use crate::ns::write::flush::{op_fragments, write_params};
 use crate::ns::write::options::Mode;
-use crate::ns::{join_uri, values, LEAF_TABLE};
+use crate::ns::{values, LEAF_TABLE};
 
 /// A write's manifest change; see the module docs.
 pub(crate) struct WriteUpdate<'a> {
-    pub(crate) root: &'a str,
+    pub(crate) storage: &'a Storage,
     pub(crate) spec_id: i32,
     pub(crate) field_ids: Vec<String>,
     pub(crate) pending: Vec<Pending>,
@@ -128,7 +129,7 @@ impl WriteUpdate<'_> {
         }
         let p = &self.pending[i];
         let (version, copied) = copy_into(
-            self.root,
+            self.storage,
             (&p.location, p.version),
             (&leaf.location, leaf.read_version),
             self.strong,
@@ -228,7 +229,7 @@ impl WriteUpdate<'_> {
             other => other,
         })?;
         let p = &mut self.pending[i];
-        let ds = open_at(&join_uri(self.root, &p.location), current).await?;
+        let ds = self.storage.open(&p.location, current).await?;
         let read_version = ds.version().version;
         let op = Operation::Append {
             fragments: p.fragments.clone(),
@@ -281,20 +282,20 @@ impl WriteUpdate<'_> {
 /// Copies the rows of a leaf version into another table (detached append on top of `base`);
 /// returns the new version and the appended fragments (to rebase them again if needed).
 async fn copy_into(
-    root: &str,
+    storage: &Storage,
     (from_location, from_version): (&str, u64),
     (to_location, base): (&str, Option<u64>),
     strong: bool,
 ) -> Result<(u64, Vec<Fragment>)> {
-    let src = open_at(&join_uri(root, from_location), Some(from_version)).await?;
+    let src = storage.open(from_location, Some(from_version)).await?;
     let batches: Vec<RecordBatch> = src.scan().try_into_stream().await?.try_collect().await?;
-    let dst = open_at(&join_uri(root, to_location), base).await?;
+    let dst = storage.open(to_location, base).await?;
     let read_version = dst.version().version;
     if batches.iter().all(|b| b.num_rows() == 0) {
         return Ok((read_version, Vec::new()));
     }
     let txn = InsertBuilder::new(Arc::clone(&dst))
-        .with_params(&write_params(WriteMode::Append)?)
+        .with_params(&write_params(storage, WriteMode::Append)?)
         .execute_uncommitted(batches)
         .await?;
     let (fragments, _) = op_fragments(txn.operation.clone())?;

@@ -8,16 +8,15 @@ use std::sync::Arc;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use lance::dataset::transaction::{Operation, Transaction};
 use lance::dataset::{CommitBuilder, InsertBuilder, WriteMode};
-use lance::io::ObjectStore;
 use lance::table::format::Fragment;
 
 use crate::arrow::array::RecordBatch;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
-use crate::ns::join_uri;
 use crate::ns::manifest::Snapshot;
 use crate::ns::session::session;
-use crate::ns::write::flush::{op_fragments, open_at, read_adapted, write_params, Schemas};
+use crate::ns::storage::Storage;
+use crate::ns::write::flush::{op_fragments, read_adapted, write_params, Schemas};
 use crate::ns::write::staged::StagedPart;
 use crate::ns::write::target::Target;
 
@@ -50,7 +49,7 @@ pub(crate) struct Pending {
 /// Commits one partition's fragments to its leaf table. New and replaced leaves get `fresh`
 /// (the leaf schema as a fresh Lance write numbers it).
 pub(crate) async fn commit_leaf(
-    root: &str,
+    storage: &Storage,
     part: StagedPart,
     replaces: bool,
     strong: bool,
@@ -64,9 +63,10 @@ pub(crate) async fn commit_leaf(
     };
     match &part.target {
         Target::New { location, path } => {
-            let uri = join_uri(root, location);
+            let uri = storage.uri(location);
             let ds = CommitBuilder::new(uri.as_str())
                 .with_session(session()?)
+                .with_store_params(storage.store_params())
                 .enable_v2_manifest_paths(true)
                 .with_skip_auto_cleanup(true)
                 .execute(Transaction::new(0, overwrite(part.fragments.clone()), None))
@@ -89,7 +89,7 @@ pub(crate) async fn commit_leaf(
             location,
             base,
         } => {
-            let ds = base_dataset(root, &part, location, *base).await?;
+            let ds = base_dataset(storage, &part, location, *base).await?;
             let read_version = ds.version().version;
             let op = if part.rewrite {
                 overwrite(part.fragments.clone())
@@ -122,32 +122,32 @@ pub(crate) async fn commit_leaf(
 /// The existing leaf at the version the part was written against (the writer's open handle
 /// when it has one).
 async fn base_dataset(
-    root: &str,
+    storage: &Storage,
     part: &StagedPart,
     location: &str,
     base: Option<u64>,
 ) -> Result<Arc<lance::dataset::Dataset>> {
     match &part.dataset {
         Some(d) => Ok(Arc::clone(d)),
-        None => open_at(&join_uri(root, location), base).await,
+        None => storage.open(location, base).await,
     }
 }
 
 /// An append to a leaf written under an older schema replaces the leaf: its old rows,
 /// adapted by the read rules, are written with the current schema ahead of the new ones.
 pub(crate) async fn rewrite_old_rows(
-    root: &str,
+    storage: &Storage,
     mut part: StagedPart,
     schemas: &Schemas,
 ) -> Result<StagedPart> {
     let Target::Existing { location, base, .. } = &part.target else {
         return Ok(part);
     };
-    let ds = base_dataset(root, &part, location, *base).await?;
+    let ds = base_dataset(storage, &part, location, *base).await?;
     let old: Vec<RecordBatch> = read_adapted(&ds, schemas).await?;
     if !old.is_empty() {
         let txn = InsertBuilder::new(Arc::clone(&ds))
-            .with_params(&write_params(WriteMode::Overwrite)?)
+            .with_params(&write_params(storage, WriteMode::Overwrite)?)
             .execute_uncommitted(old)
             .await?;
         let (mut fragments, _) = op_fragments(txn.operation)?;
@@ -160,8 +160,8 @@ pub(crate) async fn rewrite_old_rows(
 
 /// Fails when a staged data file is gone (for example removed by `cleanup()` with a grace
 /// period shorter than the write): committing it would make the partition unreadable.
-pub(crate) async fn verify_staged_files(root: &str, parts: &[StagedPart]) -> Result<()> {
-    let (store, base) = ObjectStore::from_uri(root).await?;
+pub(crate) async fn verify_staged_files(storage: &Storage, parts: &[StagedPart]) -> Result<()> {
+    let (store, base) = storage.object_store().await?;
     let mut paths = Vec::new();
     for p in parts {
         let dir = base.clone().join(p.target.location()).join("data");
@@ -197,7 +197,7 @@ pub(crate) async fn verify_staged_files(root: &str, parts: &[StagedPart]) -> Res
 /// committed (their first data file is in the leaf's latest version, or the new leaf they
 /// created is registered in the manifest).
 pub(crate) async fn weak_committed(
-    root: &str,
+    storage: &Storage,
     latest: &Snapshot,
     parts: &[StagedPart],
 ) -> Result<HashSet<Vec<ScalarValue>>> {
@@ -210,7 +210,7 @@ pub(crate) async fn weak_committed(
         let committed = match &p.target {
             Target::New { location, .. } => registered.contains(location.as_str()),
             Target::Existing { location, .. } => {
-                let ds = open_at(&join_uri(root, location), None).await?;
+                let ds = storage.open(location, None).await?;
                 ds.get_fragments()
                     .iter()
                     .flat_map(|f| f.metadata().files.iter())

@@ -22,6 +22,7 @@ use crate::arrow::compute::{cast, concat_batches, take_record_batch};
 use crate::arrow::datatypes::{DataType, UInt64Type};
 use crate::error::{Error, Result};
 use crate::ns::manifest::{rows_to_batch, Row, Snapshot, OBJECT_ID, READ_VERSION};
+use crate::ns::storage::Storage;
 
 /// A change of the manifest, planned on one snapshot.
 #[derive(Debug, Default)]
@@ -74,7 +75,7 @@ pub(crate) struct Committed {
 /// `Corrupt` when the manifest lacks our columns; `CommitConflict` from the update, or after
 /// `max_attempts` lost races; `Lance` for I/O errors.
 pub(crate) async fn commit_manifest(
-    root: &str,
+    storage: &Storage,
     max_attempts: u32,
     update: &mut dyn ManifestUpdate,
 ) -> Result<Committed> {
@@ -83,7 +84,7 @@ pub(crate) async fn commit_manifest(
         attempt += 1;
         // Every attempt starts from the latest version, which another tool may have
         // rewritten since the change was planned: commit only onto a complete manifest.
-        let latest = Snapshot::load(root, None).await?;
+        let latest = Snapshot::load(storage, None).await?;
         latest.check_writable()?;
         let Some(change) = update.plan(&latest).await? else {
             return Ok(Committed {

@@ -23,6 +23,7 @@ use futures::stream::{self, StreamExt};
 
 use crate::error::{Error, Result};
 use crate::ns::manifest::{describe_key, Snapshot};
+use crate::ns::storage::Storage;
 use crate::ns::write::align::leaf_schema;
 use crate::ns::write::flush::Schemas;
 use crate::ns::write::options::{Mode, WriteOptions, WriteSummary};
@@ -33,7 +34,7 @@ use leaf::{commit_leaf, rewrite_old_rows, verify_staged_files, weak_committed, P
 
 /// Commits the staged parts of one write; see the module docs.
 pub struct WriteTransaction {
-    root: String,
+    storage: Storage,
     /// The manifest version the parts were written against (S0).
     base: Arc<Snapshot>,
     spec: PartitionSpec,
@@ -47,9 +48,9 @@ pub struct WriteTransaction {
 impl WriteTransaction {
     /// A transaction over `base` (the snapshot the parts were written against), committing
     /// with `opts.mode` and `strong`, recording `opts.write_id` when given.
-    pub fn new(root: &str, base: Arc<Snapshot>, strong: bool, opts: &WriteOptions) -> Self {
+    pub fn new(storage: &Storage, base: Arc<Snapshot>, strong: bool, opts: &WriteOptions) -> Self {
         Self {
-            root: root.to_string(),
+            storage: storage.clone(),
             spec: base.current_spec().clone(),
             base,
             mode: opts.mode,
@@ -70,7 +71,7 @@ impl WriteTransaction {
         if let Some(done) = self.already_committed(&mut parts).await? {
             return Ok(done);
         }
-        verify_staged_files(&self.root, &parts).await?;
+        verify_staged_files(&self.storage, &parts).await?;
         let parts = self.rewrite_old_schemas(parts).await?;
         let pending = self.commit_leaves(parts).await?;
         hooks::pause("before_manifest_commit");
@@ -90,7 +91,7 @@ impl WriteTransaction {
         let Some(id) = &self.write_id else {
             return Ok(None);
         };
-        let latest = Snapshot::load(&self.root, None).await?;
+        let latest = Snapshot::load(&self.storage, None).await?;
         let done = WriteSummary {
             manifest_version: latest.version,
             already_committed: true,
@@ -100,7 +101,7 @@ impl WriteTransaction {
             return Ok(latest.has_write(id)?.then_some(done));
         }
         let before = parts.len();
-        let committed = weak_committed(&self.root, &latest, parts).await?;
+        let committed = weak_committed(&self.storage, &latest, parts).await?;
         parts.retain(|p| !committed.contains(&p.key));
         Ok((before > 0 && parts.is_empty()).then_some(done))
     }
@@ -118,7 +119,7 @@ impl WriteTransaction {
         let mut out = Vec::with_capacity(parts.len());
         for p in parts {
             out.push(if p.rewrite {
-                rewrite_old_rows(&self.root, p, &schemas).await?
+                rewrite_old_rows(&self.storage, p, &schemas).await?
             } else {
                 p
             });
@@ -130,12 +131,12 @@ impl WriteTransaction {
     /// `PartialCommit`.
     async fn commit_leaves(&self, parts: Vec<StagedPart>) -> Result<Vec<Pending>> {
         let fresh = fresh_lance_schema(&leaf_schema(&self.base.schema()))?;
-        let (root, fresh) = (self.root.as_str(), &fresh);
+        let (storage, fresh) = (&self.storage, &fresh);
         let (replaces, strong) = (self.mode.replaces(), self.strong);
         let results: Vec<Result<Pending>> = stream::iter(
             parts
                 .into_iter()
-                .map(|p| commit_leaf(root, p, replaces, strong, fresh)),
+                .map(|p| commit_leaf(storage, p, replaces, strong, fresh)),
         )
         .buffer_unordered(self.concurrency)
         .collect()
@@ -167,7 +168,7 @@ impl WriteTransaction {
             summary.bytes += b;
         }
         let mut update = WriteUpdate {
-            root: &self.root,
+            storage: &self.storage,
             spec_id: self.spec.id,
             field_ids: self.field_ids(),
             pending,
@@ -178,7 +179,7 @@ impl WriteTransaction {
             dropped: 0,
         };
         let committed =
-            manifest_commit::commit_manifest(&self.root, self.max_attempts, &mut update).await?;
+            manifest_commit::commit_manifest(&self.storage, self.max_attempts, &mut update).await?;
         if update.already_committed {
             return Ok(WriteSummary {
                 manifest_version: committed.version,

@@ -19,6 +19,7 @@ use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 use crate::ns::ids::random_id;
 use crate::ns::manifest::Snapshot;
+use crate::ns::storage::Storage;
 use crate::ns::write::message::{StagedMessage, WriteIdentity};
 use crate::ns::write::options::WriteOptions;
 use crate::ns::write::stage_all;
@@ -49,8 +50,8 @@ pub struct WritePlan {
 ///
 /// # Errors
 /// `NotFound`, `Corrupt` (a manifest another tool stripped; run repair).
-pub async fn plan(root: &str, strong: Option<bool>) -> Result<WritePlan> {
-    let snap = Snapshot::load(root, None).await?;
+pub async fn plan(storage: &Storage, strong: Option<bool>) -> Result<WritePlan> {
+    let snap = Snapshot::load(storage, None).await?;
     snap.check_writable()?;
     Ok(WritePlan {
         manifest_version: snap.version,
@@ -63,7 +64,7 @@ pub async fn plan(root: &str, strong: Option<bool>) -> Result<WritePlan> {
 /// # Errors
 /// As [`crate::ns::write::write`] for the input; `NotFound` if `manifest_version` is gone.
 pub async fn stage(
-    root: &str,
+    storage: &Storage,
     plan: WritePlan,
     nonce: &str,
     input: impl Iterator<Item = Result<RecordBatch>>,
@@ -74,10 +75,10 @@ pub async fn stage(
             "a staged write needs the write's nonce (new_nonce())".into(),
         ));
     }
-    let snap = Arc::new(Snapshot::load(root, Some(plan.manifest_version)).await?);
+    let snap = Arc::new(Snapshot::load(storage, Some(plan.manifest_version)).await?);
     snap.check_writable()?;
     let ids = IdPlan::Derived(nonce.to_string());
-    let mut writer = PartitionWriter::new(root, Arc::clone(&snap), opts, plan.strong, ids)?;
+    let mut writer = PartitionWriter::new(storage, Arc::clone(&snap), opts, plan.strong, ids)?;
     if let Err(e) = stage_all(&mut writer, input).await {
         writer.abort().await;
         return Err(e);

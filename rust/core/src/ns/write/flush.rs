@@ -4,7 +4,6 @@
 use std::sync::{Arc, Mutex};
 
 use futures::TryStreamExt;
-use lance::dataset::builder::DatasetBuilder;
 use lance::dataset::transaction::Operation;
 use lance::dataset::{Dataset, InsertBuilder, WriteMode, WriteParams};
 use lance::table::format::Fragment;
@@ -15,9 +14,10 @@ use crate::arrow::array::{RecordBatch, RecordBatchOptions};
 use crate::arrow::compute::concat_batches;
 use crate::arrow::datatypes::{Schema, SchemaRef};
 use crate::error::{Error, Result};
+use crate::ns::schema::leaf_is_current;
 use crate::ns::session::session;
+use crate::ns::storage::Storage;
 use crate::ns::write::target::Target;
-use crate::ns::{join_uri, schema::leaf_is_current};
 
 /// The schemas a flush needs.
 #[derive(Clone)]
@@ -60,7 +60,7 @@ impl PartOutput {
 
 /// Writes one buffer of a partition as fragments (uncommitted).
 pub(crate) async fn flush(
-    root: String,
+    storage: Storage,
     target: Target,
     overwrite: bool,
     out: Arc<PartOutput>,
@@ -75,18 +75,17 @@ pub(crate) async fn flush(
     }
     let (fragments, schema) = match &target {
         Target::New { location, .. } => {
-            let uri = join_uri(&root, location);
+            let uri = storage.uri(location);
             let txn = InsertBuilder::new(uri.as_str())
-                .with_params(&write_params(WriteMode::Create)?)
+                .with_params(&write_params(&storage, WriteMode::Create)?)
                 .execute_uncommitted(batches)
                 .await?;
             op_fragments(txn.operation)?
         }
         Target::Existing { location, base, .. } => {
-            let uri = join_uri(&root, location);
             let ds = out
                 .dataset
-                .get_or_try_init(|| open_at(&uri, *base))
+                .get_or_try_init(|| storage.open(location, *base))
                 .await?
                 .clone();
             let stored = Schema::from(ds.schema());
@@ -100,7 +99,7 @@ pub(crate) async fn flush(
                 WriteMode::Append
             };
             let txn = InsertBuilder::new(ds)
-                .with_params(&write_params(mode)?)
+                .with_params(&write_params(&storage, mode)?)
                 .execute_uncommitted(batches)
                 .await?;
             op_fragments(txn.operation)?
@@ -150,20 +149,12 @@ pub(crate) fn op_fragments(
     }
 }
 
-/// Opens the leaf at `uri`, at `version` (latest when None), in the shared session.
-pub(crate) async fn open_at(uri: &str, version: Option<u64>) -> Result<Arc<Dataset>> {
-    let mut b = DatasetBuilder::from_uri(uri).with_session(session()?);
-    if let Some(v) = version {
-        b = b.with_version(v);
-    }
-    Ok(Arc::new(b.load().await?))
-}
-
 /// Lance write parameters of every leaf write.
-pub(crate) fn write_params(mode: WriteMode) -> Result<WriteParams> {
+pub(crate) fn write_params(storage: &Storage, mode: WriteMode) -> Result<WriteParams> {
     Ok(WriteParams {
         mode,
         session: Some(session()?),
+        store_params: Some(storage.store_params()),
         enable_v2_manifest_paths: true,
         skip_auto_cleanup: true,
         max_rows_per_file: usize::MAX / 2,

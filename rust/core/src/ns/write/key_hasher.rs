@@ -4,6 +4,7 @@
 use crate::arrow::array::RecordBatch;
 use crate::error::Result;
 use crate::ns::manifest::Snapshot;
+use crate::ns::storage::Storage;
 use crate::spec::CompiledSpec;
 
 /// Computes, per row, a 32-bit hash of the row's partition values under the current spec of
@@ -19,8 +20,8 @@ impl KeyHasher {
     ///
     /// # Errors
     /// `NotFound`; `Spec` if the spec does not compile.
-    pub async fn new(root: &str, manifest_version: u64) -> Result<Self> {
-        let snap = Snapshot::load_with(root, Some(manifest_version), true).await?;
+    pub async fn new(storage: &Storage, manifest_version: u64) -> Result<Self> {
+        let snap = Snapshot::load_with(storage, Some(manifest_version), true).await?;
         let compiled = CompiledSpec::compile(snap.current_spec(), &snap.schema(), false)?;
         let mut sources = Vec::new();
         for k in 0..snap.current_spec().fields.len() {

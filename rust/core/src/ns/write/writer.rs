@@ -15,6 +15,7 @@ use crate::arrow::compute::{concat_batches, take_record_batch};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 use crate::ns::manifest::{describe_key, Snapshot};
+use crate::ns::storage::Storage;
 use crate::ns::write::align::{align, leaf_schema};
 use crate::ns::write::flush::{flush, PartOutput, Schemas};
 use crate::ns::write::options::WriteOptions;
@@ -39,7 +40,7 @@ struct PartBuffer {
 
 /// Routes and buffers a write's rows per partition; see the module docs.
 pub struct PartitionWriter {
-    root: String,
+    storage: Storage,
     snap: Arc<Snapshot>,
     spec: PartitionSpec,
     compiled: CompiledSpec,
@@ -63,7 +64,7 @@ impl PartitionWriter {
     /// # Errors
     /// `Spec` if the spec does not compile against the schema.
     pub fn new(
-        root: &str,
+        storage: &Storage,
         snap: Arc<Snapshot>,
         opts: &WriteOptions,
         strong: bool,
@@ -73,7 +74,7 @@ impl PartitionWriter {
         let spec = snap.current_spec().clone();
         let compiled = CompiledSpec::compile(&spec, &ns, false)?;
         Ok(Self {
-            root: root.to_string(),
+            storage: storage.clone(),
             schemas: Schemas {
                 leaf: leaf_schema(&ns),
                 ns,
@@ -264,8 +265,8 @@ impl PartitionWriter {
         let batches = std::mem::take(&mut p.batches);
         let bytes = std::mem::take(&mut p.bytes);
         p.rows = 0;
-        let (root, target, out, permits, schemas) = (
-            self.root.clone(),
+        let (storage, target, out, permits, schemas) = (
+            self.storage.clone(),
             p.target.clone(),
             Arc::clone(&p.out),
             Arc::clone(&self.permits),
@@ -277,7 +278,7 @@ impl PartitionWriter {
                 .acquire_owned()
                 .await
                 .map_err(|e| Error::Internal(e.to_string()))?;
-            flush(root, target, overwrite, out, batches, schemas).await
+            flush(storage, target, overwrite, out, batches, schemas).await
         });
         self.buffered_bytes -= bytes;
         self.inflight_bytes += bytes;

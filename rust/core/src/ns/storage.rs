@@ -1,0 +1,202 @@
+//! [`Storage`]: where a namespace lives and how to reach it: its root URI and the options of
+//! its object store.
+//!
+//! Every dataset the namespace opens or writes (the manifest, each leaf) and every listing
+//! (cleanup) goes through one `Storage`, so the storage options (credentials, endpoint,
+//! region, ...) reach every request, and all of them share the process's Lance session (one
+//! object-store client per store and option set). Options are Lance's keys (`aws_endpoint`,
+//! `aws_region`, `allow_http`, `google_service_account`, `azure_storage_account_name`, ...);
+//! the standard `AWS_*`, `GOOGLE_*` and `AZURE_*` environment variables apply without any.
+//! Values of options that may be secret never appear in `Debug` output or errors.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+use lance::dataset::builder::DatasetBuilder;
+use lance::io::{ObjectStore, ObjectStoreParams, StorageOptionsAccessor};
+use lance::Dataset;
+use object_store::path::Path;
+
+use crate::error::Result;
+use crate::ns::session::session;
+
+/// Option keys whose values are never secret (shown as they are in `Debug` output); every
+/// other value is redacted.
+const PUBLIC_KEYS: &[&str] = &[
+    "allow_http",
+    "allow_invalid_certificates",
+    "aws_endpoint",
+    "aws_endpoint_url",
+    "endpoint",
+    "aws_region",
+    "region",
+    "aws_virtual_hosted_style_request",
+    "virtual_hosted_style_request",
+    "aws_conditional_put",
+    "conditional_put",
+    "aws_s3_express",
+    "azure_storage_account_name",
+    "account_name",
+    "azure_endpoint",
+    "azure_use_emulator",
+    "connect_timeout",
+    "timeout",
+    "client_max_retries",
+    "client_retry_timeout",
+    "pool_idle_timeout",
+    "proxy_url",
+    "user_agent",
+    "download_retry_count",
+];
+
+/// A namespace's root URI with its storage options. Cheap to clone.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Storage {
+    root: Arc<str>,
+    options: Arc<HashMap<String, String>>,
+}
+
+impl Storage {
+    /// The namespace at `root` (a local path or an `s3://`, `gs://`, `az://`, ... URI), its
+    /// store configured by `options`.
+    pub fn new(root: &str, options: HashMap<String, String>) -> Self {
+        Self {
+            root: Arc::from(root),
+            options: Arc::new(options),
+        }
+    }
+
+    /// The root URI.
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
+    /// The storage options.
+    pub fn options(&self) -> &HashMap<String, String> {
+        &self.options
+    }
+
+    /// The URI of `rel` (a path relative to the root).
+    pub fn uri(&self, rel: &str) -> String {
+        if self.root.ends_with('/') {
+            format!("{}{rel}", self.root)
+        } else {
+            format!("{}/{rel}", self.root)
+        }
+    }
+
+    /// The object-store parameters every Lance call on this namespace uses.
+    pub fn store_params(&self) -> ObjectStoreParams {
+        ObjectStoreParams {
+            storage_options_accessor: (!self.options.is_empty()).then(|| {
+                Arc::new(StorageOptionsAccessor::with_static_options(
+                    self.options.as_ref().clone(),
+                ))
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// A builder opening the dataset at `rel` (a path relative to the root) with the shared
+    /// session and the storage options.
+    ///
+    /// # Errors
+    /// Never in practice (the session is built on first use).
+    pub fn builder(&self, rel: &str) -> Result<DatasetBuilder> {
+        let mut b = DatasetBuilder::from_uri(self.uri(rel)).with_session(session()?);
+        if !self.options.is_empty() {
+            b = b.with_storage_options(self.options.as_ref().clone());
+        }
+        Ok(b)
+    }
+
+    /// Opens the dataset at `rel` at `version` (the latest when `None`).
+    ///
+    /// # Errors
+    /// `Lance` when it does not exist or cannot be read.
+    pub async fn open(&self, rel: &str, version: Option<u64>) -> Result<Arc<Dataset>> {
+        let mut b = self.builder(rel)?;
+        if let Some(v) = version {
+            b = b.with_version(v);
+        }
+        Ok(Arc::new(b.load().await?))
+    }
+
+    /// The object store of the namespace and the root's path in it (for listings and
+    /// existence checks).
+    ///
+    /// # Errors
+    /// `Lance` when the URI or the options do not make a store.
+    pub async fn object_store(&self) -> Result<(Arc<ObjectStore>, Path)> {
+        let registry = session()?.store_registry();
+        Ok(ObjectStore::from_uri_and_params(registry, &self.root, &self.store_params()).await?)
+    }
+
+    /// The options with secret values replaced by `***`.
+    pub fn redacted_options(&self) -> BTreeMap<String, String> {
+        self.options
+            .iter()
+            .map(|(k, v)| {
+                let public = PUBLIC_KEYS.contains(&k.to_ascii_lowercase().as_str());
+                (k.clone(), if public { v.clone() } else { "***".into() })
+            })
+            .collect()
+    }
+}
+
+impl From<&str> for Storage {
+    /// A location without storage options (a local path, or a store configured by the
+    /// environment).
+    fn from(root: &str) -> Self {
+        Self::new(root, HashMap::new())
+    }
+}
+
+impl fmt::Debug for Storage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Storage")
+            .field("root", &self.root)
+            .field("options", &self.redacted_options())
+            .finish()
+    }
+}
+
+impl fmt::Display for Storage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.root)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_redacts_secrets() {
+        let st = Storage::new(
+            "s3://bucket/ns",
+            HashMap::from([
+                ("aws_secret_access_key".to_string(), "hunter2".to_string()),
+                ("aws_session_token".to_string(), "tok".to_string()),
+                (
+                    "aws_endpoint".to_string(),
+                    "http://127.0.0.1:9000".to_string(),
+                ),
+            ]),
+        );
+        let shown = format!("{st:?}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("tok\""),
+            "{shown}"
+        );
+        assert!(shown.contains("http://127.0.0.1:9000"), "{shown}");
+        assert_eq!(st.to_string(), "s3://bucket/ns");
+    }
+
+    #[test]
+    fn uri_joins_with_one_slash() {
+        assert_eq!(Storage::from("s3://b/ns").uri("x/y"), "s3://b/ns/x/y");
+        assert_eq!(Storage::from("s3://b/ns/").uri("x"), "s3://b/ns/x");
+    }
+}

@@ -1,0 +1,240 @@
+//! Bindings of manifest snapshots: metadata, pruning, and streaming scans of the leaves.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::runtime::block_on;
+use lance_partitioned_core::ns::manifest::{self, Snapshot};
+use lance_partitioned_core::ns::scan::{self, ScanIter, ScanOptions};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::args::{ArrowBatch, ArrowSchema};
+use crate::errors::run;
+
+/// `partitions()` result: (pruning plan, leaves batch, row counts when asked for).
+type Partitions<'py> = (Bound<'py, PyAny>, ArrowBatch, Option<Vec<u64>>);
+
+/// A manifest snapshot (one version of `__manifest`, indexed).
+#[pyclass(module = "lance_partitioned._native", frozen)]
+pub struct ManifestSnapshot {
+    pub(crate) snap: Arc<Snapshot>,
+}
+
+impl ManifestSnapshot {
+    /// This snapshot with its property columns (reloaded at the same version when light).
+    fn full(&self, py: Python<'_>) -> PyResult<Arc<Snapshot>> {
+        if !self.snap.light {
+            return Ok(Arc::clone(&self.snap));
+        }
+        let (storage, version) = (&self.snap.storage, self.snap.version);
+        let snap = run(py, || block_on(Snapshot::load(storage, Some(version))))?;
+        Ok(Arc::new(snap))
+    }
+}
+
+#[pymethods]
+impl ManifestSnapshot {
+    /// The latest manifest version (cheap: no manifest scan).
+    fn latest_version(&self, py: Python<'_>) -> PyResult<u64> {
+        let ds = Arc::clone(&self.snap.dataset);
+        run(py, || {
+            block_on(async move { Ok(ds.latest_version_id().await?) })
+        })
+    }
+
+    #[getter]
+    fn version(&self) -> u64 {
+        self.snap.version
+    }
+
+    #[getter]
+    fn root(&self) -> String {
+        self.snap.storage.root().to_string()
+    }
+
+    #[getter]
+    fn schema(&self) -> ArrowSchema {
+        ArrowSchema(self.snap.schema().as_ref().clone())
+    }
+
+    /// Root properties (schema, partition_spec_v<N>, ...).
+    #[getter]
+    fn properties(&self) -> HashMap<String, String> {
+        self.snap.root_props.props.clone()
+    }
+
+    /// Spec JSON by spec id.
+    fn specs(&self) -> PyResult<Vec<(i32, String)>> {
+        self.snap
+            .root_props
+            .specs
+            .iter()
+            .map(|(k, v)| Ok((*k, v.to_json().map_err(crate::errors::to_py)?)))
+            .collect()
+    }
+
+    #[getter]
+    fn missing_columns(&self) -> Vec<String> {
+        self.snap.missing_columns.clone()
+    }
+
+    #[getter]
+    fn num_leaves(&self) -> usize {
+        self.snap.leaves.len()
+    }
+
+    /// All manifest rows as a pyarrow RecordBatch.
+    fn manifest_batch(&self, py: Python<'_>) -> PyResult<ArrowBatch> {
+        Ok(ArrowBatch(self.full(py)?.batch.clone()))
+    }
+
+    /// Pruned leaves: (plan, leaves batch, row counts or None).
+    #[pyo3(signature = (filter = None, with_rows = false))]
+    fn partitions<'py>(
+        &self,
+        py: Python<'py>,
+        filter: Option<String>,
+        with_rows: bool,
+    ) -> PyResult<Partitions<'py>> {
+        let snap = Arc::clone(&self.snap);
+        let (plan, batch, rows) = run(py, || {
+            let pruned = prune(&snap, filter.as_deref())?;
+            let batch = snap.leaves_batch(&pruned.leaves)?;
+            let rows = if with_rows {
+                Some(block_on(manifest::count_rows(&snap, &pruned.leaves))?)
+            } else {
+                None
+            };
+            Ok((pruned.specs, batch, rows))
+        })?;
+        Ok((plan_to_py(py, &plan)?, ArrowBatch(batch), rows))
+    }
+
+    /// Row counts of at most `sample` pruned leaves, evenly spaced over all kept leaves
+    /// (explain's partition-size check: bounded cost on namespaces of any size).
+    #[pyo3(signature = (filter, sample))]
+    fn sampled_rows(
+        &self,
+        py: Python<'_>,
+        filter: Option<String>,
+        sample: usize,
+    ) -> PyResult<(usize, Vec<u64>)> {
+        let snap = Arc::clone(&self.snap);
+        run(py, || {
+            let kept = prune(&snap, filter.as_deref())?.leaves;
+            let n = kept.len();
+            let picked: Vec<usize> = if n <= sample {
+                kept
+            } else {
+                (0..sample).map(|i| kept[i * n / sample]).collect()
+            };
+            Ok((n, block_on(manifest::count_rows(&snap, &picked))?))
+        })
+    }
+
+    /// describe_namespace(path) -> properties
+    fn describe_namespace(
+        &self,
+        py: Python<'_>,
+        path: Vec<String>,
+    ) -> PyResult<HashMap<String, String>> {
+        let snap = self.full(py)?;
+        run(py, || snap.describe_namespace(&path))
+    }
+
+    /// Starts a scan: returns a Scan iterator.
+    #[pyo3(signature = (filter = None, columns = None, batch_size = None, only = None))]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        filter: Option<String>,
+        columns: Option<Vec<String>>,
+        batch_size: Option<usize>,
+        only: Option<Vec<String>>,
+    ) -> PyResult<Scan> {
+        let snap = Arc::clone(&self.snap);
+        let opts = ScanOptions {
+            filter,
+            columns,
+            batch_size,
+            only: only.map(|o| o.into_iter().collect()),
+        };
+        let (iter, pruned) = run(py, || scan::scan(snap, &opts))?;
+        Ok(Scan {
+            inner: Mutex::new(Some(iter)),
+            plan: pruned.specs,
+        })
+    }
+}
+
+/// The leaves of `snap` a filter keeps (all without one), with the pruning plan.
+fn prune(snap: &Snapshot, filter: Option<&str>) -> lance_partitioned_core::Result<scan::Pruned> {
+    let schema = snap.schema();
+    let f = filter
+        .map(|f| scan::Filter::parse(f, &schema))
+        .transpose()?;
+    scan::prune(snap, f.as_ref())
+}
+
+fn plan_to_py<'py>(py: Python<'py>, plan: &[scan::SpecPlan]) -> PyResult<Bound<'py, PyAny>> {
+    let out = pyo3::types::PyList::empty(py);
+    for p in plan {
+        let d = PyDict::new(py);
+        d.set_item("spec_id", p.spec_id)?;
+        d.set_item("predicate", p.predicate.clone())?;
+        d.set_item("total", p.total)?;
+        d.set_item("kept", p.kept)?;
+        out.append(d)?;
+    }
+    Ok(out.into_any())
+}
+
+/// A streaming scan; iterate to get pyarrow RecordBatches.
+#[pyclass(module = "lance_partitioned._native")]
+pub struct Scan {
+    inner: Mutex<Option<ScanIter>>,
+    plan: Vec<scan::SpecPlan>,
+}
+
+#[pymethods]
+impl Scan {
+    #[getter]
+    fn schema(&self) -> PyResult<ArrowSchema> {
+        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match guard.as_ref() {
+            Some(it) => Ok(ArrowSchema(it.schema().as_ref().clone())),
+            None => Err(crate::errors::invalid_arg("the scan is exhausted")),
+        }
+    }
+
+    /// The pruning plan.
+    fn plan<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        plan_to_py(py, &self.plan)
+    }
+
+    /// Leaves opened so far.
+    #[getter]
+    fn leaves_opened(&self) -> usize {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map_or(0, |i| i.opened)
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<ArrowBatch>> {
+        let next = run(py, || {
+            let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            match guard.as_mut() {
+                None => Ok(None),
+                Some(it) => block_on(it.next_batch()),
+            }
+        })?;
+        Ok(next.map(ArrowBatch))
+    }
+}
