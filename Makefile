@@ -23,7 +23,9 @@ export JAVA_HOME
 endif
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: all venv build test test-rust test-python lint stubtest fmt demo bench bench-rust java-check clean
+DIST := $(ROOT)/dist
+
+.PHONY: all venv build wheel test test-rust test-python lint stubtest fmt demo bench bench-rust java-check clean
 
 all: test
 
@@ -40,6 +42,12 @@ venv: $(VENV)/.installed
 build: venv
 	cd $(ROOT) && maturin develop --release -q --features test-hooks
 
+# The installable wheel (abi3, release, no test hooks) into dist/, as users get it.
+wheel: venv
+	rm -f $(DIST)/lance_partitioned-*.whl
+	cd $(ROOT) && maturin build --release -q -o $(DIST)
+	@ls -l $(DIST)/lance_partitioned-*.whl
+
 lint: venv
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --all-features --release -- -D warnings
@@ -55,7 +63,7 @@ stubtest: build
 test-rust: venv
 	cargo test --release -p lance-partitioned-core --features test-hooks
 
-test-python: build java-check
+test-python: build wheel java-check
 	pytest -q
 
 # The test command of README.md (and .ci/run).

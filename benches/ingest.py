@@ -144,7 +144,9 @@ def ingest(n: int, repeat: int, work: Path) -> list[tuple[str, float, int]]:
     return out
 
 
-def synthetic_manifest(root: Path, partitions: int) -> None:
+def synthetic_manifest(
+    root: str | Path, partitions: int, storage_options: dict[str, str] | None = None
+) -> None:
     """A namespace whose manifest lists `partitions` leaves (3 levels, 2 versions each); the
     leaves themselves are not written (pruning never opens them)."""
     schema = pa.schema(
@@ -157,7 +159,7 @@ def synthetic_manifest(root: Path, partitions: int) -> None:
             lp.PartitionField("u", source=["u"], transform=lp.Bucket(80)),
         ]
     )
-    ns = lp.PartitionedNamespace.create(str(root), schema, spec)
+    ns = lp.PartitionedNamespace.create(str(root), schema, spec, storage_options=storage_options)
     m = ns.snapshot().manifest()
     per_c = 80
     n_c = 50
@@ -202,7 +204,7 @@ def synthetic_manifest(root: Path, partitions: int) -> None:
                     None,
                 )
     t = pa.table(rows, schema=m.schema)
-    lance.write_dataset(t, str(root / "__manifest"), mode="append")
+    lance.write_dataset(t, f"{root}/__manifest", mode="append", storage_options=storage_options)
 
 
 def pruning(partitions: int, work: Path) -> tuple[int, int, list[tuple[str, float]]]:

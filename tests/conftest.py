@@ -12,6 +12,31 @@ import pytest
 
 
 @pytest.fixture(scope="session")
+def s3_server() -> Iterator[Any]:
+    """A real S3-compatible server (moto) on 127.0.0.1 for the whole run."""
+    import s3_server as s3
+
+    server = s3.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_uri(s3_server: Any) -> tuple[str, dict[str, str]]:
+    """A namespace URI in a fresh bucket, with the storage options that reach it."""
+    return f"s3://{s3_server.new_bucket()}/ns", s3_server.options()
+
+
+@pytest.fixture(scope="session")
+def wheel_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The python of a fresh venv outside the source tree holding only the wheel of ``dist/``
+    (as a user's ``pip install``)."""
+    import wheel_env
+
+    return wheel_env.create(tmp_path_factory.mktemp("wheel-venv"))
+
+
+@pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """One local Spark session for the whole run (startup costs ~10 s): 2 cores, tasks may
     fail up to 3 times (so retries can be tested), quiet UI and logs."""

@@ -1,10 +1,15 @@
 """Subprocess entry point for the reliability tests: appends rounds of rows to a namespace.
 
 python ns_writer.py ROOT START ROWS ROUNDS COUNTRY_SET
+
+Storage options (object-store namespaces) come as JSON in ``LP_STORAGE_OPTIONS`` (never on the
+command line, where other users' ``ps`` would show the secrets).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 
 import pyarrow as pa
@@ -14,7 +19,8 @@ import lance_partitioned as lp
 
 def main() -> None:
     root, start, rows, rounds, countries = sys.argv[1:6]
-    ns = lp.PartitionedNamespace.open(root)
+    options = json.loads(os.environ.get("LP_STORAGE_OPTIONS", "null"))
+    ns = lp.PartitionedNamespace.open(root, storage_options=options)
     cs = countries.split(",")
     next_id = int(start)
     for _ in range(int(rounds)):

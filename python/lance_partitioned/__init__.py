@@ -23,6 +23,7 @@ from lance_partitioned.exceptions import (
     PartialCommitError,
     SchemaMismatchError,
     SpecError,
+    StorageError,
     UnsupportedTypeError,
 )
 from lance_partitioned.namespace import (
@@ -74,6 +75,7 @@ __all__ = [
     "SchemaMismatchError",
     "Snapshot",
     "SpecError",
+    "StorageError",
     "Transform",
     "Truncate",
     "UnsupportedTypeError",

@@ -7,7 +7,13 @@
 4. run pruned queries and print the partition tree, rows per partition (top-k and skew), the
    pruning plan of a query, its result and timings.
 
-``python -m lance_partitioned.demo [--rows N] [--root DIR [--replace]] [--keep]``
+``python -m lance_partitioned.demo [--rows N] [--uri URI [--replace]] [--storage-option K=V]...
+[--master URL] [--keep]``
+
+By default it runs on a local Spark (``local[2]``) and a temporary directory. ``--uri
+s3://bucket/prefix`` (or ``gs://``, ``az://``) with ``--storage-option`` keys writes to object
+storage instead, and ``--master spark://host:7077`` runs the job on a cluster whose executors
+have this package installed (``PYSPARK_PYTHON`` names their interpreter).
 """
 
 from __future__ import annotations
@@ -123,6 +129,22 @@ def _is_namespace(path: str) -> bool:
     return os.path.isdir(os.path.join(path, "__manifest"))
 
 
+def _is_remote(uri: str) -> bool:
+    return "://" in uri and not uri.startswith("file://")
+
+
+def _remote_problem(uri: str, options: dict[str, str], replace: bool) -> str | None:
+    """Why the demo may not write to an object-store ``uri``: it never overwrites a namespace
+    there (pick a new prefix instead)."""
+    try:
+        lp.PartitionedNamespace.open(uri, storage_options=options)
+    except lp.NamespaceNotFoundError:
+        return None
+    if replace:
+        return f"--replace works on local directories only; {uri!r} holds a namespace"
+    return f"{uri!r} already holds a namespace; pick another prefix"
+
+
 def _root_problem(root: str, replace: bool) -> str | None:
     """Why the demo may not write to ``root``: it never deletes what it did not create."""
     if not os.path.exists(root):
@@ -147,7 +169,27 @@ def _root_problem(root: str, replace: bool) -> str | None:
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=2_000_000, help="events of the first ingest")
-    ap.add_argument("--root", default=None, help="namespace directory (default: a temp dir)")
+    ap.add_argument(
+        "--uri",
+        "--root",
+        dest="root",
+        default=None,
+        help="where the namespace goes: a directory or s3://, gs://, az:// URI (default: a "
+        "temporary directory)",
+    )
+    ap.add_argument(
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an object-store option (aws_endpoint, aws_region, allow_http, ...); repeatable. "
+        "Without them the standard AWS_*, GOOGLE_* and AZURE_* environment variables apply",
+    )
+    ap.add_argument(
+        "--master",
+        default="local[2]",
+        help="the Spark master (default local[2]; e.g. spark://host:7077 for a cluster)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the namespace afterwards")
     ap.add_argument(
         "--replace",
@@ -155,10 +197,18 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="with --root: replace a lance-partitioned namespace already there (anything else "
         "in a non-empty directory is never deleted)",
     )
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    options = {}
+    for item in args.storage_option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            ap.error(f"--storage-option takes KEY=VALUE, not {item!r}")
+        options[key] = value
+    args.storage_options = options or None
+    return args
 
 
-def _start_spark(timings: dict[str, float]) -> Any:
+def _start_spark(master: str, timings: dict[str, float]) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -166,7 +216,7 @@ def _start_spark(timings: dict[str, float]) -> Any:
 
     with _timed("spark startup", timings):
         spark = (
-            SparkSession.builder.master("local[2]")
+            SparkSession.builder.master(master)
             .appName("lance-partitioned-demo")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
@@ -191,7 +241,14 @@ SPEC = lp.PartitionSpec(
 
 
 def _ingest(
-    spark: Any, root: str, n: int, start: int, days: tuple[str, int], step: str, timings: Any
+    spark: Any,
+    root: str,
+    options: dict[str, str] | None,
+    n: int,
+    start: int,
+    days: tuple[str, int],
+    step: str,
+    timings: Any,
 ) -> lp.WriteResult:
     """Generates ``n`` events (cached, so the ingest alone is timed) and writes them (the
     first ingest creates the namespace with :data:`SPEC`)."""
@@ -199,7 +256,9 @@ def _ingest(
         df = events(spark, n, start, days[0], days[1]).cache()
         df.count()
     with _timed(f"ingest {step}", timings):
-        r = lps.write(df, root, spec=SPEC if start == 0 else None, num_tasks=4)
+        r = lps.write(
+            df, root, spec=SPEC if start == 0 else None, num_tasks=4, storage_options=options
+        )
     _say(
         f"   {r.rows:,} rows -> {r.partitions} partitions ({r.created} new), {r.files} files, "
         f"{r.bytes / 1e6:.1f} MB, {r.rows / timings[f'ingest {step}'] / 1e6:.2f} M rows/s"
@@ -234,7 +293,7 @@ def _query(spark: Any, ns: lp.PartitionedNamespace, timings: dict[str, float]) -
         t = ns.to_table(filter=QUERY, columns=["event_ts", "country", "user_id", "amount"])
     _say(f"   {t.num_rows:,} rows, total amount {pc.sum(t['amount']).as_py():,}")
     with _timed("query (Spark, our filter: pruned)", timings):
-        df = lps.read(spark, ns.root, QUERY)
+        df = lps.read(spark, ns.root, QUERY, storage_options=ns.storage_options)
         n_pruned = df.count()
     _say(
         f"   Spark read {df.rdd.getNumPartitions()} leaf tables of "
@@ -244,7 +303,7 @@ def _query(spark: Any, ns: lp.PartitionedNamespace, timings: dict[str, float]) -
         _say("   MISMATCH between the Spark and the pyarrow read")
         return False
     _per_day(df)
-    _dataframe_filter(spark, ns.root, timings)
+    _dataframe_filter(spark, ns, timings)
     return True
 
 
@@ -261,11 +320,11 @@ def _per_day(df: Any) -> None:
         _say(f"      {r['day']}  {r['events']:>7,} events  amount {r['amount']:>14,}")
 
 
-def _dataframe_filter(spark: Any, root: str, timings: dict[str, float]) -> None:
+def _dataframe_filter(spark: Any, ns: lp.PartitionedNamespace, timings: dict[str, float]) -> None:
     from pyspark.sql import functions as F
 
     with _timed("query (Spark, DataFrame filter)", timings):
-        full = lps.read(spark, root).filter(
+        full = lps.read(spark, ns.root, storage_options=ns.storage_options).filter(
             (F.col("country") == "DE")
             & (F.col("event_ts") >= F.lit("2026-01-05").cast("timestamp"))
             & (F.col("event_ts") < F.lit("2026-01-12").cast("timestamp"))
@@ -279,28 +338,34 @@ def _dataframe_filter(spark: Any, root: str, timings: dict[str, float]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    options = args.storage_options
+    remote = args.root is not None and _is_remote(args.root)
     if args.root is not None:
-        problem = _root_problem(args.root, args.replace)
+        if remote:
+            problem = _remote_problem(args.root, options or {}, args.replace)
+        else:
+            problem = _root_problem(args.root, args.replace)
         if problem:
             print(f"demo: {problem}", file=sys.stderr)
             return 2
     workdir = args.root or tempfile.mkdtemp(prefix="lance-partitioned-demo-")
     root = os.path.join(workdir, "events") if args.root is None else args.root
-    if args.root is not None and args.replace and _is_namespace(root):
+    if args.root is not None and not remote and args.replace and _is_namespace(root):
         shutil.rmtree(root)
     timings: dict[str, float] = {}
     t_start = time.perf_counter()
     _say("== lance-partitioned demo ==")
-    spark = _start_spark(timings)
+    _say(f"   Spark master {args.master}; namespace at {root}")
+    spark = _start_spark(args.master, timings)
     n1 = args.rows
     _say(f"\n1. ingest {n1:,} events (2025-12-20 .. 2026-01-09)")
     _say("   partitioned by year(event_ts) / month(event_ts) / day(event_ts) / country")
-    _ingest(spark, root, n1, 0, ("2025-12-20", 21), "1", timings)
-    ns = lp.PartitionedNamespace.open(root)
+    _ingest(spark, root, options, n1, 0, ("2025-12-20", 21), "1", timings)
+    ns = lp.PartitionedNamespace.open(root, storage_options=options)
     spec_id = _evolve(ns, timings)
     n2 = max(n1 // 4, 1)
     _say(f"   ingest {n2:,} more events (2026-01-10 .. 2026-01-16) under v{spec_id}")
-    _ingest(spark, root, n2, n1, ("2026-01-10", 7), "2", timings)
+    _ingest(spark, root, options, n2, n1, ("2026-01-10", 7), "2", timings)
     ns.refresh()
     _say("\n3. partition tree")
     _tree(ns)

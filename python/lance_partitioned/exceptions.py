@@ -19,6 +19,9 @@ arrive with their own type; this module re-exports them.
   became visible.
 - :class:`PartialCommitError`: a weak-mode write failed after some of its partitions were
   committed; those are visible and the message names them (strong mode never does this).
+- :class:`StorageError`: the object store cannot be reached or refused a request (missing
+  bucket, wrong credentials, unreachable endpoint), or cannot commit safely; the message names
+  the URI, never an option value.
 - :class:`LanceError`: the Lance storage layer failed (I/O, format).
 """
 
@@ -36,6 +39,7 @@ from lance_partitioned._native import (
     PartialCommitError,
     SchemaMismatchError,
     SpecError,
+    StorageError,
     UnsupportedTypeError,
 )
 
@@ -53,5 +57,6 @@ __all__ = [
     "PartialCommitError",
     "SchemaMismatchError",
     "SpecError",
+    "StorageError",
     "UnsupportedTypeError",
 ]

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 
 from lance_partitioned import _native
+from lance_partitioned._spark_workers import check_workers
 from lance_partitioned.distributed import DistributedWrite, TaskLimits, stage_task
 from lance_partitioned.exceptions import InvalidArgumentError
 from lance_partitioned.namespace import PartitionedNamespace, WriteResult
@@ -68,9 +69,11 @@ _KEY = "__lance_partitioned_key"
 def register(spark: SparkSession) -> None:
     """Registers the ``lance-partitioned`` data source with ``spark`` and turns on Python
     data source filter pushdown (``spark.sql.python.filterPushdown.enabled``), which the
-    reader's partition pruning needs."""
+    reader's partition pruning needs. Checks once per session that Spark's Python workers can
+    import this package at the driver's version (one tiny task; a clear error otherwise)."""
     from lance_partitioned._spark_source import LancePartitionedDataSource
 
+    check_workers(spark)
     spark.dataSource.register(LancePartitionedDataSource)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
 
@@ -223,6 +226,7 @@ def write(
 
     write_args(mode, transaction_mode)  # before anything is created
     _check_shuffle(clustered, key, num_tasks)
+    check_workers(df.sparkSession)
     limits = TaskLimits(max_rows_per_file, max_buffer_bytes, max_new_partitions)
     t0 = time.perf_counter()
     ns = ensure_namespace(uri, df.schema, spec, properties, storage_options_arg(storage_options))

@@ -55,6 +55,11 @@ pub enum Error {
     /// visible (weak mode commits leaves directly); the message names them.
     #[error("{0}")]
     PartialCommit(String),
+    /// The object store cannot be reached or refused a request (missing bucket, wrong
+    /// credentials, unreachable endpoint), or cannot commit safely (no conditional writes).
+    /// The message names the URI, never an option value.
+    #[error("{0}")]
+    Storage(String),
     /// An error reported by the lance crate (I/O, format, commit).
     #[error("lance error: {0}")]
     Lance(Box<lance::Error>),

@@ -32,10 +32,11 @@ pub enum Kind {
     CorruptNamespace,
     CommitConflict,
     PartialCommit,
+    Storage,
     Lance,
 }
 
-const KINDS: [Kind; 14] = [
+const KINDS: [Kind; 15] = [
     Kind::Base,
     Kind::Spec,
     Kind::Expression,
@@ -49,6 +50,7 @@ const KINDS: [Kind; 14] = [
     Kind::CorruptNamespace,
     Kind::CommitConflict,
     Kind::PartialCommit,
+    Kind::Storage,
     Kind::Lance,
 ];
 
@@ -126,6 +128,13 @@ impl Kind {
                 "A weak-mode write failed after some of its partitions were committed; those \
                  partitions are visible and the message names them.",
             ),
+            Kind::Storage => (
+                "StorageError",
+                Some("OSError"),
+                "The object store cannot be reached or refused a request (missing bucket, wrong \
+                 credentials, unreachable endpoint), or cannot commit safely. The message names \
+                 the URI, never an option value.",
+            ),
             Kind::Lance => (
                 "LanceError",
                 None,
@@ -191,6 +200,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Corrupt(_) => Kind::CorruptNamespace,
         Error::CommitConflict(_) => Kind::CommitConflict,
         Error::PartialCommit(_) => Kind::PartialCommit,
+        Error::Storage(_) => Kind::Storage,
         Error::Lance(_) => Kind::Lance,
     };
     new_err(kind, msg)

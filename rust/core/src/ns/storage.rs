@@ -9,16 +9,17 @@
 //! the standard `AWS_*`, `GOOGLE_*` and `AZURE_*` environment variables apply without any.
 //! Values of options that may be secret never appear in `Debug` output or errors.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use lance::dataset::builder::DatasetBuilder;
 use lance::io::{ObjectStore, ObjectStoreParams, StorageOptionsAccessor};
 use lance::Dataset;
 use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ns::session::session;
 
 /// Option keys whose values are never secret (shown as they are in `Debug` output); every
@@ -143,6 +144,100 @@ impl Storage {
             })
             .collect()
     }
+}
+
+/// Stores whose conditional writes this process has checked (see
+/// [`Storage::check_conditional_writes`]), by root URI and options.
+static CHECKED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+impl Storage {
+    /// The error for a failed request to the store: I/O failures (unreachable endpoint,
+    /// refused credentials, missing bucket) become `Storage` errors naming the URI.
+    pub fn error(&self, e: lance::Error) -> Error {
+        match e {
+            lance::Error::IO { .. } | lance::Error::Wrapped { .. } => {
+                Error::Storage(format!("the object store of \"{}\" failed: {e}", self.root))
+            }
+            other => other.into(),
+        }
+    }
+
+    /// Checks once per process and store that an `s3://` store honours conditional writes
+    /// (`If-None-Match: *`), which every commit relies on: a store that ignores them would let
+    /// two concurrent commits overwrite each other. Other schemes (local disks, GCS, Azure)
+    /// always have them.
+    ///
+    /// # Errors
+    /// `Storage` when the store accepted a second create of the same object, refuses
+    /// conditional writes (`aws_conditional_put=disabled`), or cannot be reached.
+    pub async fn check_conditional_writes(&self) -> Result<()> {
+        if !self.root.starts_with("s3://") {
+            return Ok(());
+        }
+        let key = format!("{}\u{0}{:?}", self.root, sorted(&self.options));
+        let seen =
+            |set: &mut Option<HashSet<String>>| set.get_or_insert_with(HashSet::new).contains(&key);
+        if seen(&mut CHECKED.lock().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(());
+        }
+        let (store, base) = self.object_store().await?;
+        let nonce = crate::ns::write::distributed::new_nonce()?;
+        let path = base
+            .join("_lance_partitioned")
+            .join(format!("conditional-write-check-{nonce}").as_str());
+        let create = || PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        let first = store
+            .inner
+            .put_opts(&path, PutPayload::from_static(b"1"), create())
+            .await;
+        let second = match first {
+            Ok(_) => {
+                store
+                    .inner
+                    .put_opts(&path, PutPayload::from_static(b"2"), create())
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        let _ = store.inner.delete(&path).await;
+        match second {
+            Err(object_store::Error::AlreadyExists { .. })
+            | Err(object_store::Error::Precondition { .. }) => {
+                CHECKED
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert_with(HashSet::new)
+                    .insert(key);
+                Ok(())
+            }
+            Ok(_) => Err(Error::Storage(format!(
+                "the object store of \"{}\" accepted a second create of the same object: it \
+                 ignores conditional writes (If-None-Match), so two concurrent commits could \
+                 overwrite each other and lose one. Use a store with conditional writes (AWS \
+                 S3, recent MinIO, Ceph RGW 18+, ...)",
+                self.root
+            ))),
+            Err(object_store::Error::NotImplemented { .. }) => Err(Error::Storage(format!(
+                "the object store of \"{}\" is configured without conditional writes \
+                 (aws_conditional_put): commits need them to be safe against concurrent writers",
+                self.root
+            ))),
+            Err(e) => Err(Error::Storage(format!(
+                "the object store of \"{}\" failed a conditional write: {e}",
+                self.root
+            ))),
+        }
+    }
+}
+
+fn sorted(options: &HashMap<String, String>) -> BTreeMap<&str, &str> {
+    options
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
 }
 
 impl From<&str> for Storage {

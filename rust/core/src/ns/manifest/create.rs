@@ -102,6 +102,7 @@ pub async fn create(
             spec.id
         )));
     }
+    storage.check_conditional_writes().await?;
     match storage.builder(MANIFEST_DIR)?.load().await {
         Ok(_) => {
             return Err(Error::AlreadyExists(format!(
@@ -109,7 +110,7 @@ pub async fn create(
             )))
         }
         Err(lance::Error::DatasetNotFound { .. } | lance::Error::NotFound { .. }) => {}
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(storage.error(e)),
     }
     let mschema: SchemaRef = Arc::new(manifest_schema([spec])?);
     let row = Row {

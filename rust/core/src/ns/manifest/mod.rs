@@ -143,7 +143,7 @@ impl Snapshot {
                     "no partitioned namespace at \"{storage}\" (no {MANIFEST_DIR} table)"
                 )))
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(storage.error(e)),
         };
         Self::from_dataset(storage, Arc::new(dataset), light).await
     }

@@ -79,6 +79,7 @@ pub(crate) async fn commit_manifest(
     max_attempts: u32,
     update: &mut dyn ManifestUpdate,
 ) -> Result<Committed> {
+    storage.check_conditional_writes().await?;
     let mut attempt = 0u32;
     loop {
         attempt += 1;

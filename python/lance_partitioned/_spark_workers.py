@@ -1,0 +1,79 @@
+"""The check that Spark's Python workers can run this package: one tiny probe task per
+SparkSession, before the first write or read, so that a worker without ``lance_partitioned``
+(or with another version) fails with one clear error instead of a JVM stack trace."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from lance_partitioned._native import __version__
+from lance_partitioned.exceptions import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# The probe runs on the workers, where this package may be missing: it is compiled from source
+# in a module of its own, so that Spark pickles it by value (a function of this module would
+# be pickled by reference, and unpickling it would import lance_partitioned).
+_PROBE_SOURCE = """
+def probe(_rows):
+    import sys
+    try:
+        import lance_partitioned
+        return [(sys.executable, lance_partitioned.__version__, "")]
+    except BaseException as e:
+        return [(sys.executable, "", type(e).__name__ + ": " + str(e))]
+"""
+
+_CHECKED: set[str] = set()
+
+_FIX = (
+    "Install the same lance-partitioned wheel on every node's Python, or point Spark at an "
+    "interpreter that has it: PYSPARK_PYTHON (environment) or spark.pyspark.python "
+    "(configuration), e.g. spark.pyspark.python={driver} in local mode"
+)
+
+
+def _probe() -> Any:
+    scope: dict[str, Any] = {"__name__": "lance_partitioned_worker_probe"}
+    exec(compile(_PROBE_SOURCE, "<lance_partitioned worker probe>", "exec"), scope)
+    return scope["probe"]
+
+
+def check_workers(spark: SparkSession) -> None:
+    """Raises ``InvalidArgumentError`` naming the worker interpreter, what it found and the fix
+    when Spark's Python workers cannot import ``lance_partitioned`` at this version. Runs one
+    task once per SparkSession (its application id)."""
+    app = spark.sparkContext.applicationId
+    if app in _CHECKED:
+        return
+    fix = _FIX.format(driver=sys.executable)
+    configured = spark.sparkContext.getConf().get(
+        "spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", "python3")
+    )
+    try:
+        # One probe per core Spark knows of (capped), so that on a cluster the tasks are spread
+        # over the executors and each node's interpreter answers.
+        n = max(1, min(spark.sparkContext.defaultParallelism, 16))
+        rows = spark.sparkContext.parallelize(range(n), n).mapPartitions(_probe()).collect()
+    except Exception as e:
+        # The worker interpreter itself could not start (or died): Spark names it.
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InvalidArgumentError(
+            f"Spark's Python workers could not run a probe task ({first[:300]}). {fix}"
+        ) from None
+    for executable, version, error in rows:
+        worker = f"{configured} (running {executable})"
+        if error:
+            raise InvalidArgumentError(
+                f"Spark's Python worker {worker} cannot import lance_partitioned "
+                f"({error[:300]}); the driver runs lance-partitioned {__version__}. {fix}"
+            )
+        if version != __version__:
+            raise InvalidArgumentError(
+                f"Spark's Python worker {worker} has lance-partitioned {version}, the "
+                f"driver {__version__}: every node must run the same version. {fix}"
+            )
+    _CHECKED.add(app)

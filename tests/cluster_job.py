@@ -1,0 +1,195 @@
+"""The driver of the cluster test: an ingest pipeline on a Spark standalone cluster writing to
+the S3 server. Run as its own process (one SparkContext per process; the test session already
+has a local one):
+
+    python cluster_job.py MASTER WORKER_PYTHON S3_OPTIONS_JSON BUCKET
+
+It prints one line ``RESULT <json>`` with what each step saw; the test checks it. The driver
+writes nothing to a local disk: data, manifests and staging all live in the bucket."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import lance_partitioned as lp
+import lance_partitioned.spark as lps
+
+COUNTRIES = ["US", "FR", "DE", "IN", "BR"]
+SPEC = lp.PartitionSpec(
+    [
+        lp.PartitionField("country", source="country", transform=lp.Identity()),
+        lp.PartitionField("user_bucket", source="user_id", transform=lp.Bucket(4)),
+    ]
+)
+
+
+def events(spark: SparkSession, start: int, n: int, tasks: int, slow_ms: int = 0) -> DataFrame:
+    """n rows over ``tasks`` Spark partitions; with ``slow_ms`` each task sleeps that long in
+    the JVM half-way through its rows (so a write can be interrupted while its tasks run, after
+    they staged their first files)."""
+    df = spark.range(start, start + n, 1, tasks)
+    if slow_ms:
+        every = max(n // tasks, 1)
+        df = df.filter(
+            F.expr(
+                f"(id - {start}) % {every} != {every // 2} OR coalesce(reflect('java.lang.Thread', "
+                f"'sleep', cast({slow_ms} as bigint)), 'slept') IS NOT NULL"
+            )
+        )
+    country = F.element_at(
+        F.array(*[F.lit(c) for c in COUNTRIES]), (F.col("id") % 5 + 1).cast("int")
+    )
+    return df.select(
+        F.col("id"),
+        country.alias("country"),
+        (F.col("id") * 7919 % 1000).alias("user_id"),
+        F.concat(F.lit("payload-"), F.col("id").cast("string")).alias("payload"),
+    )
+
+
+def check(uri: str, options: dict[str, str], start: int, n: int) -> dict[str, Any]:
+    """Every row of ``[start, start + n)`` exactly once, read back with pyarrow on the driver."""
+    ns = lp.PartitionedNamespace.open(uri, storage_options=options)
+    ids = ns.to_table(columns=["id"])["id"]
+    unique = pc.count_distinct(ids).as_py()
+    return {
+        "rows": len(ids),
+        "unique": unique,
+        "min": pc.min(ids).as_py(),
+        "max": pc.max(ids).as_py(),
+        "expected": [start, start + n - 1, n],
+        "partitions": ns.partitions(with_rows=False).num_rows,
+    }
+
+
+def executors(app_id: str) -> list[int]:
+    """The pids of this application's executor JVMs (on this machine: the test cluster)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"org.apache.spark.executor.CoarseGrainedExecutorBackend" in cmd and (
+                app_id.encode() in cmd
+            ):
+                pids.append(int(entry))
+    return sorted(pids)
+
+
+def kill_an_executor_while_tasks_run(spark: SparkSession, killed: list[int]) -> None:
+    """Waits until the current job has tasks running on the executors, then SIGKILLs one
+    executor JVM (its tasks fail; Spark runs them again on the other worker)."""
+    sc = spark.sparkContext
+    tracker = sc.statusTracker()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        running = 0
+        for sid in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(sid)
+            if info is not None:
+                running += info.numActiveTasks
+        if running >= 2:
+            time.sleep(1.0)
+            pids = executors(sc.applicationId)
+            if pids:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+            return
+        time.sleep(0.1)
+
+
+def main() -> None:
+    master, worker_python, options_json, bucket = sys.argv[1:5]
+    options: dict[str, str] = json.loads(options_json)
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("lance-partitioned-cluster-test")
+        .config("spark.pyspark.python", worker_python)
+        .config("spark.executor.memory", "1g")
+        .config("spark.executor.cores", "1")
+        .config("spark.cores.max", "2")
+        .config("spark.task.maxFailures", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    lps.register(spark)
+    out: dict[str, Any] = {"app": spark.sparkContext.applicationId}
+    n = 40_000
+
+    # 1. Clustered write (the default), creating the namespace.
+    uri = f"s3://{bucket}/clustered"
+    r = lps.write(events(spark, 0, n, 4), uri, spec=SPEC, storage_options=options)
+    out["clustered"] = {"written": r.rows, **check(uri, options, 0, n)}
+
+    # 2. One-pass write into its own namespace.
+    uri2 = f"s3://{bucket}/one-pass"
+    r = lps.write(events(spark, 0, n, 4), uri2, spec=SPEC, clustered=False, storage_options=options)
+    out["one_pass"] = {"written": r.rows, **check(uri2, options, 0, n)}
+
+    # 3. The Data Source writer, storage options as single keys.
+    uri3 = f"s3://{bucket}/data-source"
+    df = events(spark, 0, n, 4)
+    w = df.write.format(lps.FORMAT).option("spec", lps.spec_option(SPEC, df))
+    for k, v in options.items():
+        w = w.option(k, v)
+    w.mode("append").save(uri3)
+    out["data_source"] = check(uri3, options, 0, n)
+
+    # 4. Pruned reads on the executors, with the options as a JSON option.
+    fr = lps.read(spark, uri, "country = 'FR'", storage_options=options)
+    out["pruned_read"] = {
+        "rows": fr.count(),
+        "leaves": fr.rdd.getNumPartitions(),
+        "countries": sorted(r[0] for r in fr.select("country").distinct().collect()),
+    }
+    via_source = (
+        spark.read.format(lps.FORMAT)
+        .option("storage_options", json.dumps(options))
+        .load(uri)
+        .filter(F.col("country") == "DE")
+    )
+    out["source_read"] = {"rows": via_source.count(), "leaves": via_source.rdd.getNumPartitions()}
+
+    # 5. An executor killed mid-write: the job finishes on the other worker, rows exactly once.
+    killed: list[int] = []
+    killer = threading.Thread(target=kill_an_executor_while_tasks_run, args=(spark, killed))
+    killer.start()
+    r = lps.write(
+        events(spark, n, n, 8, slow_ms=1500),
+        uri,
+        clustered=False,
+        max_buffer_bytes=1 << 16,
+        storage_options=options,
+    )
+    killer.join()
+    out["killed"] = {"pids": killed, "written": r.rows, **check(uri, options, 0, 2 * n)}
+    ns = lp.PartitionedNamespace.open(uri, storage_options=options)
+    cleaned = ns.cleanup(older_than=datetime.timedelta(0))
+    out["cleanup"] = repr(cleaned)
+    out["after_cleanup"] = check(uri, options, 0, 2 * n)
+
+    print("RESULT " + json.dumps(out), flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

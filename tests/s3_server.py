@@ -1,0 +1,159 @@
+"""A real S3-compatible server for the tests: moto's standalone server (``moto.server``),
+started as its own process on a free port of 127.0.0.1 and stopped after the run. It
+implements S3's conditional writes (``If-None-Match: *`` and ``If-Match`` on PutObject and
+CompleteMultipartUpload), which Lance's commits rely on."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REGION = "us-east-1"
+# werkzeug's access log line: ... "PUT /bucket/key HTTP/1.1" 200 -
+_REQUEST = re.compile(r'"(GET|PUT|POST|DELETE|HEAD) [^"]* HTTP/[0-9.]+" [0-9]{3}')
+
+
+@dataclass
+class S3Server:
+    """A running server: its endpoint and the storage options that reach it."""
+
+    endpoint: str
+    process: subprocess.Popen[bytes]
+    buckets: list[str] = field(default_factory=list)
+    log: Path | None = None
+    access_key: str = "lp-test-key"
+    secret_key: str = "lp-test-secret-do-not-print"
+
+    def options(self, **extra: str) -> dict[str, str]:
+        """Lance storage options for this server (plain HTTP, path-style requests)."""
+        return {
+            "aws_endpoint": self.endpoint,
+            "aws_region": REGION,
+            "aws_access_key_id": self.access_key,
+            "aws_secret_access_key": self.secret_key,
+            "allow_http": "true",
+            **extra,
+        }
+
+    def client(self) -> Any:
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name=REGION,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+        )
+
+    def new_bucket(self) -> str:
+        """A fresh, empty bucket."""
+        name = f"lp-{uuid.uuid4().hex[:16]}"
+        self.client().create_bucket(Bucket=name)
+        self.buckets.append(name)
+        return name
+
+    def keys(self, bucket: str, prefix: str = "") -> list[str]:
+        """Every object key under ``prefix``."""
+        out: list[str] = []
+        pages = (
+            self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        )
+        for page in pages:
+            out.extend(o["Key"] for o in page.get("Contents", []))
+        return out
+
+    def log_mark(self) -> int:
+        """A position in the request log; :meth:`requests` counts what came after it."""
+        return self.log.stat().st_size if self.log else 0
+
+    def requests(self, since: int = 0) -> Counter[str]:
+        """Requests the server answered after ``since`` (a :meth:`log_mark`), by HTTP method
+        (its access log: one line per request)."""
+        if self.log is None:
+            return Counter()
+        with self.log.open("rb") as f:
+            f.seek(since)
+            text = f.read().decode(errors="replace")
+        return Counter(m.group(1) for m in _REQUEST.finditer(text))
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.log is not None:
+            self.log.unlink(missing_ok=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def start(env: dict[str, str] | None = None) -> S3Server:
+    """Starts moto's server on 127.0.0.1 (loopback only) and waits until it answers. Its access
+    log (one line per request) goes to a temporary file."""
+    port = free_port()
+    log = Path(tempfile.mkstemp(prefix="lp-s3-", suffix=".log")[1])
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            env={**os.environ, **(env or {})},
+        )
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1):
+                break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"the S3 test server did not start on {endpoint}") from None
+            time.sleep(0.1)
+    return S3Server(endpoint, process, log=log)
+
+
+def start_with_auth() -> S3Server:
+    """A server that checks request signatures: moto authenticates every request after the
+    first few (``INITIAL_NO_AUTH_ACTION_COUNT``), which create an IAM user allowed everything
+    and its access key; the returned server signs with that key."""
+    import boto3
+
+    server = start({"INITIAL_NO_AUTH_ACTION_COUNT": "3"})
+    iam = boto3.client(
+        "iam",
+        endpoint_url=server.endpoint,
+        region_name=REGION,
+        aws_access_key_id="setup",
+        aws_secret_access_key="setup",
+    )
+    iam.create_user(UserName="lp-tests")
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+    }
+    iam.put_user_policy(UserName="lp-tests", PolicyName="all", PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName="lp-tests")["AccessKey"]
+    server.access_key = key["AccessKeyId"]
+    server.secret_key = key["SecretAccessKey"]
+    return server

@@ -1,0 +1,115 @@
+"""The ingest pipeline on a real Spark standalone cluster (a master and two workers, each its
+own JVM; executors run Python workers from a venv holding only the installed wheel) writing to
+the S3 server: clustered and one-pass writes, the Data Source writer, pruned reads, and an
+executor SIGKILLed mid-write."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import spark_cluster
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.s3, pytest.mark.slow]
+
+JOB = str(Path(__file__).parent / "cluster_job.py")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[spark_cluster.SparkCluster]:
+    c = spark_cluster.start(tmp_path_factory.mktemp("spark-cluster"))
+    yield c
+    c.stop()
+
+
+def test_ingest_pipeline_on_a_standalone_cluster(
+    cluster: spark_cluster.SparkCluster, wheel_python: str, s3_server: Any, tmp_path: Path
+) -> None:
+    bucket = s3_server.new_bucket()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    out = subprocess.run(
+        [
+            sys.executable,
+            JOB,
+            cluster.master_url,
+            wheel_python,
+            json.dumps(s3_server.options()),
+            bucket,
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    line = next((x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert line is not None, f"{out.stdout[-3000:]}\n{out.stderr[-6000:]}\n{cluster.tail()}"
+    res = json.loads(line[len("RESULT ") :])
+    n = 40_000
+    for step in ("clustered", "one_pass", "data_source"):
+        got = res[step]
+        assert (got["rows"], got["unique"], got["min"], got["max"]) == (n, n, 0, n - 1), step
+        assert got["partitions"] == 20, step
+    assert res["clustered"]["written"] == res["one_pass"]["written"] == n
+    # 'FR' is every fifth id: 4 buckets of it, nothing else read.
+    assert res["pruned_read"] == {"rows": n // 5, "leaves": 4, "countries": ["FR"]}
+    assert res["source_read"] == {"rows": n // 5, "leaves": 4}
+    killed = res["killed"]
+    assert len(killed["pids"]) == 1, "an executor was killed while the write's tasks ran"
+    assert killed["written"] == n
+    assert (killed["rows"], killed["unique"], killed["min"], killed["max"]) == (
+        2 * n,
+        2 * n,
+        0,
+        2 * n - 1,
+    )
+    assert res["after_cleanup"]["rows"] == res["after_cleanup"]["unique"] == 2 * n
+    # The driver wrote nothing locally: everything is in the bucket.
+    assert not any(p.name != "spark-warehouse" for p in tmp_path.iterdir()), list(
+        tmp_path.iterdir()
+    )
+    keys = s3_server.keys(bucket)
+    assert {k.split("/")[0] for k in keys} == {"clustered", "one-pass", "data-source"}
+
+
+def test_demo_runs_on_the_cluster_against_object_storage(
+    cluster: spark_cluster.SparkCluster, wheel_python: str, s3_server: Any, tmp_path: Path
+) -> None:
+    """The README's cluster command: ``make demo``'s job with --master, --uri and
+    --storage-option."""
+    bucket = s3_server.new_bucket()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    env["PYSPARK_PYTHON"] = wheel_python
+    opts = [f"--storage-option={k}={v}" for k, v in s3_server.options().items()]
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lance_partitioned.demo",
+            "--rows",
+            "20000",
+            "--master",
+            cluster.master_url,
+            "--uri",
+            f"s3://{bucket}/events",
+            *opts,
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, f"{out.stdout[-3000:]}\n{out.stderr[-5000:]}"
+    assert f"namespace at s3://{bucket}/events" in out.stdout
+    assert "MISMATCH" not in out.stdout
+    assert s3_server.options()["aws_secret_access_key"] not in out.stdout + out.stderr
+    assert any(k.startswith("events/__manifest/") for k in s3_server.keys(bucket))
