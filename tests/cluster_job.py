@@ -115,10 +115,12 @@ def kill_an_executor_while_tasks_run(spark: SparkSession, killed: list[int]) -> 
 def main() -> None:
     master, worker_python, options_json, bucket = sys.argv[1:5]
     options: dict[str, str] = json.loads(options_json)
+    # PySpark starts the executors' Python workers from PYSPARK_PYTHON as it was when the
+    # context started (the spark.pyspark.python configuration counts only with spark-submit).
+    os.environ["PYSPARK_PYTHON"] = worker_python
     spark = (
         SparkSession.builder.master(master)
         .appName("lance-partitioned-cluster-test")
-        .config("spark.pyspark.python", worker_python)
         .config("spark.executor.memory", "1g")
         .config("spark.executor.cores", "1")
         .config("spark.cores.max", "2")
@@ -184,7 +186,7 @@ def main() -> None:
     out["killed"] = {"pids": killed, "written": r.rows, **check(uri, options, 0, 2 * n)}
     ns = lp.PartitionedNamespace.open(uri, storage_options=options)
     cleaned = ns.cleanup(older_than=datetime.timedelta(0))
-    out["cleanup"] = repr(cleaned)
+    out["cleanup"] = {"stale_files": cleaned.stale_files, "orphans": cleaned.orphans}
     out["after_cleanup"] = check(uri, options, 0, 2 * n)
 
     print("RESULT " + json.dumps(out), flush=True)

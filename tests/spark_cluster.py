@@ -28,14 +28,14 @@ def _free_port() -> int:
 
 def _spark_class(main: str, args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
     spark_home = os.path.dirname(pyspark.__file__)
-    out = log.open("wb")
-    return subprocess.Popen(
-        [os.path.join(spark_home, "bin", "spark-class"), main, *args],
-        env={**env, "SPARK_HOME": spark_home},
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [os.path.join(spark_home, "bin", "spark-class"), main, *args],
+            env={**env, "SPARK_HOME": spark_home},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 @dataclass

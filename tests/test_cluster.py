@@ -70,6 +70,9 @@ def test_ingest_pipeline_on_a_standalone_cluster(
         0,
         2 * n - 1,
     )
+    # The killed attempt had staged files (it dies half-way through its rows, after its first
+    # flush); they were never committed, and cleanup removes them without touching a row.
+    assert res["cleanup"]["stale_files"] + res["cleanup"]["orphans"] > 0, res["cleanup"]
     assert res["after_cleanup"]["rows"] == res["after_cleanup"]["unique"] == 2 * n
     # The driver wrote nothing locally: everything is in the bucket.
     assert not any(p.name != "spark-warehouse" for p in tmp_path.iterdir()), list(

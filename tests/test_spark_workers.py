@@ -22,7 +22,6 @@ SCRIPT = textwrap.dedent(
     worker = sys.argv[1]
     spark = (SparkSession.builder.master("local[1]")
              .config("spark.ui.enabled", "false")
-             .config("spark.pyspark.python", worker)
              .getOrCreate())
     spark.sparkContext.setLogLevel("OFF")
     df = spark.createDataFrame([(1, "a")], "id long, c string")
@@ -45,8 +44,7 @@ def test_workers_without_the_package_get_one_clear_error(tmp_path: Path) -> None
     bare = tmp_path / "bare"
     venv.create(bare, with_pip=False)
     worker = str(bare / "bin" / "python")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON",)}
-    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    env = dict(os.environ, PYSPARK_PYTHON=worker, SPARK_LOCAL_IP="127.0.0.1")
     out = subprocess.run(
         [sys.executable, "-c", SCRIPT, worker, str(tmp_path / "ns")],
         env=env,
@@ -61,4 +59,5 @@ def test_workers_without_the_package_get_one_clear_error(tmp_path: Path) -> None
     assert worker in line
     assert "PYSPARK_PYTHON" in line
     assert "spark.pyspark.python" in line
+    assert sys.executable in line, "the fix names the driver's interpreter"
     assert not (tmp_path / "ns").exists(), "nothing is created before the workers are checked"

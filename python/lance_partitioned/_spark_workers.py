@@ -30,9 +30,10 @@ def probe(_rows):
 _CHECKED: set[str] = set()
 
 _FIX = (
-    "Install the same lance-partitioned wheel on every node's Python, or point Spark at an "
-    "interpreter that has it: PYSPARK_PYTHON (environment) or spark.pyspark.python "
-    "(configuration), e.g. spark.pyspark.python={driver} in local mode"
+    "Install the same lance-partitioned wheel on every node's Python and point Spark at it: "
+    "the PYSPARK_PYTHON environment variable, set before the SparkSession starts (with "
+    "spark-submit also the spark.pyspark.python configuration), e.g. PYSPARK_PYTHON={driver} "
+    "in local mode"
 )
 
 
@@ -50,8 +51,10 @@ def check_workers(spark: SparkSession) -> None:
     if app in _CHECKED:
         return
     fix = _FIX.format(driver=sys.executable)
-    configured = spark.sparkContext.getConf().get(
-        "spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", "python3")
+    # The interpreter PySpark asks the executors to start (from PYSPARK_PYTHON when the
+    # context was created; "python3" from PATH otherwise).
+    configured = getattr(spark.sparkContext, "pythonExec", None) or os.environ.get(
+        "PYSPARK_PYTHON", "python3"
     )
     try:
         # One probe per core Spark knows of (capped), so that on a cluster the tasks are spread
