@@ -72,7 +72,7 @@ def test_ingest_pipeline_on_a_standalone_cluster(
     )
     # The killed attempt had staged files (it dies half-way through its rows, after its first
     # flush); they were never committed, and cleanup removes them without touching a row.
-    assert res["cleanup"]["stale_files"] + res["cleanup"]["orphans"] > 0, res["cleanup"]
+    assert len(res["cleanup"]["stale_files"]) + len(res["cleanup"]["orphans"]) > 0, res["cleanup"]
     assert res["after_cleanup"]["rows"] == res["after_cleanup"]["unique"] == 2 * n
     # The driver wrote nothing locally: everything is in the bucket.
     assert not any(p.name != "spark-warehouse" for p in tmp_path.iterdir()), list(

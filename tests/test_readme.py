@@ -160,11 +160,32 @@ def _run_spark_block(tmp_path: Path, spark: Any) -> dict[str, Any]:
     return scope
 
 
+def _run_object_storage_block(tmp_path: Path, spark: Any, s3_server: Any) -> dict[str, Any]:
+    ns_scope = _run_namespace(tmp_path / "ns")
+    uri = f"s3://{s3_server.new_bucket()}/events"
+    code = BLOCKS["Object storage"].replace("s3://bucket/events", uri)
+    code = code.replace('opts = {"aws_region": "eu-west-1"}', "opts = S3_OPTIONS")
+    assert "S3_OPTIONS" in code, "the README block's options line changed"
+    df = spark.createDataFrame(_events(40).to_pandas())
+    names = {
+        "spark": spark,
+        "df": df,
+        "lp": lp,
+        "spec": ns_scope["spec"],
+        "schema": ns_scope["schema"],
+        "S3_OPTIONS": s3_server.options(),
+    }
+    scope = _run(code, tmp_path, names)
+    assert scope["events"].count() == 40
+    return scope
+
+
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "Partition specs": _run_spec,
     "Kernels": _run_kernels,
     "Partitioned namespaces": _run_namespace,
     "Spark": _run_spark_block,
+    "Object storage": _run_object_storage_block,
 }
 
 
@@ -176,3 +197,9 @@ def test_readme_block_runs(section: str, tmp_path: Path) -> None:
 @pytest.mark.spark
 def test_readme_spark_block_runs(tmp_path: Path, spark: Any) -> None:
     _run_spark_block(tmp_path, spark)
+
+
+@pytest.mark.spark
+@pytest.mark.s3
+def test_readme_object_storage_block_runs(tmp_path: Path, spark: Any, s3_server: Any) -> None:
+    _run_object_storage_block(tmp_path, spark, s3_server)

@@ -263,6 +263,18 @@ def test_wrong_credentials(tmp_path: Path) -> None:
         server.stop()
 
 
+def test_store_without_conditional_writes_is_refused(s3_server: Any) -> None:
+    """A store configured without conditional writes could lose a commit to a concurrent
+    writer: creating or writing there is refused before anything is committed."""
+    uri = f"s3://{s3_server.new_bucket()}/ns"
+    options = s3_server.options(aws_conditional_put="disabled")
+    with pytest.raises(lp.StorageError) as e:
+        create(uri, options)
+    assert "conditional writes" in str(e.value)
+    assert uri.split("/ns")[0] in str(e.value)
+    assert not any("__manifest" in k for k in s3_server.keys(uri.split("/")[2]))
+
+
 def test_demo_refuses_an_existing_namespace_on_object_storage(
     s3_uri: tuple[str, dict[str, str]], capsys: Any
 ) -> None:
