@@ -90,26 +90,44 @@ def executors(app_id: str) -> list[int]:
     return sorted(pids)
 
 
-def kill_an_executor_while_tasks_run(spark: SparkSession, killed: list[int]) -> None:
-    """Waits until the current job has tasks running on the executors, then SIGKILLs one
-    executor JVM (its tasks fail; Spark runs them again on the other worker)."""
-    sc = spark.sparkContext
-    tracker = sc.statusTracker()
+def _objects(options: dict[str, str], bucket: str, prefix: str) -> int:
+    import boto3
+
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=options["aws_endpoint"],
+        region_name=options["aws_region"],
+        aws_access_key_id=options["aws_access_key_id"],
+        aws_secret_access_key=options["aws_secret_access_key"],
+    )
+    n = 0
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        n += len(page.get("Contents", []))
+    return n
+
+
+def kill_an_executor_while_tasks_run(
+    spark: SparkSession, options: dict[str, str], bucket: str, prefix: str, killed: list[int]
+) -> None:
+    """Waits until the running write has staged files in the bucket (its tasks flushed their
+    first rows and sleep half-way), then SIGKILLs one executor JVM: its task dies with files
+    staged but never committed, and Spark runs it again on the other worker."""
+    base = _objects(options, bucket, prefix)
     deadline = time.monotonic() + 120
+    first = None
     while time.monotonic() < deadline:
-        running = 0
-        for sid in tracker.getActiveStageIds():
-            info = tracker.getStageInfo(sid)
-            if info is not None:
-                running += info.numActiveTasks
-        if running >= 2:
-            time.sleep(1.0)
-            pids = executors(sc.applicationId)
+        grown = _objects(options, bucket, prefix) - base
+        if grown > 0 and first is None:
+            first = time.monotonic()
+        # Both executors' first tasks flush at about the same time: wait for both (each
+        # flush writes a file per partition it holds) or half a second after the first file.
+        if first is not None and (grown >= 30 or time.monotonic() - first > 0.5):
+            pids = executors(spark.sparkContext.applicationId)
             if pids:
                 os.kill(pids[0], signal.SIGKILL)
                 killed.append(pids[0])
             return
-        time.sleep(0.1)
+        time.sleep(0.05)
 
 
 def main() -> None:
@@ -173,7 +191,9 @@ def main() -> None:
 
     # 5. An executor killed mid-write: the job finishes on the other worker, rows exactly once.
     killed: list[int] = []
-    killer = threading.Thread(target=kill_an_executor_while_tasks_run, args=(spark, killed))
+    killer = threading.Thread(
+        target=kill_an_executor_while_tasks_run, args=(spark, options, bucket, "clustered/", killed)
+    )
     killer.start()
     r = lps.write(
         events(spark, n, n, 8, slow_ms=1500),
