@@ -315,3 +315,28 @@ def test_spark_on_object_storage_never_shows_secrets(
     for frame in (read, single_df):
         plan = frame._jdf.queryExecution().toString()
         assert SECRET not in plan, plan
+
+
+def test_repair_on_object_storage(s3_uri: tuple[str, dict[str, str]]) -> None:
+    """Another tool rewrites ``__manifest`` in the bucket with its five columns only: reads
+    still work, writes refuse until ``repair()`` restores the columns there."""
+    import lance
+
+    uri, options = s3_uri
+    ns = create(uri, options)
+    ns.write(rows(range(40), ["US", "FR"]))
+    before = ns.partitions().sort_by("object_id")
+    m = ns.snapshot().manifest()
+    five = m.select(["object_id", "object_type", "location", "metadata", "base_objects"])
+    lance.write_dataset(five, f"{uri}/__manifest", mode="overwrite", storage_options=options)
+    again = lp.PartitionedNamespace.open(uri, storage_options=options)
+    assert "read_version" in again.missing_columns
+    assert ids_of(again, "country = 'US'") == list(range(0, 40, 2))
+    with pytest.raises(lp.CorruptNamespaceError, match="repair"):
+        again.write(rows(range(100, 101), ["US"]))
+    assert "read_version" in again.repair()
+    assert again.missing_columns == []
+    after = again.partitions().sort_by("object_id").select(before.column_names)
+    assert after.equals(before)
+    again.write(rows(range(100, 110), ["US"]))
+    assert len(ids_of(again)) == 50
