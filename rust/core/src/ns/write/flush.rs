@@ -4,13 +4,14 @@
 use std::sync::{Arc, Mutex};
 
 use futures::TryStreamExt;
+use lance::dataset::fragment::write::FragmentCreateBuilder;
 use lance::dataset::transaction::Operation;
 use lance::dataset::{Dataset, InsertBuilder, WriteMode, WriteParams};
 use lance::table::format::Fragment;
 use lance_file::writer::FileWriterOptions;
 use tokio::sync::OnceCell;
 
-use crate::arrow::array::{RecordBatch, RecordBatchOptions};
+use crate::arrow::array::{RecordBatch, RecordBatchIterator, RecordBatchOptions};
 use crate::arrow::compute::concat_batches;
 use crate::arrow::datatypes::{Schema, SchemaRef};
 use crate::error::{Error, Result};
@@ -75,12 +76,23 @@ pub(crate) async fn flush(
     }
     let (fragments, schema) = match &target {
         Target::New { location, .. } => {
+            // A new leaf has a fresh random location, so nothing can exist there: write its
+            // fragments directly (an InsertBuilder on a URI first lists `_versions/` to see
+            // whether a dataset exists, one request per partition on object storage).
             let uri = storage.uri(location);
-            let txn = InsertBuilder::new(uri.as_str())
-                .with_params(&write_params(&storage, WriteMode::Create)?)
-                .execute_uncommitted(batches)
+            let arrow_schema = batches
+                .first()
+                .ok_or_else(|| Error::Internal("flush of an empty buffer".into()))?
+                .schema();
+            let schema = lance::datatypes::Schema::try_from(arrow_schema.as_ref())?;
+            let params = write_params(&storage, WriteMode::Create)?;
+            let source = RecordBatchIterator::new(batches.into_iter().map(Ok), arrow_schema);
+            let fragments = FragmentCreateBuilder::new(uri.as_str())
+                .schema(&schema)
+                .write_params(&params)
+                .write_fragments(source)
                 .await?;
-            op_fragments(txn.operation)?
+            (fragments, Some(schema))
         }
         Target::Existing { location, base, .. } => {
             let ds = out
