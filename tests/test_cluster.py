@@ -116,3 +116,48 @@ def test_demo_runs_on_the_cluster_against_object_storage(
     assert "MISMATCH" not in out.stdout
     assert s3_server.options()["aws_secret_access_key"] not in out.stdout + out.stderr
     assert any(k.startswith("events/__manifest/") for k in s3_server.keys(bucket))
+
+
+def test_packed_venv_shipped_with_spark_archives(
+    cluster: spark_cluster.SparkCluster, s3_server: Any, tmp_path: Path
+) -> None:
+    """The README's other way to reach the executors: a venv holding the wheel, packed with
+    venv-pack and shipped by ``spark-submit --archives env.tar.gz#env``; the executors run
+    ``./env/bin/python`` from it (PYSPARK_PYTHON), the driver its own interpreter."""
+    import pyspark
+    import venv_pack
+    import wheel_env
+
+    wheel_env.create(tmp_path / "env")
+    packed = tmp_path / "env.tar.gz"
+    venv_pack.pack(prefix=str(tmp_path / "env"), output=str(packed))
+    spark_home = os.path.dirname(pyspark.__file__)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
+    env.update(
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_HOME=spark_home,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        PYSPARK_PYTHON="./env/bin/python",
+    )
+    uri = f"s3://{s3_server.new_bucket()}/archived"
+    out = subprocess.run(
+        [
+            os.path.join(spark_home, "bin", "spark-submit"),
+            "--master",
+            cluster.master_url,
+            "--archives",
+            f"{packed}#env",
+            "--conf",
+            "spark.ui.enabled=false",
+            str(Path(__file__).parent / "archive_job.py"),
+            json.dumps(s3_server.options()),
+            uri,
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, f"{out.stdout[-2000:]}\n{out.stderr[-4000:]}"
+    assert "RESULT 1000 1000" in out.stdout
