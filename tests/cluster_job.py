@@ -35,16 +35,19 @@ SPEC = lp.PartitionSpec(
 )
 
 
-def events(spark: SparkSession, start: int, n: int, tasks: int, slow_ms: int = 0) -> DataFrame:
-    """n rows over ``tasks`` Spark partitions; with ``slow_ms`` each task sleeps that long in
-    the JVM half-way through its rows (so a write can be interrupted while its tasks run, after
-    they staged their first files)."""
+def events(
+    spark: SparkSession, start: int, n: int, tasks: int, slow_ms: int = 0, only_first: bool = False
+) -> DataFrame:
+    """n rows over ``tasks`` Spark partitions; with ``slow_ms`` each task (or only the first,
+    with ``only_first``) sleeps that long in the JVM half-way through its rows (so a write can
+    be interrupted while its tasks run, after they staged their first files)."""
     df = spark.range(start, start + n, 1, tasks)
     if slow_ms:
         every = max(n // tasks, 1)
+        offset = f"id - {start}" if only_first else f"(id - {start}) % {every}"
         df = df.filter(
             F.expr(
-                f"(id - {start}) % {every} != {every // 2} OR coalesce(reflect('java.lang.Thread', "
+                f"{offset} != {every // 2} OR coalesce(reflect('java.lang.Thread', "
                 f"'sleep', cast({slow_ms} as bigint)), 'slept') IS NOT NULL"
             )
         )
@@ -143,6 +146,14 @@ def main() -> None:
         .config("spark.executor.cores", "1")
         .config("spark.cores.max", "2")
         .config("spark.task.maxFailures", "4")
+        # Speculation on: a task much slower than the median gets a second attempt on the
+        # other worker (step 6 makes one); every step must still write each row once.
+        .config("spark.speculation", "true")
+        .config("spark.speculation.interval", "100ms")
+        .config("spark.speculation.quantile", "0.5")
+        .config("spark.speculation.multiplier", "1.5")
+        .config("spark.speculation.minTaskRuntime", "500ms")
+        .config("spark.speculation.efficiency.enabled", "false")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
@@ -208,6 +219,19 @@ def main() -> None:
     cleaned = ns.cleanup(older_than=datetime.timedelta(0))
     out["cleanup"] = {"stale_files": cleaned.stale_files, "orphans": cleaned.orphans}
     out["after_cleanup"] = check(uri, options, 0, 2 * n)
+
+    # 6. Speculative execution: the first task sleeps 4 s half-way, so Spark starts a copy of
+    # it on the other worker; one attempt's output is committed, the other is interrupted.
+    uri4 = f"s3://{bucket}/speculative"
+    r = lps.write(
+        events(spark, 0, n, 4, slow_ms=4000, only_first=True),
+        uri4,
+        spec=SPEC,
+        clustered=False,
+        max_buffer_bytes=1 << 16,
+        storage_options=options,
+    )
+    out["speculative"] = {"written": r.rows, **check(uri4, options, 0, n)}
 
     print("RESULT " + json.dumps(out), flush=True)
     spark.stop()

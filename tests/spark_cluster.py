@@ -44,6 +44,7 @@ class SparkCluster:
 
     master_url: str
     master_ui: str
+    workdir: Path
     processes: list[subprocess.Popen] = field(default_factory=list)
     logs: list[Path] = field(default_factory=list)
 
@@ -69,6 +70,13 @@ class SparkCluster:
             ):
                 pids.append(int(entry))
         return sorted(pids)
+
+    def executor_log(self) -> str:
+        """Everything the executors logged (their stderr in the workers' work directories)."""
+        return "\n".join(
+            p.read_text(errors="replace")
+            for p in sorted(self.workdir.glob("worker-*/app-*/*/stderr"))
+        )
 
     def tail(self, n: int = 40) -> str:
         out = []
@@ -97,7 +105,7 @@ def start(workdir: Path, workers: int = 2, worker_memory: str = "2g") -> SparkCl
     env["SPARK_LOG_DIR"] = str(workdir)
     port, ui = _free_port(), _free_port()
     master = f"spark://127.0.0.1:{port}"
-    cluster = SparkCluster(master, f"http://127.0.0.1:{ui}")
+    cluster = SparkCluster(master, f"http://127.0.0.1:{ui}", workdir)
     log = workdir / "master.log"
     cluster.logs.append(log)
     cluster.processes.append(
@@ -109,6 +117,10 @@ def start(workdir: Path, workers: int = 2, worker_memory: str = "2g") -> SparkCl
         )
     )
     for i in range(workers):
+        # Each worker on its own loopback address (127.0.0.1, 127.0.0.2, ...): to Spark they
+        # are different hosts, which speculation and locality need (a speculative copy never
+        # runs on the host of the attempt it races).
+        host = f"127.0.0.{i + 1}"
         wdir = workdir / f"worker-{i}"
         wdir.mkdir(parents=True, exist_ok=True)
         log = workdir / f"worker-{i}.log"
@@ -118,7 +130,7 @@ def start(workdir: Path, workers: int = 2, worker_memory: str = "2g") -> SparkCl
                 "org.apache.spark.deploy.worker.Worker",
                 [
                     "--host",
-                    "127.0.0.1",
+                    host,
                     "--port",
                     str(_free_port()),
                     "--webui-port",
@@ -132,7 +144,7 @@ def start(workdir: Path, workers: int = 2, worker_memory: str = "2g") -> SparkCl
                     master,
                 ],
                 log,
-                env,
+                {**env, "SPARK_LOCAL_IP": host},
             )
         )
     deadline = time.monotonic() + 120

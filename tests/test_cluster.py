@@ -1,12 +1,13 @@
 """The ingest pipeline on a real Spark standalone cluster (a master and two workers, each its
 own JVM; executors run Python workers from a venv holding only the installed wheel) writing to
 the S3 server: clustered and one-pass writes, the Data Source writer, pruned reads, and an
-executor SIGKILLed mid-write."""
+executor SIGKILLed mid-write, and a speculative second attempt of a slow task."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -74,12 +75,29 @@ def test_ingest_pipeline_on_a_standalone_cluster(
     # flush); they were never committed, and cleanup removes them without touching a row.
     assert len(res["cleanup"]["stale_files"]) + len(res["cleanup"]["orphans"]) > 0, res["cleanup"]
     assert res["after_cleanup"]["rows"] == res["after_cleanup"]["unique"] == 2 * n
+    spec = res["speculative"]
+    assert (spec["written"], spec["rows"], spec["unique"], spec["min"], spec["max"]) == (
+        n,
+        n,
+        n,
+        0,
+        n - 1,
+    )
+    # Proof that a speculative copy raced: Spark interrupts the losing attempt when the stage
+    # finishes (the SIGKILLed executor of step 5 logs nothing of the kind).
+    log = cluster.executor_log()
+    assert re.search(r"killed task \d+\.\d+ in stage .*Stage finished", log), log[-3000:]
     # The driver wrote nothing locally: everything is in the bucket.
     assert not any(p.name != "spark-warehouse" for p in tmp_path.iterdir()), list(
         tmp_path.iterdir()
     )
     keys = s3_server.keys(bucket)
-    assert {k.split("/")[0] for k in keys} == {"clustered", "one-pass", "data-source"}
+    assert {k.split("/")[0] for k in keys} == {
+        "clustered",
+        "one-pass",
+        "data-source",
+        "speculative",
+    }
 
 
 def test_demo_runs_on_the_cluster_against_object_storage(
