@@ -55,22 +55,6 @@ class SparkCluster:
             state = json.load(r)
         return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
 
-    def executor_pids(self) -> list[int]:
-        """The executor JVMs the workers started (one per worker and application)."""
-        pids = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"org.apache.spark.executor.CoarseGrainedExecutorBackend" in cmd and any(
-                self.master_url.encode() in c or b"--driver-url" in c for c in cmd
-            ):
-                pids.append(int(entry))
-        return sorted(pids)
-
     def executor_log(self) -> str:
         """Everything the executors logged (their stderr in the workers' work directories)."""
         return "\n".join(

@@ -22,6 +22,12 @@ pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.s3, pytest.mar
 JOB = str(Path(__file__).parent / "cluster_job.py")
 
 
+def _driver_env(**extra: str) -> dict[str, str]:
+    """The environment of a driver process: this one's without PySpark settings, on loopback."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
+    return {**env, "SPARK_LOCAL_IP": "127.0.0.1", **extra}
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[spark_cluster.SparkCluster]:
     c = spark_cluster.start(tmp_path_factory.mktemp("spark-cluster"))
@@ -33,8 +39,7 @@ def test_ingest_pipeline_on_a_standalone_cluster(
     cluster: spark_cluster.SparkCluster, wheel_python: str, s3_server: Any, tmp_path: Path
 ) -> None:
     bucket = s3_server.new_bucket()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
-    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    env = _driver_env()
     out = subprocess.run(
         [
             sys.executable,
@@ -105,9 +110,7 @@ def test_demo_runs_on_the_cluster_against_object_storage(
     """The README's cluster command: ``make demo``'s job with --master, --uri and
     --storage-option."""
     bucket = s3_server.new_bucket()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
-    env["SPARK_LOCAL_IP"] = "127.0.0.1"
-    env["PYSPARK_PYTHON"] = wheel_python
+    env = _driver_env(PYSPARK_PYTHON=wheel_python)
     opts = [f"--storage-option={k}={v}" for k, v in s3_server.options().items()]
     out = subprocess.run(
         [
@@ -149,9 +152,7 @@ def test_packed_venv_shipped_with_spark_archives(
     packed = tmp_path / "env.tar.gz"
     venv_pack.pack(prefix=str(tmp_path / "env"), output=str(packed))
     spark_home = os.path.dirname(pyspark.__file__)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
-    env.update(
-        SPARK_LOCAL_IP="127.0.0.1",
+    env = _driver_env(
         SPARK_HOME=spark_home,
         PYSPARK_DRIVER_PYTHON=sys.executable,
         PYSPARK_PYTHON="./env/bin/python",
