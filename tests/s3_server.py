@@ -22,7 +22,7 @@ from typing import Any
 
 REGION = "us-east-1"
 # werkzeug's access log line: ... "PUT /bucket/key HTTP/1.1" 200 -
-_REQUEST = re.compile(r'"(GET|PUT|POST|DELETE|HEAD) [^"]* HTTP/[0-9.]+" [0-9]{3}')
+_REQUEST = re.compile(r'"(GET|PUT|POST|DELETE|HEAD) ([^" ]*) HTTP/[0-9.]+" [0-9]{3}')
 
 
 @dataclass
@@ -79,15 +79,18 @@ class S3Server:
         """A position in the request log; :meth:`requests` counts what came after it."""
         return self.log.stat().st_size if self.log else 0
 
-    def requests(self, since: int = 0) -> Counter[str]:
+    def requests(self, since: int = 0, path_contains: str = "") -> Counter[str]:
         """Requests the server answered after ``since`` (a :meth:`log_mark`), by HTTP method
-        (its access log: one line per request)."""
+        (its access log: one line per request); only those whose path holds ``path_contains``
+        when given."""
         if self.log is None:
             return Counter()
         with self.log.open("rb") as f:
             f.seek(since)
             text = f.read().decode(errors="replace")
-        return Counter(m.group(1) for m in _REQUEST.finditer(text))
+        return Counter(
+            m.group(1) for m in _REQUEST.finditer(text) if path_contains in m.group(2)
+        )
 
     def stop(self) -> None:
         self.process.terminate()

@@ -340,3 +340,35 @@ def test_repair_on_object_storage(s3_uri: tuple[str, dict[str, str]]) -> None:
     assert after.equals(before)
     again.write(rows(range(100, 110), ["US"]))
     assert len(ids_of(again)) == 50
+
+
+def test_commits_check_staged_files_only_after_a_cleanup(
+    s3_uri: tuple[str, dict[str, str]], s3_server: Any
+) -> None:
+    """A commit asks the store about each staged file (a HEAD each) only when a deleting
+    cleanup started since the staging did: otherwise no cleanup can have removed them."""
+    uri, options = s3_uri
+    ns = create(uri, options)
+    ns.write(rows(range(10), ["US"]))
+    mark = s3_server.log_mark()
+    ns.write(rows(range(10, 70), ["US", "FR", "DE"]))
+    assert s3_server.requests(mark, "/data/")["HEAD"] == 0
+    # A dry run removes nothing and leaves no mark.
+    dw = ns.distributed_write()
+    msg = dw.stage(rows(range(70, 80), ["US", "JP"]))
+    ns.cleanup(dry_run=True)
+    mark = s3_server.log_mark()
+    dw.commit([msg])
+    assert s3_server.requests(mark, "/data/")["HEAD"] == 0
+    # A deleting cleanup (here one that finds nothing old enough) started after the staging:
+    # the commit checks every staged file.
+    dw = ns.distributed_write()
+    msg = dw.stage(rows(range(80, 90), ["US", "JP"]))
+    ns.cleanup()
+    mark = s3_server.log_mark()
+    dw.commit([msg])
+    assert s3_server.requests(mark, "/data/")["HEAD"] >= 2
+    assert ids_of(ns) == list(range(90))
+    # The marks live under _lance_partitioned/ (not a leaf: cleanup and readers ignore it).
+    bucket = uri.split("/")[2]
+    assert any(k.startswith("ns/_lance_partitioned/cleanups/") for k in s3_server.keys(bucket))

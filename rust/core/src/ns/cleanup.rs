@@ -8,7 +8,7 @@
 //! writes fresh files, so it is never touched).
 
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use lance::io::ObjectStore;
@@ -20,6 +20,7 @@ use crate::arrow::compute::cast;
 use crate::arrow::datatypes::DataType;
 use crate::arrow::datatypes::UInt64Type;
 use crate::error::{Error, Result};
+use crate::ns::cleanup_marks;
 use crate::ns::manifest::{
     Snapshot, LOCATION, OBJECT_ID, OBJECT_TYPE, READ_VERSION, TABLE, TABLE_VERSION,
 };
@@ -224,14 +225,17 @@ pub async fn cleanup(
     dry_run: bool,
 ) -> Result<CleanupSummary> {
     let snap = Snapshot::load(storage, None).await?;
+    let started_ms = cleanup_marks::now_ms()?;
+    if !dry_run {
+        // Before anything is listed: commits of writes staged since then check their files.
+        cleanup_marks::record(storage, started_ms).await?;
+    }
     let refs = referenced(&snap).await?;
     let (store, base) = storage.object_store().await?;
     let listing = store.list_with_delimiter(Some(&base)).await?;
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_err(|e| Error::Internal(e.to_string()))?
-        .as_secs() as i64;
-    let cutoff = now - older_than.as_secs() as i64;
+    let cutoff = started_ms
+        .div_euclid(1000)
+        .saturating_sub(i64::try_from(older_than.as_secs()).unwrap_or(i64::MAX));
     let mut summary = CleanupSummary {
         removed: !dry_run,
         ..Default::default()

@@ -13,6 +13,7 @@ use crate::arrow::array::RecordBatch;
 use crate::arrow::datatypes::Schema;
 use crate::error::{Error, Result};
 use crate::ns::cleanup::{cleanup, CleanupSummary};
+use crate::ns::cleanup_marks;
 use crate::ns::delete::{delete, DeleteSummary};
 use crate::ns::manifest::{self, Snapshot};
 use crate::ns::schema::update_schema;
@@ -100,6 +101,7 @@ impl Namespace {
         input: impl Iterator<Item = Result<RecordBatch>>,
         opts: &WriteOptions,
     ) -> Result<WriteSummary> {
+        let staged_since = cleanup_marks::now_ms()?;
         let snap = Arc::new(Snapshot::load(&self.storage, None).await?);
         snap.check_writable()?;
         let strong = snap.strong_mode(opts.strong)?;
@@ -112,7 +114,8 @@ impl Namespace {
         let parts = writer.close().await?;
         let rows = parts.iter().map(|p| p.rows).sum();
         hooks::pause("after_fragments");
-        let tx = WriteTransaction::new(&self.storage, snap, strong, opts);
+        let tx =
+            WriteTransaction::new(&self.storage, snap, strong, opts).staged_since(staged_since);
         let mut summary = tx.commit(parts).await?;
         summary.rows = rows;
         Ok(summary)
@@ -159,13 +162,17 @@ impl Namespace {
         let snap = Arc::new(Snapshot::load(&self.storage, Some(first.manifest_version)).await?);
         snap.check_writable()?;
         let (parts, rows, id) = distributed::merge_messages(&snap, messages)?;
+        let staged_since = messages.iter().map(|m| m.staged_since_ms).min();
         let opts = WriteOptions {
             mode: id.mode,
             strong: Some(id.strong),
             write_id: Some(id.nonce.clone()),
             ..opts.clone()
         };
-        let tx = WriteTransaction::new(&self.storage, snap, id.strong, &opts);
+        let mut tx = WriteTransaction::new(&self.storage, snap, id.strong, &opts);
+        if let Some(ms) = staged_since.filter(|ms| *ms > 0) {
+            tx = tx.staged_since(ms);
+        }
         let mut summary = tx.commit(parts).await?;
         if !summary.already_committed {
             summary.rows = rows;

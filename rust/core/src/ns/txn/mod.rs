@@ -2,7 +2,8 @@
 //!
 //! A [`WriteTransaction`] commits the [`StagedPart`]s of one write (made by a
 //! [`crate::ns::write::PartitionWriter`] in this process, or by the tasks of a distributed write
-//! and sent as messages): it checks the staged files still exist, rewrites partitions written
+//! and sent as messages): it checks the staged files still exist (when a cleanup started
+//! since the staging did: `cleanup_marks`), rewrites partitions written
 //! under an older schema, commits every leaf table (detached in strong mode), then commits the
 //! manifest once through [`manifest_commit::commit_manifest`], which deletes (and later
 //! compaction) use as well.
@@ -22,6 +23,7 @@ use std::sync::Arc;
 use futures::stream::{self, StreamExt};
 
 use crate::error::{Error, Result};
+use crate::ns::cleanup_marks;
 use crate::ns::manifest::{describe_key, Snapshot};
 use crate::ns::storage::Storage;
 use crate::ns::write::align::leaf_schema;
@@ -43,6 +45,9 @@ pub struct WriteTransaction {
     write_id: Option<String>,
     concurrency: usize,
     max_attempts: u32,
+    /// When the parts' staging started (the writer's clock, ms since the epoch); unknown:
+    /// the staged files are always checked.
+    staged_since_ms: Option<i64>,
 }
 
 impl WriteTransaction {
@@ -58,7 +63,15 @@ impl WriteTransaction {
             write_id: opts.write_id.clone(),
             concurrency: opts.concurrency.max(1),
             max_attempts: opts.max_attempts,
+            staged_since_ms: None,
         }
+    }
+
+    /// The parts were staged no earlier than `ms` (the writer's clock, ms since the epoch):
+    /// their files are checked only if a cleanup started since (see `cleanup_marks`).
+    pub fn staged_since(mut self, ms: i64) -> Self {
+        self.staged_since_ms = Some(ms);
+        self
     }
 
     /// Commits `parts`: every leaf, then the manifest once.
@@ -71,7 +84,9 @@ impl WriteTransaction {
         if let Some(done) = self.already_committed(&mut parts).await? {
             return Ok(done);
         }
-        verify_staged_files(&self.storage, &parts).await?;
+        if self.cleanup_may_have_run().await? {
+            verify_staged_files(&self.storage, &parts).await?;
+        }
         let parts = self.rewrite_old_schemas(parts).await?;
         let pending = self.commit_leaves(parts).await?;
         hooks::pause("before_manifest_commit");
@@ -83,6 +98,14 @@ impl WriteTransaction {
         self.commit_manifest(pending)
             .await
             .map_err(|e| self.partial_commit(&visible, e))
+    }
+
+    /// Whether a cleanup could have removed staged files since the staging started.
+    async fn cleanup_may_have_run(&self) -> Result<bool> {
+        match self.staged_since_ms {
+            Some(t) => cleanup_marks::any_since(&self.storage, t).await,
+            None => Ok(true),
+        }
     }
 
     /// A repeated commit of a distributed write: strong mode finds its write id in the

@@ -75,6 +75,7 @@ pub async fn stage(
             "a staged write needs the write's nonce (new_nonce())".into(),
         ));
     }
+    let staged_since = crate::ns::cleanup_marks::now_ms()?;
     let snap = Arc::new(Snapshot::load(storage, Some(plan.manifest_version)).await?);
     snap.check_writable()?;
     let ids = IdPlan::Derived(nonce.to_string());
@@ -92,7 +93,7 @@ pub async fn stage(
         mode: opts.mode,
         strong: plan.strong,
     };
-    StagedMessage::new(&id, rows, parts)
+    StagedMessage::new(&id, rows, staged_since, parts)
 }
 
 /// The staged outputs of one distributed write, checked and merged: one part per partition,

@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::arrow::datatypes::Schema;
 use crate::error::{Error, Result};
-use crate::ns::values;
 use crate::ns::write::options::Mode;
 use crate::ns::write::staged::StagedPart;
 use crate::ns::write::target::Target;
+use crate::values;
 
 /// Version of the [`StagedMessage`] layout.
 const FORMAT: u32 = 1;
@@ -130,6 +130,10 @@ pub struct StagedMessage {
     pub strong: bool,
     /// Rows staged.
     pub rows: u64,
+    /// When the task started staging (its clock, ms since the epoch; 0: unknown, as in
+    /// messages of earlier versions).
+    #[serde(default)]
+    pub staged_since_ms: i64,
     /// Partitions written.
     pub parts: Vec<MessagePart>,
 }
@@ -154,8 +158,14 @@ impl StagedMessage {
     ///
     /// # Errors
     /// `Internal` for a partition value without a string form.
-    pub fn new(id: &WriteIdentity, rows: u64, parts: Vec<StagedPart>) -> Result<Self> {
+    pub fn new(
+        id: &WriteIdentity,
+        rows: u64,
+        staged_since_ms: i64,
+        parts: Vec<StagedPart>,
+    ) -> Result<Self> {
         Ok(Self {
+            staged_since_ms,
             format: FORMAT,
             manifest_version: id.manifest_version,
             spec_id: id.spec_id,
