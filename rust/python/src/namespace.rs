@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use crate::args::{ArrowSchema, WriteMode};
-use crate::errors::{invalid_arg, run};
+use crate::errors::{invalid_arg, run, to_py};
 use crate::ffi::BatchInput;
 use crate::results::{CleanupResult, DeleteResult, WriteResult};
 use crate::runtime::block_on;
@@ -40,11 +40,11 @@ impl Namespace {
     /// The namespace at `root` (nothing is read until it is used).
     #[new]
     #[pyo3(signature = (root, storage_options = None))]
-    fn new(root: &str, storage_options: Option<HashMap<String, String>>) -> Self {
-        let storage = Storage::new(root, storage_options.unwrap_or_default());
-        Self {
+    fn new(root: &str, storage_options: Option<HashMap<String, String>>) -> PyResult<Self> {
+        let storage = Storage::new(root, storage_options.unwrap_or_default()).map_err(to_py)?;
+        Ok(Self {
             inner: Arc::new(CoreNamespace::open(storage)),
-        }
+        })
     }
 
     /// Creates a namespace; returns it and its schema as stored (with field ids).
@@ -59,7 +59,7 @@ impl Namespace {
         properties: HashMap<String, String>,
         storage_options: Option<HashMap<String, String>>,
     ) -> PyResult<(Self, ArrowSchema)> {
-        let storage = Storage::new(root, storage_options.unwrap_or_default());
+        let storage = Storage::new(root, storage_options.unwrap_or_default()).map_err(to_py)?;
         run(py, || {
             let spec = PartitionSpec::from_json(spec_json)?;
             let (ns, stored) = block_on(CoreNamespace::create(

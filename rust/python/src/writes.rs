@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple, PyType};
 
 use crate::args::{ArrowArray, ArrowBatch, WriteMode};
-use crate::errors::{invalid_arg, run};
+use crate::errors::{invalid_arg, run, to_py};
 use crate::ffi::BatchInput;
 use crate::results::WriteResult;
 
@@ -75,7 +75,7 @@ impl DistributedWrite {
         strong: Option<bool>,
         storage_options: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
-        let storage = Storage::new(root, storage_options.unwrap_or_default());
+        let storage = Storage::new(root, storage_options.unwrap_or_default()).map_err(to_py)?;
         let (p, nonce) = run(py, || {
             Ok((
                 block_on(Namespace::open(storage.clone()).plan_distributed(strong))?,
@@ -106,7 +106,7 @@ impl DistributedWrite {
             return Err(invalid_arg("a distributed write needs its planned nonce"));
         }
         Ok(Self {
-            storage: Storage::new(root, storage_options.unwrap_or_default()),
+            storage: Storage::new(root, storage_options.unwrap_or_default()).map_err(to_py)?,
             mode: mode.0,
             manifest_version,
             strong,
@@ -250,7 +250,7 @@ impl KeyHasher {
         manifest_version: u64,
         storage_options: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
-        let storage = Storage::new(root, storage_options.unwrap_or_default());
+        let storage = Storage::new(root, storage_options.unwrap_or_default()).map_err(to_py)?;
         let inner = run(py, || {
             block_on(key_hasher::KeyHasher::new(&storage, manifest_version))
         })?;

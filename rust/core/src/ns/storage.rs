@@ -61,11 +61,27 @@ pub struct Storage {
 impl Storage {
     /// The namespace at `root` (a local path or an `s3://`, `gs://`, `az://`, ... URI), its
     /// store configured by `options`.
-    pub fn new(root: &str, options: HashMap<String, String>) -> Self {
-        Self {
+    ///
+    /// # Errors
+    /// `InvalidArgument` for options that would put the namespace's objects where no other
+    /// tool finds them: Lance's OpenDAL client for GCS and Azure (`use_opendal=true`) stores
+    /// every dataset under its path twice (`gs://b/ns/leaf` at `ns/leaf/ns/leaf/...`).
+    pub fn new(root: &str, options: HashMap<String, String>) -> Result<Self> {
+        let opendal = options
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("use_opendal") && is_truthy(v));
+        let scheme = root.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        if opendal && matches!(scheme.as_deref(), Some("gs" | "az" | "abfss")) {
+            return Err(Error::InvalidArgument(format!(
+                "use_opendal=true is not supported for \"{root}\": Lance's OpenDAL client for \
+                 this store writes every dataset under its path twice, where other tools and \
+                 cleanup() do not look; leave use_opendal unset (the default client)"
+            )));
+        }
+        Ok(Self {
             root: Arc::from(root),
             options: Arc::new(options),
-        }
+        })
     }
 
     /// The root URI.
@@ -134,6 +150,18 @@ impl Storage {
         Ok(ObjectStore::from_uri_and_params(registry, &self.root, &self.store_params()).await?)
     }
 
+    /// Whether the root is on an object store (a URI whose scheme is not a local file
+    /// system or Lance's in-memory store).
+    pub fn is_object_store(&self) -> bool {
+        match self.root.split_once("://") {
+            Some((scheme, _)) => !matches!(
+                scheme.to_ascii_lowercase().as_str(),
+                "file" | "file-object-store" | "memory"
+            ),
+            None => false,
+        }
+    }
+
     /// The options with secret values replaced by `***`.
     pub fn redacted_options(&self) -> BTreeMap<String, String> {
         self.options
@@ -162,16 +190,18 @@ impl Storage {
         }
     }
 
-    /// Checks once per process and store that an `s3://` store honours conditional writes
-    /// (`If-None-Match: *`), which every commit relies on: a store that ignores them would let
-    /// two concurrent commits overwrite each other. Other schemes (local disks, GCS, Azure)
-    /// always have them.
+    /// Checks once per process and store that an object store (`s3://`, `gs://`, `az://`,
+    /// ...) honours conditional writes (S3's `If-None-Match: *`, GCS's
+    /// `ifGenerationMatch=0`, Azure's `If-None-Match`), which every commit relies on: a store
+    /// that ignores them would let two concurrent commits overwrite each other. The services
+    /// themselves have them; S3-compatible servers and emulators may not. Local paths and
+    /// `memory://` always have them.
     ///
     /// # Errors
     /// `Storage` when the store accepted a second create of the same object, refuses
     /// conditional writes (`aws_conditional_put=disabled`), or cannot be reached.
     pub async fn check_conditional_writes(&self) -> Result<()> {
-        if !self.root.starts_with("s3://") {
+        if !self.is_object_store() {
             return Ok(());
         }
         let key = format!("{}\u{0}{:?}", self.root, sorted(&self.options));
@@ -217,12 +247,13 @@ impl Storage {
                 "the object store of \"{}\" accepted a second create of the same object: it \
                  ignores conditional writes (If-None-Match), so two concurrent commits could \
                  overwrite each other and lose one. Use a store with conditional writes (AWS \
-                 S3, recent MinIO, Ceph RGW 18+, ...)",
+                 S3, Google Cloud Storage, Azure Blob Storage, recent MinIO, Ceph RGW 18+, ...)",
                 self.root
             ))),
             Err(object_store::Error::NotImplemented { .. }) => Err(Error::Storage(format!(
                 "the object store of \"{}\" is configured without conditional writes \
-                 (aws_conditional_put): commits need them to be safe against concurrent writers",
+                 (aws_conditional_put, or a store without them): commits need them to be safe \
+                 against concurrent writers",
                 self.root
             ))),
             Err(e) => Err(Error::Storage(format!(
@@ -244,8 +275,19 @@ impl From<&str> for Storage {
     /// A location without storage options (a local path, or a store configured by the
     /// environment).
     fn from(root: &str) -> Self {
-        Self::new(root, HashMap::new())
+        Self {
+            root: Arc::from(root),
+            options: Arc::new(HashMap::new()),
+        }
     }
+}
+
+/// Lance's reading of a boolean option.
+fn is_truthy(v: &str) -> bool {
+    matches!(
+        v.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "yes" | "on" | "y"
+    )
 }
 
 impl fmt::Debug for Storage {
@@ -279,7 +321,8 @@ mod tests {
                     "http://127.0.0.1:9000".to_string(),
                 ),
             ]),
-        );
+        )
+        .unwrap();
         let shown = format!("{st:?}");
         assert!(
             !shown.contains("hunter2") && !shown.contains("tok\""),
@@ -287,6 +330,37 @@ mod tests {
         );
         assert!(shown.contains("http://127.0.0.1:9000"), "{shown}");
         assert_eq!(st.to_string(), "s3://bucket/ns");
+    }
+
+    #[test]
+    fn opendal_refused_where_it_doubles_paths() {
+        let opts = |v: &str| HashMap::from([("use_opendal".to_string(), v.to_string())]);
+        for root in [
+            "gs://b/ns",
+            "az://c/ns",
+            "abfss://c@a.dfs.core.windows.net/ns",
+        ] {
+            let e = Storage::new(root, opts("true")).unwrap_err();
+            assert!(e.to_string().contains("use_opendal"), "{e}");
+            assert!(Storage::new(root, opts("false")).is_ok());
+        }
+        assert!(Storage::new("s3://b/ns", opts("true")).is_ok());
+    }
+
+    #[test]
+    fn object_store_schemes() {
+        for remote in [
+            "s3://b/ns",
+            "gs://b/ns",
+            "az://c/ns",
+            "abfss://c@a/ns",
+            "S3://b",
+        ] {
+            assert!(Storage::from(remote).is_object_store(), "{remote}");
+        }
+        for local in ["/tmp/ns", "file:///tmp/ns", "memory://ns", "relative/ns"] {
+            assert!(!Storage::from(local).is_object_store(), "{local}");
+        }
     }
 
     #[test]
