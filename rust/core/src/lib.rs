@@ -19,5 +19,6 @@ pub mod route;
 pub mod spec;
 pub mod transform;
 pub mod types;
+pub mod values;
 
 pub use error::{Error, Result};

@@ -14,6 +14,7 @@ mod namespace;
 mod results;
 mod runtime;
 mod snapshot;
+mod values;
 mod writes;
 
 use errors::run;
@@ -45,6 +46,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::schema_to_json, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::schema_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::simd_level, m)?)?;
+    m.add_function(wrap_pyfunction!(values::value_to_string, m)?)?;
+    m.add_function(wrap_pyfunction!(values::value_from_string, m)?)?;
+    m.add_function(wrap_pyfunction!(values::values_to_strings, m)?)?;
+    m.add_function(wrap_pyfunction!(values::hive_escape, m)?)?;
+    m.add_function(wrap_pyfunction!(values::hive_unescape, m)?)?;
+    m.add_function(wrap_pyfunction!(values::uri_escape, m)?)?;
+    m.add_function(wrap_pyfunction!(values::hive_segment, m)?)?;
+    m.add_function(wrap_pyfunction!(values::parse_hive_segment, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_class::<writes::DistributedWrite>()?;
     m.add_class::<writes::KeyHasher>()?;

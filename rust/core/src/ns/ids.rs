@@ -47,7 +47,7 @@ pub fn derived_id(
         if v.is_null() {
             data.push(0);
         } else {
-            let s = crate::ns::values::to_exact_text(v)?;
+            let s = crate::values::to_exact_text(v)?;
             data.push(1);
             data.extend_from_slice(&(s.len() as u64).to_le_bytes());
             data.extend_from_slice(s.as_bytes());

@@ -14,7 +14,8 @@
 //!   distributed writes.
 //! - [`txn`]: transactions: leaf commits, conflict resolution, the atomic manifest commit.
 //! - [`delete`]: drop covered partitions, delete rows inside the others.
-//! - [`cleanup`]: remove what failed writes left behind.
+//! - [`cleanup`]: remove what failed writes left behind; `cleanup_marks`: when deleting
+//!   cleanups ran, so commits check their staged files only when one could have removed them.
 //! - [`filter`]: user filters, parsed and validated once for every entry point.
 //! - [`scan`]: pruning through the manifest and snapshot reads of the leaves.
 //! - [`schema`]: schema evolution by field id, and the read rules (how a leaf written under
@@ -34,6 +35,7 @@
 //!    [`crate::spec`] and [`crate::types`].
 
 pub mod cleanup;
+pub(crate) mod cleanup_marks;
 pub mod delete;
 pub mod filter;
 pub mod ids;

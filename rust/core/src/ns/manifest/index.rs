@@ -74,7 +74,7 @@ pub fn describe_key(field_ids: &[String], key: &[ScalarValue]) -> String {
             let text = if v.is_null() {
                 "NULL".to_string()
             } else {
-                match values::to_string(v) {
+                match crate::values::to_string(v) {
                     Ok(Some(s)) => format!("{s:?}"),
                     _ => "''".to_string(),
                 }
@@ -386,7 +386,9 @@ impl Snapshot {
             if let std::collections::hash_map::Entry::Vacant(slot) = props.entry(key) {
                 if let Some(col) = self.batch.column_by_name(&partition_column(&f.field_id)) {
                     let r = self.keys()?.row_by_id[&oid];
-                    if let Some(s) = values::to_string(&ScalarValue::try_from_array(col, r)?)? {
+                    if let Some(s) =
+                        crate::values::to_string(&ScalarValue::try_from_array(col, r)?)?
+                    {
                         slot.insert(s);
                     }
                 }
