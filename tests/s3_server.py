@@ -88,9 +88,7 @@ class S3Server:
         with self.log.open("rb") as f:
             f.seek(since)
             text = f.read().decode(errors="replace")
-        return Counter(
-            m.group(1) for m in _REQUEST.finditer(text) if path_contains in m.group(2)
-        )
+        return Counter(m.group(1) for m in _REQUEST.finditer(text) if path_contains in m.group(2))
 
     def stop(self) -> None:
         self.process.terminate()

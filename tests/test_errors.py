@@ -171,3 +171,11 @@ def test_rust_panic_becomes_internal_error() -> None:
 
     with pytest.raises(exc.InternalError, match="deliberate panic"):
         _native._panic_for_tests()
+
+
+@pytest.mark.parametrize("root", ["gs://bucket/ns", "az://container/ns"])
+def test_opendal_refused_where_lance_doubles_the_paths(root: str) -> None:
+    import lance_partitioned as lp
+
+    with pytest.raises(lp.InvalidArgumentError, match="use_opendal"):
+        lp.PartitionedNamespace.open(root, storage_options={"use_opendal": "true"})

@@ -97,6 +97,24 @@ def _run_spec(tmp_path: Path) -> dict[str, Any]:
     return scope
 
 
+def _run_values(tmp_path: Path) -> dict[str, Any]:
+    scope = _run(BLOCKS["Partition values as text"], tmp_path, {})
+    lv = scope["lv"]
+    t = scope["t"]
+    assert lv.to_string(-0.0, pa.float64()) == "-0.0"
+    assert lv.to_string(b"\xff\xfe", pa.binary()) == "\\xff\\xfe"
+    assert scope["seg"] == "ts=2024-06-15 12%3A30%3A45"
+    name, back = lv.parse_hive_segment(
+        scope["seg"], pa.timestamp("us", tz="UTC"), timezone="America/Los_Angeles"
+    )
+    assert (name, back.as_py()) == ("ts", t)
+    assert lv.hive_segment("country", "Serbia/srb%", pa.string()) == "country=Serbia%2Fsrb%25"
+    assert lv.uri_escape("country=Serbia%2Fsrb%25/hello world") == (
+        "country=Serbia%252Fsrb%2525/hello%20world"
+    )
+    return scope
+
+
 def _run_kernels(tmp_path: Path) -> dict[str, Any]:
     spec_scope = _run_spec(tmp_path)
     ts = pa.array([datetime.datetime(2025, 12, 10, 13, 5)], pa.timestamp("us", "UTC"))
@@ -183,13 +201,16 @@ def _run_object_storage_block(tmp_path: Path, spark: Any, s3_server: Any) -> dic
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "Partition specs": _run_spec,
     "Kernels": _run_kernels,
+    "Partition values as text": _run_values,
     "Partitioned namespaces": _run_namespace,
     "Spark": _run_spark_block,
     "Object storage": _run_object_storage_block,
 }
 
 
-@pytest.mark.parametrize("section", ["Partition specs", "Kernels", "Partitioned namespaces"])
+@pytest.mark.parametrize(
+    "section", ["Partition specs", "Kernels", "Partition values as text", "Partitioned namespaces"]
+)
 def test_readme_block_runs(section: str, tmp_path: Path) -> None:
     RUNNERS[section](tmp_path)
 
