@@ -234,7 +234,7 @@ pub(crate) fn timestamp_text(secs: i64, nanos: u32, zoned: bool) -> String {
     let micros_of_day = secs.rem_euclid(86_400) * 1_000_000 + i64::from(nanos / 1_000);
     debug_assert!(micros_of_day < MICROS_PER_DAY);
     write_time(&mut out, micros_of_day, true);
-    if nanos % 1_000 != 0 {
+    if !nanos.is_multiple_of(1_000) {
         out.push_str(&format!("{:03}", nanos % 1_000));
     }
     if zoned {
