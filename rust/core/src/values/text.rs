@@ -513,7 +513,7 @@ mod tests {
         assert_eq!(s(S::Binary(Some(vec![0xde, 0xad]))).unwrap(), "\u{7ad}");
         assert_eq!(
             s(S::Binary(Some(vec![0xde, 0xad, 0xbe, 0xef]))).unwrap(),
-            "\\xde\\xad\\xbe\\xef"
+            "\u{7ad}\\xbe\\xef"
         );
         assert_eq!(s(S::Binary(Some(vec![0xff]))).unwrap(), "\\xff");
         assert_eq!(s(S::Binary(Some(b"a\\b".to_vec()))).unwrap(), "a\\\\b");
