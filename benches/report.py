@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+
+def best(fn: Callable[[], Any], repeat: int) -> float:
+    """The shortest of ``repeat`` timed runs of ``fn``, in seconds."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
 
 
 def update_section(path: Path, name: str, text: str, heading: str) -> None:

@@ -13,27 +13,15 @@ from __future__ import annotations
 
 import argparse
 import platform
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from report import update_section
+from report import best, update_section
 
 from lance_partitioned import values as lv
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def best(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def arrays(n: int) -> dict[str, pa.Array]:
