@@ -12,6 +12,7 @@ import pyarrow as pa
 from lance_partitioned import _native
 from lance_partitioned._input import arrow_stream, peek
 from lance_partitioned.exceptions import InvalidArgumentError
+from lance_partitioned.lineage.run import Job, LineageRun, begin
 from lance_partitioned.options import (
     DEFAULT_MAX_NEW_PARTITIONS,
     MAX_ROWS_PER_FILE,
@@ -43,6 +44,10 @@ class DistributedWrite:
     (failed or duplicate attempts) leave files that :meth:`PartitionedNamespace.cleanup`
     removes. The storage options travel with the pickled object (the tasks need them); its
     ``repr`` shows no secret.
+
+    With lineage on, the write is one run emitted from where it is planned and committed:
+    START here, COMPLETE (or FAIL) from :meth:`commit` with the union of the parts'
+    partitions (a commit in another process than the planning starts its own run).
     """
 
     def __init__(
@@ -52,11 +57,31 @@ class DistributedWrite:
         *,
         transaction_mode: TransactionMode | None = None,
         storage_options: StorageOptions | None = None,
+        lineage_job: Job = None,
     ) -> None:
         strong = write_args(mode, transaction_mode)
         self._w = _native.DistributedWrite.plan(
             namespace_uri(root), mode, strong, storage_options_arg(storage_options)
         )
+        self._lineage_job = lineage_job
+        self._lineage: LineageRun | None = begin(
+            "write", lineage_job, outputs=self._lineage_outputs
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_lineage"] = None  # the run stays where it was started
+        return state
+
+    def _snapshot(self) -> Any:
+        from lance_partitioned.snapshot import Snapshot
+
+        return Snapshot(_native.Namespace(self.root, self.storage_options).snapshot())
+
+    def _lineage_outputs(self) -> list[dict[str, Any]]:
+        from lance_partitioned.lineage.datasets import namespace_dataset
+
+        return [namespace_dataset(self._snapshot())]
 
     @property
     def root(self) -> str:
@@ -129,6 +154,23 @@ class DistributedWrite:
         before anything is committed."""
         check_sizes(concurrency=concurrency)
         msgs = _messages(messages)
+        run = self._lineage or begin(
+            "write", self.__dict__.get("_lineage_job"), outputs=self._lineage_outputs
+        )
+        try:
+            result = self._commit(msgs, concurrency)
+        except Exception as e:
+            if run is not None:
+                run.fail(e, self._lineage_outputs)
+            raise
+        if run is not None:
+            from lance_partitioned.lineage.datasets import written
+
+            settings = run.settings
+            run.complete(outputs=lambda: [written(self._snapshot(), result, self.mode, settings)])
+        return result
+
+    def _commit(self, msgs: list[bytes], concurrency: int) -> WriteResult:
         if not msgs:
             return WriteResult(
                 rows=0,

@@ -31,6 +31,8 @@ from lance_partitioned import _native
 from lance_partitioned._input import arrow_stream
 from lance_partitioned.distributed import DistributedWrite
 from lance_partitioned.exceptions import InvalidArgumentError
+from lance_partitioned.lineage import datasets as lineage_datasets
+from lance_partitioned.lineage.run import Job, operation
 from lance_partitioned.options import (
     DEFAULT_MAX_NEW_PARTITIONS,
     MAX_ROWS_PER_FILE,
@@ -81,6 +83,7 @@ class PartitionedNamespace:
         transaction_mode: TransactionMode = "strong",
         properties: Mapping[str, str] | None = None,
         storage_options: StorageOptions | None = None,
+        lineage_job: Job = None,
     ) -> PartitionedNamespace:
         """Creates a namespace with ``schema`` (field ids assigned where missing) and ``spec``
         as ``partition_spec_v1``. Raises ``NamespaceExistsError`` if one exists at ``root``,
@@ -100,14 +103,17 @@ class PartitionedNamespace:
             spec_obj.setdefault("id", 1)
         props = dict(properties or {})
         props[_MODE_KEY] = transaction_mode
-        native, _ = _native.Namespace.create(
-            namespace_uri(root),
-            schema,
-            json.dumps(spec_obj),
-            props,
-            storage_options_arg(storage_options),
-        )
-        return cls(native)
+        with operation("create", lineage_job) as scope:
+            native, _ = _native.Namespace.create(
+                namespace_uri(root),
+                schema,
+                json.dumps(spec_obj),
+                props,
+                storage_options_arg(storage_options),
+            )
+            ns = cls(native)
+            scope.outputs = lambda: [ns._lineage_dataset("CREATE")]
+        return ns
 
     @classmethod
     def open(
@@ -186,6 +192,7 @@ class PartitionedNamespace:
         route_threads: int = ROUTE_THREADS,
         max_buffer_bytes: int = WRITE_BUFFER_BYTES,
         max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS,
+        lineage_job: Job = None,
     ) -> WriteResult:
         """Writes ``data`` (a pyarrow Table / RecordBatch / RecordBatchReader, any Arrow
         stream, or an iterable of RecordBatches).
@@ -201,6 +208,8 @@ class PartitionedNamespace:
 
         A write that would create more than ``max_new_partitions`` partitions fails with
         ``InvalidArgumentError`` before committing anything (``None``: no limit).
+
+        ``lineage_job`` names the OpenLineage job (see :mod:`lance_partitioned.lineage`).
         """
         strong = write_args(mode, transaction_mode)
         check_limit(max_new_partitions)
@@ -210,21 +219,29 @@ class PartitionedNamespace:
             concurrency=concurrency,
             route_threads=route_threads,
         )
-        result = self._ns.write(
-            arrow_stream(data),
-            mode=mode,
-            strong=strong,
-            max_rows_per_file=max_rows_per_file,
-            concurrency=concurrency,
-            route_threads=route_threads,
-            max_buffer_bytes=max_buffer_bytes,
-            max_new_partitions=max_new_partitions,
-        )
-        self.refresh()
+        with operation("write", lineage_job, outputs=self._lineage_outputs) as scope:
+            result = self._ns.write(
+                arrow_stream(data),
+                mode=mode,
+                strong=strong,
+                max_rows_per_file=max_rows_per_file,
+                concurrency=concurrency,
+                route_threads=route_threads,
+                max_buffer_bytes=max_buffer_bytes,
+                max_new_partitions=max_new_partitions,
+            )
+            self.refresh()
+            if scope.run is not None:
+                snap, settings = self.snapshot(), scope.run.settings
+                scope.outputs = lambda: [lineage_datasets.written(snap, result, mode, settings)]
         return result
 
     def distributed_write(
-        self, mode: WriteMode = "append", *, transaction_mode: TransactionMode | None = None
+        self,
+        mode: WriteMode = "append",
+        *,
+        transaction_mode: TransactionMode | None = None,
+        lineage_job: Job = None,
     ) -> DistributedWrite:
         """Starts a write made of many independently staged parts (one per Spark task, or
         per process), committed once: see :class:`DistributedWrite`."""
@@ -233,11 +250,12 @@ class PartitionedNamespace:
             mode,
             transaction_mode=transaction_mode,
             storage_options=self._ns.storage_options,
+            lineage_job=lineage_job,
         )
 
     # -- schema evolution --------------------------------------------------------------------
 
-    def update_schema(self, schema: pa.Schema) -> pa.Schema:
+    def update_schema(self, schema: pa.Schema, *, lineage_job: Job = None) -> pa.Schema:
         """Replaces the namespace schema, matching fields by ``lance:field_id``.
 
         A field with an existing id keeps its identity: a new name renames it, a new type must
@@ -251,8 +269,10 @@ class PartitionedNamespace:
         """
         if not isinstance(schema, pa.Schema):
             raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema)}")
-        stored: pa.Schema = self._ns.update_schema(schema)
-        self.refresh()
+        with operation("update_schema", lineage_job, outputs=self._lineage_outputs) as scope:
+            stored: pa.Schema = self._ns.update_schema(schema)
+            self.refresh()
+            scope.outputs = lambda: [self._lineage_dataset("ALTER")]
         return stored
 
     def add_columns(self, fields: Sequence[pa.Field[Any]]) -> pa.Schema:
@@ -296,7 +316,7 @@ class PartitionedNamespace:
             )
         return self.schema.field(name)
 
-    def evolve(self, spec: PartitionSpec | Mapping[str, Any]) -> int:
+    def evolve(self, spec: PartitionSpec | Mapping[str, Any], *, lineage_job: Job = None) -> int:
         """Adds a new partition spec version and makes it current; returns its id.
 
         New writes are partitioned by the new spec; partitions written under older versions stay
@@ -310,12 +330,18 @@ class PartitionedNamespace:
         else:
             obj = dict(spec)
             obj.setdefault("id", max(self.specs) + 1)
-        new_id = self._ns.evolve(json.dumps(obj))
-        self.refresh()
+        with operation("evolve", lineage_job, outputs=self._lineage_outputs) as scope:
+            new_id = self._ns.evolve(json.dumps(obj))
+            self.refresh()
+            scope.outputs = lambda: [self._lineage_dataset("ALTER")]
         return new_id
 
     def delete(
-        self, filter: str, *, transaction_mode: TransactionMode | None = None
+        self,
+        filter: str,
+        *,
+        transaction_mode: TransactionMode | None = None,
+        lineage_job: Job = None,
     ) -> DeleteResult:
         """Deletes the rows matching ``filter`` (a SQL expression over namespace columns).
 
@@ -328,8 +354,15 @@ class PartitionedNamespace:
         if not isinstance(filter, str) or not filter.strip():
             raise InvalidArgumentError("delete needs a non-empty SQL filter (use 'TRUE' for all)")
         strong = write_args("append", transaction_mode)
-        result = self._ns.delete(filter, strong)
-        self.refresh()
+        with operation("delete", lineage_job, outputs=self._lineage_outputs) as scope:
+            result = self._ns.delete(filter, strong)
+            self.refresh()
+            if scope.run is not None:
+                snap, settings = self.snapshot(), scope.run.settings
+                truncated = result.rows > 0 and snap.partitions(with_rows=False).num_rows == 0
+                scope.outputs = lambda: [
+                    lineage_datasets.deleted(snap, result, filter, settings, truncated=truncated)
+                ]
         return result
 
     def cleanup(
@@ -370,10 +403,13 @@ class PartitionedNamespace:
         *,
         as_of: int | None = None,
         batch_size: int | None = None,
+        lineage_job: Job = None,
     ) -> pa.RecordBatchReader:
         """Streams rows matching ``filter`` from the latest snapshot (or manifest version
         ``as_of``); see :meth:`Snapshot.scan`."""
-        return self.snapshot(as_of).scan(filter, columns, batch_size=batch_size)
+        return self.snapshot(as_of).scan(
+            filter, columns, batch_size=batch_size, lineage_job=lineage_job
+        )
 
     def to_table(
         self,
@@ -381,9 +417,10 @@ class PartitionedNamespace:
         columns: Sequence[str] | None = None,
         *,
         as_of: int | None = None,
+        lineage_job: Job = None,
     ) -> pa.Table:
         """:meth:`scan` collected into a table."""
-        return self.snapshot(as_of).to_table(filter, columns)
+        return self.snapshot(as_of).to_table(filter, columns, lineage_job=lineage_job)
 
     def partitions(
         self, filter: Filter = None, *, as_of: int | None = None, with_rows: bool = True
@@ -400,6 +437,19 @@ class PartitionedNamespace:
     def describe_namespace(self, path: Sequence[str]) -> dict[str, str]:
         """Runtime namespace properties (``partition_spec``, ``partition.<field_id>``)."""
         return self.snapshot().describe_namespace(path)
+
+    # -- lineage -----------------------------------------------------------------------------
+
+    def _lineage_outputs(self) -> list[dict[str, Any]]:
+        """The namespace as it is now, as a lineage output (START and FAIL events)."""
+        return [lineage_datasets.namespace_dataset(Snapshot(self._snap))]
+
+    def _lineage_dataset(self, lifecycle: str) -> dict[str, Any]:
+        from lance_partitioned.lineage.facets import lifecycle_facet
+
+        ds = lineage_datasets.namespace_dataset(Snapshot(self._snap))
+        ds["facets"]["lifecycleStateChange"] = lifecycle_facet(lifecycle)
+        return ds
 
     def __repr__(self) -> str:
         options = self._ns.storage_options

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from lance_partitioned import _native
 from lance_partitioned.exceptions import ExpressionError, InvalidArgumentError
+from lance_partitioned.lineage.run import Job, LineageRun, begin
 from lance_partitioned.options import columns_arg
 
 __all__ = ["Filter", "Snapshot"]
@@ -163,12 +164,16 @@ class Snapshot:
         columns: Sequence[str] | None = None,
         *,
         batch_size: int | None = None,
+        lineage_job: Job = None,
     ) -> pa.RecordBatchReader:
         """Streams the rows matching ``filter``, reading only the partitions pruning keeps.
 
         ``filter`` is a SQL expression (DataFusion dialect) over namespace columns, or a
         ``pyarrow.compute.Expression`` (applied after reading; no pruning). Batches follow the
         namespace schema (projected to ``columns``).
+
+        With lineage on, START is emitted here and COMPLETE when the reader is exhausted or
+        closed (FAIL if reading fails), listing the partitions read.
         """
         sql, post = _split_filter(filter)
         cols = columns_arg(columns)
@@ -181,6 +186,21 @@ class Snapshot:
             read_cols = cols
         only = self._prune_expression(post) if post is not None else None
         scan = self._s.scan(sql, read_cols, batch_size, only)
+        reader = self._post_filtered(scan, post, cols)
+        run = begin("scan", lineage_job, inputs=lambda: [self._lineage_input(sql, only)])
+        if run is None:
+            return reader
+        return pa.RecordBatchReader.from_batches(reader.schema, _observed(reader, run))
+
+    def _lineage_input(self, sql: str | None, only: Sequence[str] | None) -> dict[str, Any]:
+        from lance_partitioned.lineage import datasets
+        from lance_partitioned.lineage.config import settings
+
+        return datasets.read(self, sql, only, settings())
+
+    def _post_filtered(
+        self, scan: _native.Scan, post: pc.Expression | None, cols: list[str] | None
+    ) -> pa.RecordBatchReader:
         schema = scan.schema
         if post is None:
             return pa.RecordBatchReader.from_batches(schema, iter(scan))
@@ -245,11 +265,48 @@ class Snapshot:
         text = str(expr)
         return [f.name for f in self.schema if f.name in text]
 
-    def to_table(self, filter: Filter = None, columns: Sequence[str] | None = None) -> pa.Table:
+    def to_table(
+        self,
+        filter: Filter = None,
+        columns: Sequence[str] | None = None,
+        *,
+        lineage_job: Job = None,
+    ) -> pa.Table:
         """:meth:`scan` collected into a table."""
-        return self.scan(filter, columns).read_all()
+        return self.scan(filter, columns, lineage_job=lineage_job).read_all()
 
     def describe_namespace(self, path: Sequence[str]) -> dict[str, str]:
         """Runtime properties of a namespace: ``["v1"]`` gives ``partition_spec``;
         ``["v1", "<id>", ...]`` gives ``partition.<field_id>`` of that level."""
         return dict(self._s.describe_namespace(list(path)))
+
+
+def _observed(reader: pa.RecordBatchReader, run: LineageRun) -> Iterator[pa.RecordBatch]:
+    """``reader``'s batches; COMPLETE (with the rows read) when they end or the consumer
+    stops, FAIL when reading fails."""
+    import copy
+
+    from lance_partitioned.lineage.facets import statistics_facet
+
+    started = run.events[0]["inputs"] if run.events else []
+    rows = 0
+    size = 0
+
+    def inputs() -> list[dict[str, Any]]:
+        out = copy.deepcopy(started)
+        for ds in out:
+            ds.setdefault("inputFacets", {})["inputStatistics"] = statistics_facet(
+                output=False, rows=rows, size=size
+            )
+        return out
+
+    try:
+        for batch in reader:
+            rows += batch.num_rows
+            size += batch.nbytes
+            yield batch
+    except Exception as e:
+        run.fail(e, started)
+        raise
+    finally:
+        run.complete(inputs)

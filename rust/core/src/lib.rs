@@ -13,6 +13,7 @@ pub mod error;
 pub mod expr;
 pub mod field_ids;
 pub mod hash;
+pub mod lineage;
 mod mem;
 pub mod ns;
 pub mod route;

@@ -2,8 +2,54 @@
 
 use lance_partitioned_core::ns::cleanup::CleanupSummary;
 use lance_partitioned_core::ns::delete::DeleteSummary;
+use lance_partitioned_core::ns::touched;
 use lance_partitioned_core::ns::write::WriteSummary;
 use pyo3::prelude::*;
+
+/// A partition a write or delete touched.
+#[pyclass(module = "lance_partitioned._native", frozen, eq, get_all)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TouchedPartition {
+    /// The leaf table's object id.
+    pub object_id: String,
+    /// The leaf table's directory, relative to the namespace root.
+    pub location: String,
+    /// The partition's spec version.
+    pub spec_id: i32,
+    /// (partition field id, value string form or None), in spec order.
+    pub values: Vec<(String, Option<String>)>,
+}
+
+#[pymethods]
+impl TouchedPartition {
+    fn __repr__(&self) -> String {
+        let values: Vec<String> = self
+            .values
+            .iter()
+            .map(|(f, v)| match v {
+                Some(v) => format!("({f:?}, {v:?})"),
+                None => format!("({f:?}, None)"),
+            })
+            .collect();
+        format!(
+            "TouchedPartition({:?}, spec_id={}, values=[{}])",
+            self.object_id,
+            self.spec_id,
+            values.join(", ")
+        )
+    }
+}
+
+fn touched_list(t: &[touched::TouchedPartition]) -> Vec<TouchedPartition> {
+    t.iter()
+        .map(|p| TouchedPartition {
+            object_id: p.object_id.clone(),
+            location: p.location.clone(),
+            spec_id: p.spec_id,
+            values: p.values.clone(),
+        })
+        .collect()
+}
 
 /// What a write did.
 #[pyclass(module = "lance_partitioned._native", frozen, eq, get_all)]
@@ -29,6 +75,8 @@ pub struct WriteResult {
     pub rewritten: u64,
     /// A repeated commit of a write that was already committed: nothing was done.
     pub already_committed: bool,
+    /// The partitions written.
+    pub touched: Vec<TouchedPartition>,
 }
 
 #[pymethods]
@@ -59,6 +107,7 @@ impl WriteResult {
             attempts,
             rewritten,
             already_committed,
+            touched: Vec::new(),
         }
     }
 
@@ -97,6 +146,7 @@ impl From<&WriteSummary> for WriteResult {
             attempts: s.attempts,
             rewritten: s.rewritten,
             already_committed: s.already_committed,
+            touched: touched_list(&s.touched),
         }
     }
 }
@@ -115,6 +165,8 @@ pub struct DeleteResult {
     pub manifest_version: u64,
     /// Manifest commit attempts.
     pub attempts: u32,
+    /// The partitions dropped or deleted from.
+    pub touched: Vec<TouchedPartition>,
 }
 
 #[pymethods]
@@ -135,6 +187,7 @@ impl From<&DeleteSummary> for DeleteResult {
             changed: s.changed,
             manifest_version: s.manifest_version,
             attempts: s.attempts,
+            touched: touched_list(&s.touched),
         }
     }
 }

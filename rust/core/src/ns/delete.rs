@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::ns::manifest::{Leaf, Snapshot};
 use crate::ns::scan::{evaluate_mask, prune, Filter};
 use crate::ns::storage::Storage;
+use crate::ns::touched::TouchedPartition;
 use crate::ns::txn::conflict::version_row;
 use crate::ns::txn::manifest_commit::{commit_manifest, ManifestChange, ManifestUpdate};
 use crate::types::field_id;
@@ -37,6 +38,8 @@ pub struct DeleteSummary {
     pub manifest_version: u64,
     /// Manifest commit attempts.
     pub attempts: u32,
+    /// The partitions dropped or deleted from, as they were before the delete.
+    pub touched: Vec<TouchedPartition>,
 }
 
 /// The decision for one kept leaf.
@@ -179,6 +182,7 @@ pub async fn delete(
     if actions.is_empty() {
         return Ok(summary);
     }
+    summary.touched = touched(&snap, &actions)?;
     if !strong && actions.iter().all(|a| matches!(a, Action::Rows { .. })) {
         // Weak mode: the row deletes are already on each table's main branch.
         return Ok(summary);
@@ -192,6 +196,34 @@ pub async fn delete(
     summary.manifest_version = committed.version;
     summary.attempts = committed.attempts;
     Ok(summary)
+}
+
+/// The partitions `actions` drop or delete from, with their values at `snap`.
+fn touched(snap: &Snapshot, actions: &[Action]) -> Result<Vec<TouchedPartition>> {
+    let keys = snap.keys()?;
+    let index: HashMap<&str, usize> = snap
+        .leaves
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.object_id.as_str(), i))
+        .collect();
+    let mut out = Vec::with_capacity(actions.len());
+    for a in actions {
+        let (Action::Drop { object_id, .. } | Action::Rows { object_id, .. }) = a;
+        let Some(&i) = index.get(object_id.as_str()) else {
+            continue;
+        };
+        let leaf = &snap.leaves[i];
+        if let Some(spec) = snap.root_props.specs.get(&leaf.spec_id) {
+            out.push(TouchedPartition::new(
+                object_id,
+                &leaf.location,
+                spec,
+                &keys.leaf_values[i],
+            ));
+        }
+    }
+    Ok(out)
 }
 
 /// What to do with each partition pruning keeps: drop the covered ones, delete rows inside

@@ -17,6 +17,8 @@
 //! - [`cleanup`]: remove what failed writes left behind; `cleanup_marks`: when deleting
 //!   cleanups ran, so commits check their staged files only when one could have removed them.
 //! - [`filter`]: user filters, parsed and validated once for every entry point.
+//! - [`touched`]: the partitions a write or delete touched, with their values as text (for
+//!   lineage).
 //! - [`scan`]: pruning through the manifest and snapshot reads of the leaves.
 //! - [`schema`]: schema evolution by field id, and the read rules (how a leaf written under
 //!   any schema version reads as the namespace schema).
@@ -46,6 +48,7 @@ pub mod scan;
 pub mod schema;
 pub mod session;
 pub mod storage;
+pub mod touched;
 pub mod txn;
 pub mod values;
 pub mod write;

@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::ns::cleanup_marks;
 use crate::ns::manifest::{describe_key, Snapshot};
 use crate::ns::storage::Storage;
+use crate::ns::touched::TouchedPartition;
 use crate::ns::write::align::leaf_schema;
 use crate::ns::write::flush::Schemas;
 use crate::ns::write::options::{Mode, WriteOptions, WriteSummary};
@@ -214,6 +215,14 @@ impl WriteTransaction {
         summary.manifest_version = committed.version;
         summary.attempts = committed.attempts;
         summary.dropped = update.dropped;
+        summary.touched = update
+            .pending
+            .iter()
+            .map(|p| {
+                let oid = p.object_id.as_deref().unwrap_or_default();
+                TouchedPartition::new(oid, &p.location, &self.spec, &p.key)
+            })
+            .collect();
         Ok(summary)
     }
 

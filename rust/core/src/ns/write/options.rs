@@ -124,4 +124,6 @@ pub struct WriteSummary {
     /// The write had already been committed (a repeated commit of a distributed write):
     /// nothing was done.
     pub already_committed: bool,
+    /// The partitions written (empty when nothing was committed).
+    pub touched: Vec<crate::ns::touched::TouchedPartition>,
 }
