@@ -320,3 +320,26 @@ def test_filter_conditions_use_the_string_form() -> None:
     cond = json.loads(text)
     assert cond["right"] == {"type": "literal", "value": "2025-01-01T00:00:00.000000Z"}
     assert _native.filter_condition("b", schema, 10) is None
+
+
+@pytest.mark.spark
+def test_spark_write_and_read_emit_from_the_driver(spark: Any, tmp_path: Path, events: Any) -> None:
+    import lance_partitioned.spark as lps
+
+    uri = str(tmp_path / "ns")
+    df = spark.createDataFrame(_table().to_pandas())
+    result = lps.write(df, uri, spec=SPEC, num_tasks=2, lineage_job="spark_ingest")
+    evs = [e for e in events() if e["job"]["name"] == "spark_ingest"]
+    assert [e["eventType"] for e in evs] == ["START", "COMPLETE"]
+    written = _partitions(evs[1]["outputs"][0], "outputFacets")
+    assert {p["identifier"] for p in written} == {t.object_id for t in result.touched}
+    assert evs[1]["outputs"][0]["outputFacets"]["outputStatistics"]["rowCount"] == 5
+
+    rows = lps.read(spark, uri, filter="country = 'US'", lineage_job="spark_query").collect()
+    assert len(rows) == 2
+    evs = [e for e in events() if e["job"]["name"] == "spark_query"]
+    assert [e["eventType"] for e in evs] == ["START", "COMPLETE"]
+    read = _partitions(evs[1]["inputs"][0], "inputFacets")
+    assert {p["dimensions"]["country"] for p in read} == {"US"}
+    version = evs[1]["inputs"][0]["facets"]["version"]["datasetVersion"]
+    assert version == str(lp.PartitionedNamespace.open(uri).version)

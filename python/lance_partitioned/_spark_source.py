@@ -224,9 +224,11 @@ class LancePartitionedReader(DataSourceReader):
         version: int,
         sql: str | None,
         storage_options: dict[str, str] | None = None,
+        emit_lineage: bool = True,
     ) -> None:
         self.root = root
         self.storage_options = storage_options
+        self.emit_lineage = emit_lineage
         self.schema = schema
         self.version = version
         self.sql = sql
@@ -255,7 +257,21 @@ class LancePartitionedReader(DataSourceReader):
             self.version,
             self._filter(),
         )
+        if self.emit_lineage:
+            self._lineage(snap)
         return [LeafPartition(str(oid)) for oid in ids]
+
+    def _lineage(self, native: _native.ManifestSnapshot) -> None:
+        """One lineage run (START and COMPLETE) for the planned read, when lineage is on in
+        this (driver-side) process."""
+        from lance_partitioned.lineage.datasets import read as lineage_read
+        from lance_partitioned.lineage.run import begin
+        from lance_partitioned.snapshot import Snapshot
+
+        run = begin("spark_read")
+        if run is not None:
+            sql, settings = self._filter(), run.settings
+            run.complete(inputs=lambda: [lineage_read(Snapshot(native), sql, None, settings)])
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         oid = getattr(partition, "object_id", None)
@@ -390,7 +406,10 @@ class LancePartitionedDataSource(DataSource):
             ns.snapshot_as_of(version)  # typed errors on the driver
         else:
             version = ns.snapshot().version
-        return LancePartitionedReader(root, schema, version, self.options.get("filter"), opts)
+        emit = self.options.get("lineage") != "driver"  # lps.read emits from the driver
+        return LancePartitionedReader(
+            root, schema, version, self.options.get("filter"), opts, emit_lineage=emit
+        )
 
 
 def spec_option(spec: PartitionSpec, schema: StructType) -> str:

@@ -42,6 +42,7 @@ from lance_partitioned import _native
 from lance_partitioned._spark_workers import check_workers
 from lance_partitioned.distributed import DistributedWrite, TaskLimits, stage_task
 from lance_partitioned.exceptions import InvalidArgumentError
+from lance_partitioned.lineage.run import Job, begin
 from lance_partitioned.namespace import PartitionedNamespace, WriteResult
 from lance_partitioned.options import (
     DEFAULT_MAX_NEW_PARTITIONS,
@@ -189,6 +190,7 @@ def write(
     transaction_mode: TransactionMode | None = None,
     properties: dict[str, str] | None = None,
     storage_options: StorageOptions | None = None,
+    lineage_job: Job = None,
     _after_stage: Any = None,
 ) -> WriteResult:
     """Writes ``df`` into the partitioned namespace at ``uri`` and returns what was
@@ -221,6 +223,9 @@ def write(
 
     ``storage_options`` configure the object store (see :data:`StorageOptions`); they travel
     to the tasks with the pickled write and never appear in logs.
+
+    With lineage on, the write is one run emitted from the driver (START before the tasks,
+    COMPLETE with the union of their partitions after the commit); ``lineage_job`` names it.
     """
     from lance_partitioned._spark_source import ensure_namespace
 
@@ -230,7 +235,7 @@ def write(
     limits = TaskLimits(max_rows_per_file, max_buffer_bytes, max_new_partitions)
     t0 = time.perf_counter()
     ns = ensure_namespace(uri, df.schema, spec, properties, storage_options_arg(storage_options))
-    dw = ns.distributed_write(mode, transaction_mode=transaction_mode)
+    dw = ns.distributed_write(mode, transaction_mode=transaction_mode, lineage_job=lineage_job)
     log.info("lance-partitioned: writing to %s (%s, clustered=%s)", ns.root, dw, clustered)
     out = _cluster(df, ns, dw, key, num_tasks) if clustered else df
     t1 = time.perf_counter()
@@ -299,6 +304,7 @@ def read(
     *,
     as_of: int | None = None,
     storage_options: StorageOptions | None = None,
+    lineage_job: Job = None,
 ) -> DataFrame:
     """Reads the namespace at ``uri`` as a DataFrame: one Spark partition per leaf table, all
     leaves at the read versions of one manifest version (the latest, or ``as_of``).
@@ -309,17 +315,35 @@ def read(
     Spark as well (see the README for which ones prune).
 
     ``storage_options`` configure the object store (see :data:`StorageOptions`).
+
+    With lineage on, the read is one run emitted from the driver when the DataFrame is
+    created (START and COMPLETE), listing the partitions ``filter`` keeps at the manifest
+    version the DataFrame reads (filters added to the DataFrame later still prune, but are not
+    in the event); ``lineage_job`` names it.
     """
     register(spark)
     reader = spark.read.format(FORMAT)
     opts = storage_options_arg(storage_options)
     if opts:
         reader = reader.option("storage_options", json.dumps(opts))
+    run = begin("spark_read", lineage_job)
+    if run is not None:
+        # Pin the version so that the event names exactly what the DataFrame reads.
+        snap = PartitionedNamespace.open(uri, storage_options=opts).snapshot(as_of)
+        as_of = snap.version
+        reader = reader.option("lineage", "driver")
+        run.complete(inputs=lambda: [_lineage_input(snap, filter, run.settings)])
     if as_of is not None:
         reader = reader.option("as_of", str(as_of))
     if filter:
         reader = reader.option("filter", filter)
     return reader.load(uri)
+
+
+def _lineage_input(snap: Any, filter: str | None, settings: Any) -> dict[str, Any]:
+    from lance_partitioned.lineage.datasets import read as lineage_read
+
+    return lineage_read(snap, filter, None, settings)
 
 
 def spec_option(spec: PartitionSpec, df: DataFrame) -> str:
