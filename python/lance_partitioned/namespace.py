@@ -31,6 +31,7 @@ from lance_partitioned import _native
 from lance_partitioned._input import arrow_stream
 from lance_partitioned.distributed import DistributedWrite
 from lance_partitioned.exceptions import InvalidArgumentError
+from lance_partitioned.hive.exporter import ExportResult
 from lance_partitioned.lineage import datasets as lineage_datasets
 from lance_partitioned.lineage.run import Job, operation
 from lance_partitioned.options import (
@@ -52,7 +53,14 @@ from lance_partitioned.options import (
 from lance_partitioned.snapshot import Filter, Snapshot
 from lance_partitioned.spec import PartitionSpec
 
-__all__ = ["CleanupResult", "DeleteResult", "PartitionedNamespace", "Snapshot", "WriteResult"]
+__all__ = [
+    "CleanupResult",
+    "DeleteResult",
+    "ExportResult",
+    "PartitionedNamespace",
+    "Snapshot",
+    "WriteResult",
+]
 
 
 _MODE_KEY = "lance_partitioned.transaction_mode"
@@ -114,6 +122,77 @@ class PartitionedNamespace:
             ns = cls(native)
             scope.outputs = lambda: [ns._lineage_dataset("CREATE")]
         return ns
+
+    @classmethod
+    def import_hive(
+        cls,
+        src: str,
+        dst: str,
+        *,
+        schema: pa.Schema | None = None,
+        partition_types: Mapping[str, pa.DataType] | None = None,
+        format: str = "parquet",
+        storage_options: StorageOptions | None = None,
+        timezone: str = "UTC",
+        **write_options: Any,
+    ) -> PartitionedNamespace:
+        """Creates a namespace at ``dst`` from the Hive tree at ``src`` (``k=v/`` directories
+        above data files, as Spark's ``partitionBy`` writes them), partitioned by identity on
+        the tree's partition columns, and writes every row in one atomic commit; on failure
+        ``dst`` is removed again (it must not exist, or be empty).
+
+        ``format``: ``parquet``, ``orc``, ``csv`` or ``arrow`` (IPC files). Partition column
+        types are inferred like Spark's partition discovery (int, bigint, double, date,
+        timestamp, else string) unless ``partition_types`` gives them; ``schema`` sets the
+        whole namespace schema (default: the data files' schema, then the partition columns).
+        Directory values are read with :func:`lance_partitioned.values.parse_hive_segment`
+        (timestamps with a zone as local time in ``timezone``); ``__HIVE_DEFAULT_PARTITION__``
+        is NULL, so an empty string written by another tool comes back as NULL. A tree whose
+        files sit under different partition columns is refused, naming a file of each kind.
+        ``write_options`` go to :meth:`write` (e.g. ``max_new_partitions``).
+        """
+        from lance_partitioned.hive.importer import import_hive
+
+        return import_hive(
+            cls,
+            src,
+            dst,
+            schema=schema,
+            partition_types=partition_types,
+            format=format,
+            storage_options=storage_options_arg(storage_options),
+            timezone=timezone,
+            **write_options,
+        )
+
+    def export_hive(
+        self,
+        dst: str,
+        *,
+        format: str = "parquet",
+        filter: Filter = None,
+        storage_options: StorageOptions | None = None,
+        timezone: str = "UTC",
+        as_of: int | None = None,
+    ) -> ExportResult:
+        """Writes the rows of the partitions ``filter`` keeps (all by default; the filter
+        applies to rows as in :meth:`scan`) as a Hive tree at ``dst`` (which must not exist, or
+        be empty): ``<field>=<value>/`` directories of the current spec's fields
+        (:func:`lance_partitioned.values.hive_segment`, timestamps with a zone shown in
+        ``timezone``), data files in ``format`` (``parquet``, ``orc``, ``csv``, ``arrow``),
+        and ``_SUCCESS`` at the end. ``storage_options`` reach an object-store ``dst`` (default:
+        the namespace's). See docs/hive.md for how readers see the tree."""
+        from lance_partitioned.hive.exporter import export_hive
+
+        opts = storage_options_arg(storage_options)
+        return export_hive(
+            self.snapshot(as_of),
+            dst,
+            format=format,
+            filter=filter,
+            storage_options=opts if opts is not None else self._ns.storage_options,
+            timezone=timezone,
+        )
 
     @classmethod
     def open(
