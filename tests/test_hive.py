@@ -220,7 +220,6 @@ def test_other_formats_round_trip(tmp_path: Path, fmt: str) -> None:
         str(tmp_path / "hive"),
         str(tmp_path / "back"),
         format=fmt,
-        schema=None if fmt != "csv" else None,
     )
     got = sorted(back.to_table().to_pylist(), key=lambda r: r["n"])
     assert [r["country"] for r in got] == [r["country"] for r in _expected_rows()]
