@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 
 import lance_partitioned as lp
 import lance_partitioned.spark as lps
+from lance_partitioned.lineage.show import compact, read_events
 
 COUNTRIES = ["US", "IN", "BR", "DE", "FR", "GB", "JP", "MX", "NG", "ID", "CA", "ES"]
 # A skewed mix: the first countries get most events.
@@ -336,6 +337,36 @@ def _dataframe_filter(spark: Any, ns: lp.PartitionedNamespace, timings: dict[str
     )
 
 
+def _lineage_to_file(workdir: str) -> str | None:
+    """Lineage into a file the demo prints from (through the OpenLineage client's file
+    transport), unless OpenLineage is configured already or the client is not installed."""
+    from lance_partitioned import lineage
+
+    if lineage.enabled():
+        return None
+    try:
+        import openlineage.client  # noqa: F401
+    except ImportError:
+        return None
+    path = os.path.join(workdir, "lineage.jsonl")
+    os.environ["OPENLINEAGE__TRANSPORT__TYPE"] = "file"
+    os.environ["OPENLINEAGE__TRANSPORT__LOG_FILE_PATH"] = path
+    os.environ["OPENLINEAGE__TRANSPORT__APPEND"] = "true"
+    return path
+
+
+def _show_lineage(path: str | None, seen: int, what: str) -> int:
+    """Prints the lineage events emitted since the first ``seen`` (compact form)."""
+    if path is None:
+        return seen
+    events = read_events(path)
+    new = [e for e in events[seen:] if e["eventType"] != "START"]
+    _say(f"   OpenLineage events of {what} ({path}):")
+    for line in compact(new):
+        _say(f"      {line}")
+    return len(events)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     options = args.storage_options
@@ -356,11 +387,14 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     _say("== lance-partitioned demo ==")
     _say(f"   Spark master {args.master}; namespace at {root}")
+    lineage_log = _lineage_to_file(tempfile.mkdtemp(prefix="lance-partitioned-lineage-"))
     spark = _start_spark(args.master, timings)
     n1 = args.rows
     _say(f"\n1. ingest {n1:,} events (2025-12-20 .. 2026-01-09)")
     _say("   partitioned by year(event_ts) / month(event_ts) / day(event_ts) / country")
+    seen = len(read_events(lineage_log)) if lineage_log else 0
     _ingest(spark, root, options, n1, 0, ("2025-12-20", 21), "1", timings)
+    seen = _show_lineage(lineage_log, seen, "the ingest")
     ns = lp.PartitionedNamespace.open(root, storage_options=options)
     spec_id = _evolve(ns, timings)
     n2 = max(n1 // 4, 1)
@@ -371,8 +405,10 @@ def main(argv: list[str] | None = None) -> int:
     _tree(ns)
     _say("\n4. rows per partition")
     _skew(ns)
+    seen = len(read_events(lineage_log)) if lineage_log else 0
     if not _query(spark, ns, timings):
         return 1
+    _show_lineage(lineage_log, seen, "the queries")
     _say("\n6. timings")
     for k, v in timings.items():
         _say(f"   {k:<40} {v:8.2f} s")

@@ -4,9 +4,11 @@
 //! the namespace is ignored; an impossible cast is an error; see
 //! [`crate::ns::schema::read_rules`]).
 //!
-//! - `prune`: the user filter as one manifest predicate per spec version;
+//! - `prune`: the user filter as one manifest predicate per spec version (`display`: its
+//!   text, literals in their string form);
 //! - `read`: the streaming read of the kept leaves.
 
+mod display;
 mod prune;
 mod read;
 

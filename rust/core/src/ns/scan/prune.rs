@@ -409,7 +409,7 @@ pub fn prune(snap: &Snapshot, filter: Option<&Filter>) -> Result<Pruned> {
         };
         specs.push(SpecPlan {
             spec_id: *spec_id,
-            predicate: predicate.map(|p| p.to_string()),
+            predicate: predicate.as_ref().map(super::display::predicate_text),
             total: members.len(),
             kept: selected.len(),
         });
