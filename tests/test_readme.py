@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import datetime
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -198,7 +199,33 @@ def _run_object_storage_block(tmp_path: Path, spark: Any, s3_server: Any) -> dic
     return scope
 
 
+def _run_hive(tmp_path: Path) -> dict[str, Any]:
+    scope = _run(BLOCKS["Hive layouts"], tmp_path, {})
+    assert scope["back"].to_table().num_rows == 3
+    assert (tmp_path / "hive_tree" / "country=Serbia%2Fsrb%25").is_dir()
+    return scope
+
+
+def _run_lineage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    for key in ("TYPE", "LOG_FILE_PATH", "APPEND"):
+        monkeypatch.delenv(f"OPENLINEAGE__TRANSPORT__{key}", raising=False)
+    try:
+        scope = _run(BLOCKS["OpenLineage"], tmp_path, {})
+    finally:
+        for key in ("TYPE", "LOG_FILE_PATH", "APPEND"):
+            os.environ.pop(f"OPENLINEAGE__TRANSPORT__{key}", None)
+    events = scope["read_events"](tmp_path / "lineage.jsonl")
+    ingest = [e for e in events if e["job"]["name"] == "nightly_ingest"]
+    assert [e["eventType"] for e in ingest] == ["START", "COMPLETE"]
+    scans = [e for e in events if e["job"]["name"] == "lance_partitioned.scan"]
+    cond = scans[-1]["inputs"][0]["inputFacets"]["subset"]["inputCondition"]
+    assert [p["dimensions"] for p in cond["partitions"]] == [{"country": "US"}]
+    return scope
+
+
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "Hive layouts": _run_hive,
+    "OpenLineage": _run_lineage,
     "Partition specs": _run_spec,
     "Kernels": _run_kernels,
     "Partition values as text": _run_values,
@@ -213,6 +240,14 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
 )
 def test_readme_block_runs(section: str, tmp_path: Path) -> None:
     RUNNERS[section](tmp_path)
+
+
+def test_readme_hive_block_runs(tmp_path: Path) -> None:
+    _run_hive(tmp_path)
+
+
+def test_readme_lineage_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _run_lineage(tmp_path, monkeypatch)
 
 
 @pytest.mark.spark

@@ -17,8 +17,6 @@ use crate::error::{Error, Result};
 use crate::values::civil::civil_from_days;
 use crate::values::text::to_string;
 
-/// The widest integer text: `-9223372036854775808` and `18446744073709551615` are 20 bytes.
-const INT_SLOT: usize = 20;
 /// The widest date text: `+5881580-07-11` (Date32's range).
 const DATE_SLOT: usize = 16;
 /// A timestamp's slot: a date, then 20 bytes for `THH:MM:SS.fffffffffZ` (19 + 1 used).
@@ -30,41 +28,34 @@ const TIMESTAMP_SLOT: usize = DATE_SLOT + 20;
 /// `UnsupportedType` for types without a string form; `InvalidArgument` when the text of
 /// the array would exceed 2 GiB (split it).
 pub fn to_strings(array: &dyn Array) -> Result<StringArray> {
-    macro_rules! ints {
-        ($t:ty, $wide:ty) => {
-            format_primitive::<$t, INT_SLOT>(array, |slot, x| write_int(slot, <$wide>::from(x)))
-        };
-    }
     match array.data_type() {
-        DataType::Int8 => ints!(Int8Type, i64),
-        DataType::Int16 => ints!(Int16Type, i64),
-        DataType::Int32 => ints!(Int32Type, i64),
-        DataType::Int64 => ints!(Int64Type, i64),
-        DataType::UInt8 => ints!(UInt8Type, u64),
-        DataType::UInt16 => ints!(UInt16Type, u64),
-        DataType::UInt32 => ints!(UInt32Type, u64),
-        DataType::UInt64 => ints!(UInt64Type, u64),
-        DataType::Date32 => {
-            let mut dates = DateCache::default();
-            format_primitive::<Date32Type, DATE_SLOT>(array, |slot, d| {
-                dates.write(slot, i64::from(d))
-            })
-        }
+        DataType::Int8 => format_primitive::<Int8Type, _>(array, Ints),
+        DataType::Int16 => format_primitive::<Int16Type, _>(array, Ints),
+        DataType::Int32 => format_primitive::<Int32Type, _>(array, Ints),
+        DataType::Int64 => format_primitive::<Int64Type, _>(array, Ints),
+        DataType::UInt8 => format_primitive::<UInt8Type, _>(array, Ints),
+        DataType::UInt16 => format_primitive::<UInt16Type, _>(array, Ints),
+        DataType::UInt32 => format_primitive::<UInt32Type, _>(array, Ints),
+        DataType::UInt64 => format_primitive::<UInt64Type, _>(array, Ints),
+        DataType::Date32 => format_primitive::<Date32Type, _>(array, Dates::default()),
         DataType::Timestamp(unit, tz) => {
             let zoned = tz.is_some();
-            let mut dates = DateCache::default();
-            macro_rules! ts {
-                ($t:ty, $per_sec:expr) => {
-                    format_primitive::<$t, TIMESTAMP_SLOT>(array, |slot, x| {
-                        write_timestamp::<$per_sec>(slot, &mut dates, x, zoned)
-                    })
-                };
-            }
             match unit {
-                TimeUnit::Second => ts!(TimestampSecondType, 1),
-                TimeUnit::Millisecond => ts!(TimestampMillisecondType, 1_000),
-                TimeUnit::Microsecond => ts!(TimestampMicrosecondType, 1_000_000),
-                TimeUnit::Nanosecond => ts!(TimestampNanosecondType, 1_000_000_000),
+                TimeUnit::Second => {
+                    format_primitive::<TimestampSecondType, _>(array, Timestamps::<1>::new(zoned))
+                }
+                TimeUnit::Millisecond => format_primitive::<TimestampMillisecondType, _>(
+                    array,
+                    Timestamps::<1_000>::new(zoned),
+                ),
+                TimeUnit::Microsecond => format_primitive::<TimestampMicrosecondType, _>(
+                    array,
+                    Timestamps::<1_000_000>::new(zoned),
+                ),
+                TimeUnit::Nanosecond => format_primitive::<TimestampNanosecondType, _>(
+                    array,
+                    Timestamps::<1_000_000_000>::new(zoned),
+                ),
             }
         }
         DataType::Utf8 => {
@@ -95,45 +86,131 @@ fn one_by_one(array: &dyn Array) -> Result<StringArray> {
     Ok(StringArray::from(out))
 }
 
-/// Formats every valid value of a primitive array with `write`, which gets a slot of `W`
-/// bytes and returns how many it wrote (at most `W`).
-fn format_primitive<T: ArrowPrimitiveType, const W: usize>(
+/// How one kind of value is written: its exact length, and its text into a slot of `W`
+/// bytes (returning the length). Cloned per thread (it may cache, like [`DateCache`]).
+trait Format<N>: Clone + Send {
+    fn len(&mut self, x: N) -> usize;
+    fn write(&mut self, slot: &mut [u8; W_MAX], x: N) -> usize;
+}
+
+/// The widest slot any format needs.
+const W_MAX: usize = TIMESTAMP_SLOT;
+
+/// Arrays shorter than this are formatted on the calling thread.
+const PARALLEL_MIN: usize = 1 << 16;
+
+/// Formats every valid value of a primitive array with `fmt` in two passes: the exact length
+/// of every value (offsets), then the text straight into one buffer of exactly that size.
+/// Both passes split the array across the machine's cores; every thread writes only its own
+/// range of offsets and bytes.
+fn format_primitive<T: ArrowPrimitiveType, F: Format<T::Native>>(
     array: &dyn Array,
-    mut write: impl FnMut(&mut [u8; W], T::Native) -> usize,
-) -> Result<StringArray> {
+    fmt: F,
+) -> Result<StringArray>
+where
+    T::Native: Send + Sync,
+{
     let a = array.as_primitive::<T>();
     let n = a.len();
-    // Value i starts at or before i * W, so n * W bytes hold every slot; offsets then fit
-    // an i32 without checking each one.
-    let capacity = n
-        .checked_mul(W)
-        .filter(|&c| i32::try_from(c).is_ok())
-        .ok_or_else(|| {
-            Error::InvalidArgument(
-                "the text of this array may exceed 2 GiB: convert it in slices".into(),
-            )
-        })?;
-    let mut values: Vec<u8> = crate::mem::zeroed(capacity);
-    let mut offsets: Vec<i32> = crate::mem::zeroed(n + 1);
-    let mut pos = 0usize;
-    let nulls = a.nulls().filter(|n| n.null_count() > 0);
-    for (i, (&x, end)) in a.values().iter().zip(&mut offsets[1..]).enumerate() {
-        if nulls.is_none_or(|m| m.is_valid(i)) {
-            let slot: &mut [u8; W] = (&mut values[pos..pos + W])
-                .try_into()
-                .map_err(|_| Error::Internal("value slot out of range".into()))?;
-            pos += write(slot, x);
-        }
-        *end = pos as i32;
-    }
-    values.truncate(pos);
-    let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
-    // SAFETY: every writer above emits ASCII only (digits, '-', '+', ':', '.', ' ', 'T',
-    // 'Z'), so the values are valid UTF-8 and every offset falls on a character boundary;
-    // offsets are monotonic by construction and end at `values.len()`.
-    let strings = unsafe {
-        StringArray::new_unchecked(offsets, Buffer::from_vec(values), a.nulls().cloned())
+    let nulls = a.nulls().filter(|m| m.null_count() > 0);
+    let valid = |i: usize| nulls.is_none_or(|m| m.is_valid(i));
+    let threads = if n < PARALLEL_MIN {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |t| t.get().min(8))
     };
+    let chunk = n.div_ceil(threads).max(1);
+    let values = a.values();
+    let failed = || Error::Internal("a formatting thread failed".into());
+    // Pass 1: per chunk, the end of every value relative to the chunk's start (saturated: a
+    // total past i32::MAX is refused below).
+    let mut offsets: Vec<i32> = crate::mem::zeroed(n + 1);
+    let totals: Vec<usize> = std::thread::scope(|s| {
+        let handles: Vec<_> = offsets[1..]
+            .chunks_mut(chunk)
+            .enumerate()
+            .map(|(c, ends)| {
+                let mut fmt = fmt.clone();
+                let valid = &valid;
+                s.spawn(move || {
+                    let mut pos = 0usize;
+                    for (k, end) in ends.iter_mut().enumerate() {
+                        let i = c * chunk + k;
+                        if valid(i) {
+                            pos += fmt.len(values[i]);
+                        }
+                        *end = pos.min(i32::MAX as usize) as i32;
+                    }
+                    pos
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| failed()))
+            .collect::<Result<Vec<usize>>>()
+    })?;
+    let mut bases = Vec::with_capacity(totals.len());
+    let mut total = 0usize;
+    for t in &totals {
+        bases.push(total);
+        total = total.saturating_add(*t);
+    }
+    if i32::try_from(total).is_err() {
+        return Err(Error::InvalidArgument(
+            "the text of this array exceeds 2 GiB: convert it in slices".into(),
+        ));
+    }
+    // Pass 2: the text of every value into its chunk's range of one exact buffer; relative
+    // ends become absolute offsets.
+    let mut buf: Vec<u8> = crate::mem::zeroed(total);
+    std::thread::scope(|s| {
+        let mut rest: &mut [u8] = &mut buf;
+        let mut handles = Vec::with_capacity(totals.len());
+        for (c, ends) in offsets[1..].chunks_mut(chunk).enumerate() {
+            let (region, tail) = std::mem::take(&mut rest).split_at_mut(totals[c]);
+            rest = tail;
+            let mut fmt = fmt.clone();
+            let valid = &valid;
+            let base = bases[c];
+            handles.push(s.spawn(move || {
+                let mut slot = [0u8; W_MAX];
+                let mut pos = 0usize;
+                for (k, end) in ends.iter_mut().enumerate() {
+                    let i = c * chunk + k;
+                    let rel = *end as usize;
+                    if valid(i) && rel > pos {
+                        match region.get_mut(pos..pos + W_MAX) {
+                            // Room for a whole slot: write in place (the bytes past this
+                            // value are overwritten by the next ones).
+                            Some(direct) => {
+                                let direct: &mut [u8; W_MAX] =
+                                    direct.try_into().map_err(|_| failed())?;
+                                fmt.write(direct, values[i]);
+                            }
+                            None => {
+                                fmt.write(&mut slot, values[i]);
+                                region[pos..rel].copy_from_slice(&slot[..rel - pos]);
+                            }
+                        }
+                        pos = rel;
+                    }
+                    *end = (base + pos) as i32;
+                }
+                Ok::<(), Error>(())
+            }));
+        }
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().map_err(|_| failed())?)
+    })?;
+    let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+    // SAFETY: every format writes ASCII only (digits, '-', '+', ':', '.', ' ', 'T', 'Z'), so
+    // the values are valid UTF-8 and every offset falls on a character boundary; offsets are
+    // monotonic by construction and end at `buf.len()` (pass 2 writes exactly the lengths
+    // pass 1 measured: `len` and `write` agree, see the tests).
+    let strings =
+        unsafe { StringArray::new_unchecked(offsets, Buffer::from_vec(buf), a.nulls().cloned()) };
     Ok(strings)
 }
 
@@ -151,50 +228,157 @@ fn pair(out: &mut [u8], at: usize, v: u32) {
     out[at + 1] = PAIRS[k + 1];
 }
 
-/// Signed or unsigned integers, widened.
-trait Integer: Copy {
-    /// (negative, magnitude).
+/// Integers of every width: (negative, magnitude).
+trait Integer: Copy + Send + Sync {
     fn split(self) -> (bool, u64);
 }
 
-impl Integer for i64 {
+macro_rules! signed {
+    ($($t:ty),*) => {$(
+        impl Integer for $t {
+            #[inline(always)]
+            fn split(self) -> (bool, u64) {
+                (self < 0, i64::from(self).unsigned_abs())
+            }
+        }
+    )*};
+}
+macro_rules! unsigned {
+    ($($t:ty),*) => {$(
+        impl Integer for $t {
+            #[inline(always)]
+            fn split(self) -> (bool, u64) {
+                (false, u64::from(self))
+            }
+        }
+    )*};
+}
+signed!(i8, i16, i32, i64);
+unsigned!(u8, u16, u32, u64);
+
+/// Decimal integers.
+#[derive(Clone, Copy)]
+struct Ints;
+
+impl<N: Integer> Format<N> for Ints {
     #[inline(always)]
-    fn split(self) -> (bool, u64) {
-        (self < 0, self.unsigned_abs())
+    fn len(&mut self, x: N) -> usize {
+        let (neg, m) = x.split();
+        usize::from(neg) + digits(m)
+    }
+
+    #[inline(always)]
+    fn write(&mut self, slot: &mut [u8; W_MAX], x: N) -> usize {
+        let (neg, m) = x.split();
+        let len = usize::from(neg) + digits(m);
+        slot[0] = b'-';
+        write_digits(&mut slot[..len], m);
+        len
     }
 }
 
-impl Integer for u64 {
-    #[inline(always)]
-    fn split(self) -> (bool, u64) {
-        (false, self)
-    }
-}
-
-/// Decimal text of `x`; returns its length.
 #[inline(always)]
-fn write_int<I: Integer>(slot: &mut [u8; INT_SLOT], x: I) -> usize {
-    let (neg, mut m) = x.split();
-    let sign = usize::from(neg);
-    slot[0] = b'-';
-    let digits = m.checked_ilog10().map_or(1, |l| l as usize + 1);
-    let len = sign + digits;
-    let mut at = len;
+fn digits(m: u64) -> usize {
+    m.checked_ilog10().map_or(1, |l| l as usize + 1)
+}
+
+/// The digits of `m`, right-aligned in `out` (which is at least as long as they are): eight
+/// digits at a time in 32-bit arithmetic, two at a time from a table.
+#[inline(always)]
+fn write_digits(out: &mut [u8], mut m: u64) {
+    let mut end = out.len();
+    while m >= 100_000_000 {
+        let low = (m % 100_000_000) as u32;
+        m /= 100_000_000;
+        end -= 8;
+        eight(&mut out[end..end + 8], low);
+    }
+    let mut m = m as u32;
     while m >= 100 {
-        at -= 2;
-        pair(slot, at, (m % 100) as u32);
+        end -= 2;
+        pair(out, end, m % 100);
         m /= 100;
     }
     if m >= 10 {
-        pair(slot, at - 2, m as u32);
+        pair(out, end - 2, m);
     } else {
-        slot[at - 1] = b'0' + m as u8;
+        out[end - 1] = b'0' + m as u8;
     }
-    len
+}
+
+/// Exactly eight digits of `v` (< 10^8).
+#[inline(always)]
+fn eight(out: &mut [u8], v: u32) {
+    let (hi, lo) = (v / 10_000, v % 10_000);
+    pair(out, 0, hi / 100);
+    pair(out, 2, hi % 100);
+    pair(out, 4, lo / 100);
+    pair(out, 6, lo % 100);
+}
+
+/// Days since the epoch of 0000-01-01 and 9999-12-31: dates between them have 10 characters.
+const FOUR_DIGIT_YEARS: std::ops::RangeInclusive<i64> = -719_528..=2_932_896;
+
+/// The length of a date's text.
+fn date_len(days: i64) -> usize {
+    if FOUR_DIGIT_YEARS.contains(&days) {
+        10
+    } else {
+        date_text(&mut [0u8; DATE_SLOT], days)
+    }
+}
+
+/// Dates (`Date32`).
+#[derive(Clone, Default)]
+struct Dates(DateCache);
+
+impl Format<i32> for Dates {
+    #[inline(always)]
+    fn len(&mut self, d: i32) -> usize {
+        date_len(i64::from(d))
+    }
+
+    #[inline(always)]
+    fn write(&mut self, slot: &mut [u8; W_MAX], d: i32) -> usize {
+        self.0.write(slot, i64::from(d))
+    }
+}
+
+/// Timestamps of `PER_SEC` units per second, with or without a zone.
+#[derive(Clone)]
+struct Timestamps<const PER_SEC: i64> {
+    dates: DateCache,
+    zoned: bool,
+}
+
+impl<const PER_SEC: i64> Timestamps<PER_SEC> {
+    fn new(zoned: bool) -> Self {
+        Self {
+            dates: DateCache::default(),
+            zoned,
+        }
+    }
+}
+
+impl<const PER_SEC: i64> Format<i64> for Timestamps<PER_SEC> {
+    #[inline(always)]
+    fn len(&mut self, x: i64) -> usize {
+        let secs = x.div_euclid(PER_SEC);
+        let nanos = x.rem_euclid(PER_SEC) * (1_000_000_000 / PER_SEC);
+        date_len(secs.div_euclid(86_400))
+            + 16
+            + if nanos % 1_000 != 0 { 3 } else { 0 }
+            + usize::from(self.zoned)
+    }
+
+    #[inline(always)]
+    fn write(&mut self, slot: &mut [u8; W_MAX], x: i64) -> usize {
+        write_timestamp::<PER_SEC>(slot, &mut self.dates, x, self.zoned)
+    }
 }
 
 /// The text of the last day formatted, reused while consecutive values share it.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct DateCache {
     day: Option<i64>,
     text: [u8; DATE_SLOT],
@@ -239,7 +423,7 @@ fn date_text(out: &mut [u8; DATE_SLOT], days: i64) -> usize {
 /// One timestamp of `PER_SEC` units per second, as `to_string` writes it; returns its length.
 #[inline(always)]
 fn write_timestamp<const PER_SEC: i64>(
-    slot: &mut [u8; TIMESTAMP_SLOT],
+    slot: &mut [u8; W_MAX],
     dates: &mut DateCache,
     x: i64,
     zoned: bool,
@@ -274,4 +458,95 @@ fn write_timestamp<const PER_SEC: i64>(
     // A date is at most DATE_SLOT bytes: the 20 bytes after it are inside the slot.
     slot[at..at + 20].copy_from_slice(&t);
     at + n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arrow::array::{
+        ArrayRef, Date32Array, Int64Array, Int8Array, TimestampMicrosecondArray,
+        TimestampNanosecondArray, UInt64Array,
+    };
+    use std::sync::Arc;
+
+    /// `to_strings` agrees with `to_string` value by value (NULL included).
+    fn agrees(array: ArrayRef) {
+        let texts = to_strings(array.as_ref()).expect("to_strings");
+        assert_eq!(texts.len(), array.len());
+        for i in 0..array.len() {
+            let v = ScalarValue::try_from_array(array.as_ref(), i).expect("scalar");
+            let want = to_string(&v).expect("to_string");
+            let got = texts.is_valid(i).then(|| texts.value(i).to_string());
+            assert_eq!(got, want, "value {i} of {}", array.data_type());
+        }
+    }
+
+    fn edges() -> Vec<i64> {
+        let mut v = vec![i64::MIN, i64::MAX, 0, -1, 1, 9, 10, 99, 100, -100];
+        for p in [8u32, 9, 15, 16, 17, 18] {
+            let x = 10i64.pow(p);
+            v.extend([x - 1, x, x + 1, -x, -(x - 1)]);
+        }
+        v
+    }
+
+    #[test]
+    fn integers() {
+        agrees(Arc::new(Int64Array::from(edges())));
+        agrees(Arc::new(UInt64Array::from(vec![
+            u64::MAX,
+            0,
+            10u64.pow(19),
+            10u64.pow(19) - 1,
+        ])));
+        agrees(Arc::new(Int8Array::from(vec![
+            Some(i8::MIN),
+            None,
+            Some(i8::MAX),
+        ])));
+    }
+
+    #[test]
+    fn dates_and_timestamps_in_every_range() {
+        agrees(Arc::new(Date32Array::from(vec![
+            Some(i32::MIN),
+            Some(i32::MAX),
+            Some(-719_529),
+            Some(-719_528),
+            Some(2_932_896),
+            Some(2_932_897),
+            None,
+            Some(0),
+        ])));
+        let micros: Vec<Option<i64>> = edges().into_iter().map(Some).chain([None]).collect();
+        agrees(Arc::new(TimestampMicrosecondArray::from(micros.clone())));
+        agrees(Arc::new(
+            TimestampMicrosecondArray::from(micros).with_timezone("UTC"),
+        ));
+        agrees(Arc::new(TimestampNanosecondArray::from(vec![
+            1,
+            999,
+            1_000,
+            -1,
+            i64::MIN,
+            i64::MAX,
+        ])));
+    }
+
+    #[test]
+    fn long_arrays_split_across_threads() {
+        // Past PARALLEL_MIN, with NULLs and values of every length, so chunk ends fall on
+        // values of every width (the in-place and the copied path).
+        let n = PARALLEL_MIN * 3 + 17;
+        let values: Vec<Option<i64>> = (0..n)
+            .map(|i| {
+                let x = (i as i64).wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as i64);
+                (i % 7 != 3).then_some(x >> (i % 64))
+            })
+            .collect();
+        agrees(Arc::new(Int64Array::from(values.clone())));
+        agrees(Arc::new(
+            TimestampNanosecondArray::from(values).with_timezone("+00:00"),
+        ));
+    }
 }
