@@ -159,10 +159,18 @@ mod tests {
             "country IS NULL",
             "n = 1 AND upper(country) = 'US'",
             "country = ''",
-            "n NOT BETWEEN 1 AND 2",
         ] {
             assert!(cond(sql).is_none(), "{sql}");
         }
+    }
+
+    #[test]
+    fn simplified_forms_map_too() {
+        // DataFusion simplifies NOT BETWEEN into two comparisons, which map exactly.
+        let c = cond("n NOT BETWEEN 1 AND 2").expect("condition");
+        assert_eq!(c["operator"], "OR");
+        assert_eq!(c["left"]["comparison"], "LESS_THAN");
+        assert_eq!(c["right"]["comparison"], "GREATER_THAN");
     }
 
     #[test]
