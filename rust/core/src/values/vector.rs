@@ -14,7 +14,7 @@ use crate::arrow::datatypes::{
 };
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
-use crate::values::civil::civil_from_days;
+use crate::values::civil::civil_from_days_fast;
 use crate::values::text::to_string;
 
 /// The widest date text: `+5881580-07-11` (Date32's range).
@@ -400,7 +400,7 @@ impl DateCache {
 
 /// `YYYY-MM-DD` (years outside 0..=9999 with a sign and at least 4 digits).
 fn date_text(out: &mut [u8; DATE_SLOT], days: i64) -> usize {
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = civil_from_days_fast(days);
     let mut at = if (0..=9999).contains(&y) {
         let y = y as u32;
         pair(out, 0, y / 100);
