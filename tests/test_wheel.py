@@ -33,6 +33,8 @@ SMOKE = textwrap.dedent(
         pass
     else:
         raise AssertionError("expected NamespaceNotFoundError")
+    # Package data: the lineage facet's JSON schema ships in the wheel.
+    assert lp.lineage.partitions_schema()["$defs"]["PartitionDatasetFacet"]
     print("smoke ok", lp.__version__)
     """
 )

@@ -6,7 +6,7 @@ partitions are in :mod:`lance_partitioned.kernels`; errors are in
 :mod:`lance_partitioned.exceptions`.
 """
 
-from lance_partitioned import exceptions, kernels, namespace, options, spec
+from lance_partitioned import exceptions, hive, kernels, lineage, namespace, options, spec, values
 from lance_partitioned._native import __version__
 from lance_partitioned.distributed import DistributedWrite
 from lance_partitioned.exceptions import (
@@ -29,6 +29,7 @@ from lance_partitioned.exceptions import (
 from lance_partitioned.namespace import (
     CleanupResult,
     DeleteResult,
+    ExportResult,
     PartitionedNamespace,
     Snapshot,
     WriteResult,
@@ -57,6 +58,7 @@ __all__ = [
     "Day",
     "DeleteResult",
     "DistributedWrite",
+    "ExportResult",
     "ExpressionError",
     "Hour",
     "Identity",
@@ -84,8 +86,11 @@ __all__ = [
     "__version__",
     "assign_field_ids",
     "exceptions",
+    "hive",
     "kernels",
+    "lineage",
     "namespace",
     "options",
     "spec",
+    "values",
 ]
