@@ -36,7 +36,11 @@ pub(crate) fn civil_from_days_fast(days: i64) -> (i64, u32, u32) {
     let day = (n3 & 0xFFFF) / 2_141 + 1;
     let january_or_february = ny >= 306;
     let y = i64::from(year) - 400 * i64::from(FAST_ERAS) + i64::from(january_or_february);
-    let m = if january_or_february { month - 12 } else { month };
+    let m = if january_or_february {
+        month - 12
+    } else {
+        month
+    };
     (y, m, day)
 }
 
@@ -190,7 +194,12 @@ mod fast_tests {
         for edge in [FAST_DAYS.start, FAST_DAYS.end] {
             days.extend(edge - 3..edge + 3);
         }
-        days.extend([i64::from(i32::MIN), i64::from(i32::MAX), -719_528, 2_932_896]);
+        days.extend([
+            i64::from(i32::MIN),
+            i64::from(i32::MAX),
+            -719_528,
+            2_932_896,
+        ]);
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         for _ in 0..1_000_000 {
             x ^= x << 13;

@@ -99,10 +99,10 @@ const W_MAX: usize = TIMESTAMP_SLOT;
 /// Arrays shorter than this are formatted on the calling thread.
 const PARALLEL_MIN: usize = 1 << 16;
 
-/// Formats every valid value of a primitive array with `fmt` in two passes: the exact length
-/// of every value (offsets), then the text straight into one buffer of exactly that size.
-/// Both passes split the array across the machine's cores; every thread writes only its own
-/// range of offsets and bytes.
+/// Formats every valid value of a primitive array with `fmt` in two passes: the bytes each
+/// chunk of the array needs (a sum of exact lengths), then the text and the offsets straight
+/// into one buffer of exactly that size. Both passes split the array across the machine's
+/// cores; every thread writes only its own range of offsets and bytes.
 fn format_primitive<T: ArrowPrimitiveType, F: Format<T::Native>>(
     array: &dyn Array,
     fmt: F,
@@ -122,26 +122,21 @@ where
     let chunk = n.div_ceil(threads).max(1);
     let values = a.values();
     let failed = || Error::Internal("a formatting thread failed".into());
-    // Pass 1: per chunk, the end of every value relative to the chunk's start (saturated: a
-    // total past i32::MAX is refused below).
-    let mut offsets: Vec<i32> = crate::mem::zeroed(n + 1);
+    // Pass 1: the bytes of every chunk (a sum of lengths: no writes).
+    let chunks = n.div_ceil(chunk);
     let totals: Vec<usize> = std::thread::scope(|s| {
-        let handles: Vec<_> = offsets[1..]
-            .chunks_mut(chunk)
-            .enumerate()
-            .map(|(c, ends)| {
+        let handles: Vec<_> = (0..chunks)
+            .map(|c| {
                 let mut fmt = fmt.clone();
                 let valid = &valid;
                 s.spawn(move || {
-                    let mut pos = 0usize;
-                    for (k, end) in ends.iter_mut().enumerate() {
-                        let i = c * chunk + k;
+                    let mut bytes = 0usize;
+                    for i in c * chunk..((c + 1) * chunk).min(n) {
                         if valid(i) {
-                            pos += fmt.len(values[i]);
+                            bytes += fmt.len(values[i]);
                         }
-                        *end = pos.min(i32::MAX as usize) as i32;
                     }
-                    pos
+                    bytes
                 })
             })
             .collect();
@@ -161,9 +156,10 @@ where
             "the text of this array exceeds 2 GiB: convert it in slices".into(),
         ));
     }
-    // Pass 2: the text of every value into its chunk's range of one exact buffer; relative
-    // ends become absolute offsets.
+    // Pass 2: the text of every value into its chunk's range of one exact buffer, and the
+    // offsets.
     let mut buf: Vec<u8> = crate::mem::zeroed(total);
+    let mut offsets: Vec<i32> = crate::mem::zeroed(n + 1);
     std::thread::scope(|s| {
         let mut rest: &mut [u8] = &mut buf;
         let mut handles = Vec::with_capacity(totals.len());
@@ -178,26 +174,31 @@ where
                 let mut pos = 0usize;
                 for (k, end) in ends.iter_mut().enumerate() {
                     let i = c * chunk + k;
-                    let rel = *end as usize;
-                    if valid(i) && rel > pos {
-                        match region.get_mut(pos..pos + W_MAX) {
+                    if valid(i) {
+                        pos += match region.get_mut(pos..pos + W_MAX) {
                             // Room for a whole slot: write in place (the bytes past this
                             // value are overwritten by the next ones).
                             Some(direct) => {
-                                let direct: &mut [u8; W_MAX] =
-                                    direct.try_into().map_err(|_| failed())?;
-                                fmt.write(direct, values[i]);
+                                fmt.write(direct.try_into().map_err(|_| failed())?, values[i])
                             }
                             None => {
-                                fmt.write(&mut slot, values[i]);
-                                region[pos..rel].copy_from_slice(&slot[..rel - pos]);
+                                let len = fmt.write(&mut slot, values[i]);
+                                region
+                                    .get_mut(pos..pos + len)
+                                    .ok_or_else(failed)?
+                                    .copy_from_slice(&slot[..len]);
+                                len
                             }
-                        }
-                        pos = rel;
+                        };
                     }
                     *end = (base + pos) as i32;
                 }
-                Ok::<(), Error>(())
+                // `len` and `write` agree (tested), so every chunk fills its range exactly.
+                if pos == region.len() {
+                    Ok(())
+                } else {
+                    Err(failed())
+                }
             }));
         }
         handles
@@ -207,8 +208,8 @@ where
     let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
     // SAFETY: every format writes ASCII only (digits, '-', '+', ':', '.', ' ', 'T', 'Z'), so
     // the values are valid UTF-8 and every offset falls on a character boundary; offsets are
-    // monotonic by construction and end at `buf.len()` (pass 2 writes exactly the lengths
-    // pass 1 measured: `len` and `write` agree, see the tests).
+    // monotonic by construction and end at `buf.len()` (every chunk filled its range exactly,
+    // checked above).
     let strings =
         unsafe { StringArray::new_unchecked(offsets, Buffer::from_vec(buf), a.nulls().cloned()) };
     Ok(strings)
