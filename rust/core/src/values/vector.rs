@@ -91,6 +91,22 @@ fn one_by_one(array: &dyn Array) -> Result<StringArray> {
 trait Format<N>: Clone + Send {
     fn len(&mut self, x: N) -> usize;
     fn write(&mut self, slot: &mut [u8; W_MAX], x: N) -> usize;
+    /// The one length every value in `values` has, when one scan for their range tells
+    /// (then the first pass only counts valid values). NULL slots count too, which only
+    /// makes this answer `None` more often.
+    fn uniform_len(&self, _values: &[N]) -> Option<usize> {
+        None
+    }
+}
+
+/// The smallest and largest of `values` (None when empty).
+fn range<N: Copy + Ord>(values: &[N]) -> Option<(N, N)> {
+    let first = *values.first()?;
+    Some(
+        values
+            .iter()
+            .fold((first, first), |(lo, hi), &x| (lo.min(x), hi.max(x))),
+    )
 }
 
 /// The widest slot any format needs.
@@ -122,29 +138,41 @@ where
     let chunk = n.div_ceil(threads).max(1);
     let values = a.values();
     let failed = || Error::Internal("a formatting thread failed".into());
-    // Pass 1: the bytes of every chunk (a sum of lengths: no writes).
+    // Pass 1: the bytes of every chunk (a sum of lengths: no writes), or valid values times
+    // the length they all have.
     let chunks = n.div_ceil(chunk);
-    let totals: Vec<usize> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..chunks)
+    let bounds = |c: usize| (c * chunk, ((c + 1) * chunk).min(n));
+    let totals: Vec<usize> = if let Some(len) = fmt.uniform_len(values) {
+        (0..chunks)
             .map(|c| {
-                let mut fmt = fmt.clone();
-                let valid = &valid;
-                s.spawn(move || {
-                    let mut bytes = 0usize;
-                    for i in c * chunk..((c + 1) * chunk).min(n) {
-                        if valid(i) {
-                            bytes += fmt.len(values[i]);
-                        }
-                    }
-                    bytes
-                })
+                let (lo, hi) = bounds(c);
+                len * nulls.map_or(hi - lo, |m| m.inner().slice(lo, hi - lo).count_set_bits())
             })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().map_err(|_| failed()))
-            .collect::<Result<Vec<usize>>>()
-    })?;
+            .collect()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..chunks)
+                .map(|c| {
+                    let mut fmt = fmt.clone();
+                    let valid = &valid;
+                    s.spawn(move || {
+                        let (lo, hi) = bounds(c);
+                        let mut bytes = 0usize;
+                        for i in lo..hi {
+                            if valid(i) {
+                                bytes += fmt.len(values[i]);
+                            }
+                        }
+                        bytes
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().map_err(|_| failed()))
+                .collect::<Result<Vec<usize>>>()
+        })?
+    };
     let mut bases = Vec::with_capacity(totals.len());
     let mut total = 0usize;
     for t in &totals {
@@ -339,6 +367,12 @@ impl Format<i32> for Dates {
         date_len(i64::from(d))
     }
 
+    fn uniform_len(&self, values: &[i32]) -> Option<usize> {
+        let (lo, hi) = range(values)?;
+        let four = |d: i32| FOUR_DIGIT_YEARS.contains(&i64::from(d));
+        (four(lo) && four(hi)).then_some(10)
+    }
+
     #[inline(always)]
     fn write(&mut self, slot: &mut [u8; W_MAX], d: i32) -> usize {
         self.0.write(slot, i64::from(d))
@@ -375,6 +409,17 @@ impl<const PER_SEC: i64> Format<i64> for Timestamps<PER_SEC> {
     #[inline(always)]
     fn write(&mut self, slot: &mut [u8; W_MAX], x: i64) -> usize {
         write_timestamp::<PER_SEC>(slot, &mut self.dates, x, self.zoned)
+    }
+
+    /// Seconds, milliseconds and microseconds never have digits past the sixth: with every
+    /// day between years 0 and 9999, every text has the same length.
+    fn uniform_len(&self, values: &[i64]) -> Option<usize> {
+        if PER_SEC > 1_000_000 {
+            return None;
+        }
+        let (lo, hi) = range(values)?;
+        let four = |x: i64| FOUR_DIGIT_YEARS.contains(&x.div_euclid(PER_SEC).div_euclid(86_400));
+        (four(lo) && four(hi)).then_some(10 + 16 + usize::from(self.zoned))
     }
 }
 
@@ -548,6 +593,37 @@ mod tests {
         agrees(Arc::new(Int64Array::from(values.clone())));
         agrees(Arc::new(
             TimestampNanosecondArray::from(values).with_timezone("+00:00"),
+        ));
+    }
+
+    #[test]
+    fn values_of_one_length_skip_the_first_pass() {
+        // Years 1 to 9999 in milliseconds and days, with NULLs: every text has one length.
+        let n = PARALLEL_MIN * 2 + 5;
+        let span = 2_932_896i64 + 719_000;
+        let days: Vec<Option<i32>> = (0..n as i64)
+            .map(|i| (i % 5 != 1).then_some(((i * 7_919) % span - 719_000) as i32))
+            .collect();
+        let millis: Vec<Option<i64>> = days
+            .iter()
+            .enumerate()
+            .map(|(i, d)| d.map(|d| i64::from(d) * 86_400_000 + (i as i64 * 1_237) % 86_400_000))
+            .collect();
+        assert_eq!(
+            Dates::default().uniform_len(&[-719_000, 2_932_896]),
+            Some(10)
+        );
+        assert_eq!(
+            Timestamps::<1_000>::new(true).uniform_len(&[0, 1]),
+            Some(27)
+        );
+        assert_eq!(
+            Timestamps::<1_000_000_000>::new(false).uniform_len(&[0]),
+            None
+        );
+        agrees(Arc::new(Date32Array::from(days)));
+        agrees(Arc::new(
+            crate::arrow::array::TimestampMillisecondArray::from(millis).with_timezone("UTC"),
         ));
     }
 }
