@@ -11,6 +11,8 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import lance_partitioned as lp
 
@@ -265,3 +267,46 @@ def test_import_of_a_spark_partitionby_tree(spark: Any, tmp_path: Path) -> None:
     assert [(r["n"], r["country"], r["day"]) for r in got] == [
         (i, c or None, day) for i, c in enumerate(HARD)
     ]
+
+
+def _key(row: tuple[str | None, int]) -> tuple[bool, str, int]:
+    return (row[0] is not None, row[0] or "", row[1])
+
+
+_TEXT = st.text(
+    alphabet=st.characters(
+        blacklist_categories=("Cs",), blacklist_characters="\x00", min_codepoint=1
+    ),
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    values=st.lists(st.one_of(st.none(), _TEXT), min_size=1, max_size=8),
+    numbers=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=8, max_size=8),
+)
+def test_any_strings_round_trip_through_a_hive_tree(
+    tmp_path_factory: pytest.TempPathFactory, values: list[str | None], numbers: list[int]
+) -> None:
+    """Against a simple model: whatever the strings (any characters but NUL), pyarrow reads
+    the export back as the same value (empty as NULL) and the import restores them."""
+    tmp = tmp_path_factory.mktemp("hive")
+    schema = pa.schema([("s", pa.string()), ("k", pa.int64())])
+    spec = lp.PartitionSpec([lp.PartitionField("s", "s", lp.Identity())])
+    ns = lp.PartitionedNamespace.create(str(tmp / "ns"), schema, spec)
+    rows = list(zip(values, numbers, strict=False))
+    ns.write(pa.table({"s": [v for v, _ in rows], "k": [k for _, k in rows]}, schema=schema))
+    model = sorted((((v or None), k) for v, k in rows), key=_key)  # '' reads back as NULL
+    ns.export_hive(str(tmp / "tree"))
+    hive = pads.partitioning(pa.schema([("s", pa.string())]), flavor="hive")
+    read = pads.dataset(str(tmp / "tree"), format="parquet", partitioning=hive).to_table()
+    got = sorted(zip(read["s"].to_pylist(), read["k"].to_pylist(), strict=True), key=_key)
+    assert got == model
+    back = lp.PartitionedNamespace.import_hive(
+        str(tmp / "tree"), str(tmp / "back"), partition_types={"s": pa.string()}
+    )
+    t = back.to_table()
+    assert sorted(zip(t["s"].to_pylist(), t["k"].to_pylist(), strict=True), key=_key) == model
