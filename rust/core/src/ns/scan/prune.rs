@@ -81,6 +81,34 @@ fn flip(op: Operator) -> Option<Operator> {
     })
 }
 
+/// The representable value next to `v` (`step` = -1: the one before, +1: the one after) for
+/// integer, date and timestamp literals; `None` for other types or at the type's limits.
+fn neighbor(v: &ScalarValue, step: i64) -> Option<ScalarValue> {
+    use ScalarValue as S;
+    let i32_step = |x: i32| x.checked_add(i32::try_from(step).ok()?);
+    Some(match v {
+        S::Int8(Some(x)) => S::Int8(Some(x.checked_add(i8::try_from(step).ok()?)?)),
+        S::Int16(Some(x)) => S::Int16(Some(x.checked_add(i16::try_from(step).ok()?)?)),
+        S::Int32(Some(x)) => S::Int32(Some(i32_step(*x)?)),
+        S::Int64(Some(x)) => S::Int64(Some(x.checked_add(step)?)),
+        S::Date32(Some(x)) => S::Date32(Some(i32_step(*x)?)),
+        S::Date64(Some(x)) => S::Date64(Some(x.checked_add(step)?)),
+        S::TimestampSecond(Some(x), tz) => {
+            S::TimestampSecond(Some(x.checked_add(step)?), tz.clone())
+        }
+        S::TimestampMillisecond(Some(x), tz) => {
+            S::TimestampMillisecond(Some(x.checked_add(step)?), tz.clone())
+        }
+        S::TimestampMicrosecond(Some(x), tz) => {
+            S::TimestampMicrosecond(Some(x.checked_add(step)?), tz.clone())
+        }
+        S::TimestampNanosecond(Some(x), tz) => {
+            S::TimestampNanosecond(Some(x.checked_add(step)?), tz.clone())
+        }
+        _ => return None,
+    })
+}
+
 /// Casts a literal to `dt` only when the cast is exact (round-trips), so comparisons keep
 /// their meaning.
 fn exact_cast(v: &ScalarValue, dt: &DataType) -> Option<ScalarValue> {
@@ -136,6 +164,10 @@ impl Deriver<'_> {
 
     fn derive(&self, e: &Expr) -> Option<Expr> {
         match e {
+            // A filter that is never TRUE (`FALSE`, `x = NULL` simplified) keeps nothing.
+            Expr::Literal(ScalarValue::Boolean(None | Some(false)) | ScalarValue::Null, _) => {
+                Some(lit(ScalarValue::Boolean(Some(false))))
+            }
             Expr::BinaryExpr(b) if b.op == Operator::And => {
                 let mut conj = Vec::new();
                 flatten_and(e, &mut conj);
@@ -282,7 +314,9 @@ impl Deriver<'_> {
                     Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq,
                 ) => {
                     if let Some(x) = self.value(k, v) {
-                        let op2 = if matches!(op, Operator::Lt | Operator::LtEq) {
+                        let op2 = if self.bound_is_exclusive(op, v, &[(k, x.clone())]) {
+                            op
+                        } else if matches!(op, Operator::Lt | Operator::LtEq) {
                             Operator::LtEq
                         } else {
                             Operator::GtEq
@@ -318,20 +352,25 @@ impl Deriver<'_> {
             }
         }
         let mut cols = Vec::new();
+        let mut values = Vec::new();
         for &f in &chain {
             let (pc, _) = self.pcol(f)?;
             let x = self.value(f, v)?;
             if x.is_null() {
                 return None;
             }
+            values.push((f, x.clone()));
             cols.push((pc, x));
         }
         let upper = matches!(op, Operator::Lt | Operator::LtEq);
-        let (strict, last) = if upper {
+        let (strict, mut last) = if upper {
             (Operator::Lt, Operator::LtEq)
         } else {
             (Operator::Gt, Operator::GtEq)
         };
+        if self.bound_is_exclusive(op, v, &values) {
+            last = strict;
+        }
         // T op t  ==  OR_i (T_0 = t_0 AND ... AND T_{i-1} = t_{i-1} AND T_i strict t_i), last
         // one non-strict.
         let mut disj: Option<Expr> = None;
@@ -350,6 +389,41 @@ impl Deriver<'_> {
             });
         }
         disj
+    }
+}
+
+impl Deriver<'_> {
+    /// Whether a strict bound `T < t` (`T > t`) excludes the whole period of `t`: when `t` is
+    /// the first (last) value of its period, that is, when the value just before (after) it
+    /// falls in another period of the fields `values` (field index, value of `t`). Then the
+    /// manifest comparison on the last field is strict too, so `ts < '2021-01-01'` keeps
+    /// year 2020 and not 2021.
+    fn bound_is_exclusive(
+        &self,
+        op: Operator,
+        v: &ScalarValue,
+        values: &[(usize, ScalarValue)],
+    ) -> bool {
+        let step = match op {
+            Operator::Lt => -1,
+            Operator::Gt => 1,
+            _ => return false,
+        };
+        let Some(next) = neighbor(v, step) else {
+            // No neighbour (strings): `s < t` excludes the truncate partition of `t` when
+            // `t` is its own truncation (every value in it starts with `t`, so is >= `t`).
+            return op == Operator::Lt
+                && values.len() == 1
+                && exact_cast(v, &values[0].1.data_type()).as_ref() == Some(&values[0].1);
+        };
+        for (f, x) in values {
+            match self.value(*f, &next) {
+                Some(y) if &y != x => return true,
+                Some(_) => {}
+                None => return false,
+            }
+        }
+        false
     }
 }
 

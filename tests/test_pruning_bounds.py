@@ -1,0 +1,166 @@
+"""Pruning is exact at period boundaries: a strict bound that falls on the first (last) value
+of a year/month/day/hour or truncate period excludes that period, and filters that are never
+TRUE keep no partition. Each partition holds the first and the last value of its period, so the
+partitions with a matching row are exactly those whose period meets the filter: the kept set
+must equal them (never fewer, which would lose rows; never more)."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import lance_partitioned as lp
+
+UTC = datetime.timezone.utc
+US = datetime.timedelta(microseconds=1)
+
+
+def _kept_vs_matching(ns: lp.PartitionedNamespace, sql: str, field: str) -> tuple[set, set]:
+    kept = set(ns.partitions(sql, with_rows=False)[field].to_pylist())
+    table = ns.to_table()
+    matching = ns.to_table(sql)
+    parts = lp.kernels.partition_values(matching, ns.specs[max(ns.specs)], ns.schema)
+    del table
+    return kept, set(parts[field].to_pylist())
+
+
+@pytest.fixture(scope="module")
+def years(tmp_path_factory: pytest.TempPathFactory) -> lp.PartitionedNamespace:
+    schema = pa.schema([("ts", pa.timestamp("us", tz="UTC"))])
+    spec = lp.PartitionSpec([lp.PartitionField("y", "ts", lp.Year())])
+    ns = lp.PartitionedNamespace.create(str(tmp_path_factory.mktemp("y") / "ns"), schema, spec)
+    rows = []
+    for y in range(2018, 2023):
+        start = datetime.datetime(y, 1, 1, tzinfo=UTC)
+        rows += [start, datetime.datetime(y + 1, 1, 1, tzinfo=UTC) - US]
+    ns.write(pa.table({"ts": rows}, schema=schema))
+    return ns
+
+
+def _ts(t: datetime.datetime) -> str:
+    return f"TIMESTAMP '{t.strftime('%Y-%m-%dT%H:%M:%S.%f')}Z'"
+
+
+_POINTS = [
+    datetime.datetime(y, 1, 1, tzinfo=UTC) + d
+    for y in range(2017, 2024)
+    for d in (-US, datetime.timedelta(0), US, datetime.timedelta(days=100))
+]
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(t=st.sampled_from(_POINTS), op=st.sampled_from(["<", "<=", ">", ">="]))
+def test_year_bounds_are_exact(
+    years: lp.PartitionedNamespace, t: datetime.datetime, op: str
+) -> None:
+    kept, matching = _kept_vs_matching(years, f"ts {op} {_ts(t)}", "y")
+    assert kept == matching
+
+
+def test_the_common_time_range_reads_one_year(years: lp.PartitionedNamespace) -> None:
+    sql = f"ts >= {_ts(datetime.datetime(2020, 1, 1, tzinfo=UTC))} AND ts < " + _ts(
+        datetime.datetime(2021, 1, 1, tzinfo=UTC)
+    )
+    assert years.partitions(sql, with_rows=False)["y"].to_pylist() == [2020]
+    assert "partition_field_y < 2021" in years.explain(sql)
+
+
+@pytest.fixture(scope="module")
+def days(tmp_path_factory: pytest.TempPathFactory) -> lp.PartitionedNamespace:
+    """Dates (including before 1970 and a leap day) by year/month/day."""
+    schema = pa.schema([("d", pa.date32())])
+    spec = lp.PartitionSpec(
+        [
+            lp.PartitionField("y", "d", lp.Year()),
+            lp.PartitionField("m", "d", lp.Month()),
+            lp.PartitionField("dd", "d", lp.Day()),
+        ]
+    )
+    ns = lp.PartitionedNamespace.create(str(tmp_path_factory.mktemp("d") / "ns"), schema, spec)
+    start = datetime.date(1969, 12, 25)
+    dates = [start + datetime.timedelta(days=i) for i in range(12)]
+    dates += [datetime.date(2024, 2, 28), datetime.date(2024, 2, 29), datetime.date(2024, 3, 1)]
+    ns.write(pa.table({"d": dates}, schema=schema))
+    return ns
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    d=st.sampled_from(
+        [
+            datetime.date(1969, 12, 31),
+            datetime.date(1970, 1, 1),
+            datetime.date(2024, 2, 29),
+            datetime.date(2024, 3, 1),
+            datetime.date(1969, 12, 26),
+        ]
+    ),
+    op=st.sampled_from(["<", "<=", ">", ">="]),
+)
+def test_day_bounds_are_exact(days: lp.PartitionedNamespace, d: datetime.date, op: str) -> None:
+    sql = f"d {op} DATE '{d.isoformat()}'"
+    kept = {
+        tuple(r.values())
+        for r in days.partitions(sql, with_rows=False).select(["y", "m", "dd"]).to_pylist()
+    }
+    rows = days.to_table(sql)["d"].to_pylist()
+    assert kept == {(x.year, x.month, x.day) for x in rows}
+
+
+def test_truncate_bounds_are_exact(tmp_path: Path) -> None:
+    schema = pa.schema([("x", pa.int64()), ("s", pa.string())])
+    spec = lp.PartitionSpec(
+        [
+            lp.PartitionField("xt", "x", lp.Truncate(10)),
+            lp.PartitionField("st", "s", lp.Truncate(2)),
+        ]
+    )
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema, spec)
+    ns.write(
+        pa.table(
+            {
+                # Both ends of every bucket: truncation goes toward zero (`x - x % W`, the
+                # spec's definition), so bucket 0 holds -9..9.
+                "x": [-29, -20, -19, -10, -9, 9, 10, 19, 20, 29],
+                "s": ["a", "ab", "abz", "b", "ba", "c", "", "zz", "zz", "zz"],
+            },
+            schema=schema,
+        )
+    )
+    for bound in (-30, -29, -20, -19, -11, -10, -9, -1, 0, 1, 9, 10, 11, 19, 20, 29, 30):
+        for op in ("<", "<=", ">", ">="):
+            kept, matching = _kept_vs_matching(ns, f"x {op} {bound}", "xt")
+            assert kept == matching, (op, bound)
+    # Strings: `s < 'ab'` excludes the partition 'ab' (all of its values start with 'ab').
+    kept = set(ns.partitions("s < 'ab'", with_rows=False)["st"].to_pylist())
+    assert "ab" not in kept
+    assert {"a", ""} <= kept
+
+
+@pytest.mark.parametrize(
+    "sql",
+    ["FALSE", "NOT TRUE", "x = NULL", "CAST(NULL AS BOOLEAN)", "x > 1 AND FALSE"],
+)
+def test_never_true_filters_keep_nothing(tmp_path: Path, sql: str) -> None:
+    schema = pa.schema([("x", pa.int64())])
+    ns = lp.PartitionedNamespace.create(
+        str(tmp_path / "ns"), schema, lp.PartitionSpec([lp.PartitionField("x", "x", lp.Identity())])
+    )
+    ns.write(pa.table({"x": [1, 2, 3]}, schema=schema))
+    assert ns.partitions(sql, with_rows=False).num_rows == 0
+    assert "kept 0 of 3" in ns.explain(sql)
+    assert "FALSE" in ns.explain(sql)
+    assert ns.to_table(sql).num_rows == 0
+    # and the opposite still keeps everything
+    assert ns.partitions(f"NOT ({sql})" if "NULL" not in sql else "TRUE").num_rows == 3
+    assert pc.sum(ns.to_table()["x"]).as_py() == 6
