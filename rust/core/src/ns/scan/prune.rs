@@ -3,7 +3,9 @@
 //! fields; equality and `IN` on any field by evaluating its transform (or expression) on the
 //! literal; ranges on truncate and on year/month/day/hour. With `date_part` semantics
 //! month/day/hour are not monotone on their own, so a range prunes on the longest chain
-//! year[, month[, day[, hour]]] of fields over the same source, compared as a tuple.
+//! year[, month[, day[, hour]]] of fields over the same source, compared as a tuple. A strict
+//! bound on the first (last) value of a period excludes that period (`ts < '2021-01-01'` keeps
+//! 2020, not 2021); a filter that is never TRUE keeps nothing.
 
 use std::collections::HashMap;
 
