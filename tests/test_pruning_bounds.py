@@ -164,3 +164,24 @@ def test_never_true_filters_keep_nothing(tmp_path: Path, sql: str) -> None:
     # and the opposite still keeps everything
     assert ns.partitions(f"NOT ({sql})" if "NULL" not in sql else "TRUE").num_rows == 3
     assert pc.sum(ns.to_table()["x"]).as_py() == 6
+
+
+def test_date_part_prunes_on_the_field_it_equals(tmp_path: Path) -> None:
+    schema = pa.schema([("ts", pa.timestamp("us", tz="UTC"))])
+    spec = lp.PartitionSpec(
+        [lp.PartitionField("y", "ts", lp.Year()), lp.PartitionField("m", "ts", lp.Month())]
+    )
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema, spec)
+    stamps = [datetime.datetime(y, m, 1, tzinfo=UTC) for y in (2019, 2020, 2021) for m in (1, 6)]
+    ns.write(pa.table({"ts": stamps}, schema=schema))
+
+    def kept(sql: str) -> set[tuple[int, int]]:
+        t = ns.partitions(sql, with_rows=False)
+        return set(zip(t["y"].to_pylist(), t["m"].to_pylist(), strict=True))
+
+    assert kept("date_part('year', ts) = 2020") == {(2020, 1), (2020, 6)}
+    assert kept("extract(year from ts) >= 2021") == {(2021, 1), (2021, 6)}
+    assert kept("date_part('month', ts) < 3") == {(2019, 1), (2020, 1), (2021, 1)}
+    assert kept("date_part('YEAR', ts) = 2020 AND date_part('month', ts) = 6") == {(2020, 6)}
+    for sql in ("date_part('month', ts) < 3", "date_part('year', ts) = 2020"):
+        assert ns.to_table(sql).num_rows == len(kept(sql))

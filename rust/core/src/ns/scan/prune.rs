@@ -63,6 +63,30 @@ fn as_literal(e: &Expr) -> Option<ScalarValue> {
     }
 }
 
+/// `date_part('year' | 'month' | 'day' | 'hour', column)` (also `extract(...)`, which parses
+/// to it): (unit, column).
+fn date_part(e: &Expr) -> Option<(&'static str, &str)> {
+    let Expr::ScalarFunction(f) = e else {
+        return None;
+    };
+    if f.func.name() != "date_part" {
+        return None;
+    }
+    let [unit, column] = f.args.as_slice() else {
+        return None;
+    };
+    let unit = match as_literal(unit)? {
+        ScalarValue::Utf8(Some(u))
+        | ScalarValue::LargeUtf8(Some(u))
+        | ScalarValue::Utf8View(Some(u)) => u.to_ascii_lowercase(),
+        _ => return None,
+    };
+    let unit = ["year", "month", "day", "hour"]
+        .into_iter()
+        .find(|k| *k == unit)?;
+    Some((unit, as_column(column)?))
+}
+
 fn as_column(e: &Expr) -> Option<&str> {
     match e {
         Expr::Column(c) => Some(c.name.as_str()),
@@ -132,6 +156,8 @@ struct Deriver<'a> {
     compiled: &'a CompiledSpec,
     /// namespace column name -> field id
     ids: HashMap<String, i32>,
+    /// The namespace schema.
+    schema: &'a Schema,
     /// manifest columns present
     present: &'a Schema,
 }
@@ -181,6 +207,18 @@ impl Deriver<'_> {
                 let l = self.derive(&b.left)?;
                 let r = self.derive(&b.right)?;
                 Some(l.or(r))
+            }
+            Expr::BinaryExpr(b)
+                if date_part(&b.left).is_some() || date_part(&b.right).is_some() =>
+            {
+                let (part, op, v) = match (date_part(&b.left), as_literal(&b.right)) {
+                    (Some(p), Some(v)) => (p, b.op, v),
+                    _ => match (as_literal(&b.left), date_part(&b.right)) {
+                        (Some(v), Some(p)) => (p, flip(b.op)?, v),
+                        _ => return None,
+                    },
+                };
+                self.compare_date_part(part, op, &v)
             }
             Expr::BinaryExpr(b) => {
                 let (c, op, v) = match (as_column(&b.left), as_literal(&b.right)) {
@@ -337,6 +375,50 @@ impl Deriver<'_> {
         parts.into_iter().reduce(|a, b| a.and(b))
     }
 
+    /// `date_part('<unit>', column) op v` where a year/month/day/hour field computes exactly
+    /// that part of `column`: the same comparison on the field (the field's value is the part,
+    /// so every comparison maps, not only equality). Only for dates, timestamps without a zone
+    /// and UTC timestamps, where the field and `date_part` read the same calendar.
+    fn compare_date_part(
+        &self,
+        (unit, column): (&str, &str),
+        op: Operator,
+        v: &ScalarValue,
+    ) -> Option<Expr> {
+        if v.is_null()
+            || !matches!(
+                op,
+                Operator::Eq | Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq
+            )
+        {
+            return None;
+        }
+        let source = self
+            .schema
+            .field_with_name(column)
+            .ok()?
+            .data_type()
+            .clone();
+        let utc = match &source {
+            DataType::Date32 | DataType::Date64 | DataType::Timestamp(_, None) => true,
+            DataType::Timestamp(_, Some(tz)) => matches!(tz.as_ref(), "UTC" | "+00:00" | "Z"),
+            _ => false,
+        };
+        if !utc {
+            return None;
+        }
+        let parts: Vec<Expr> = self
+            .single_source_fields(column)
+            .into_iter()
+            .filter(|&k| self.kind(k) == Some(unit))
+            .filter_map(|k| {
+                let (pc, dt) = self.pcol(k)?;
+                Some(binary(ident(&pc), op, lit(exact_cast(v, &dt)?)))
+            })
+            .collect();
+        parts.into_iter().reduce(|a, b| a.and(b))
+    }
+
     /// Lexicographic comparison over the chain year[, month[, day[, hour]]] starting at the
     /// year field `k`.
     fn temporal_range(
@@ -465,6 +547,7 @@ pub fn prune(snap: &Snapshot, filter: Option<&Filter>) -> Result<Pruned> {
                     spec,
                     compiled: &compiled,
                     ids: ids.clone(),
+                    schema: &schema,
                     present: mschema.as_ref(),
                 };
                 d.derive(&f.expr)
