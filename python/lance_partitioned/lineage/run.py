@@ -137,26 +137,16 @@ def _client_event(event: dict[str, Any]) -> Any:
         RunState,
     )
 
-    def inputs() -> list[Any]:
+    def datasets(cls: Any, role: str) -> list[Any]:
+        key = f"{role}Facets"
         return [
-            InputDataset(
+            cls(
                 namespace=d["namespace"],
                 name=d["name"],
                 facets=d.get("facets", {}),
-                inputFacets=d.get("inputFacets", {}),
+                **{key: d.get(key, {})},
             )
-            for d in event["inputs"]
-        ]
-
-    def outputs() -> list[Any]:
-        return [
-            OutputDataset(
-                namespace=d["namespace"],
-                name=d["name"],
-                facets=d.get("facets", {}),
-                outputFacets=d.get("outputFacets", {}),
-            )
-            for d in event["outputs"]
+            for d in event[f"{role}s"]
         ]
 
     return RunEvent(
@@ -168,8 +158,8 @@ def _client_event(event: dict[str, Any]) -> Any:
             name=event["job"]["name"],
             facets=event["job"]["facets"],
         ),
-        inputs=inputs(),
-        outputs=outputs(),
+        inputs=datasets(InputDataset, "input"),
+        outputs=datasets(OutputDataset, "output"),
         producer=event["producer"],
     )
 
