@@ -24,55 +24,34 @@ pub const HIVE_DEFAULT_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
-fn hive_escapes(b: u8) -> bool {
-    matches!(
-        b,
-        0x00..=0x1F
-            | b'"'
-            | b'#'
-            | b'%'
-            | b'\''
-            | b'*'
-            | b'/'
-            | b':'
-            | b'='
-            | b'?'
-            | b'\\'
-            | 0x7F
-            | b'{'
-            | b'['
-            | b']'
-            | b'^'
-    )
+/// The ASCII bytes an encoding writes as `%XX`: every control byte up to `controls_to`
+/// (inclusive), DEL, and `others`.
+const fn escaped(controls_to: u8, others: &[u8]) -> [bool; 128] {
+    let mut table = [false; 128];
+    let mut b = 0;
+    while b <= controls_to as usize {
+        table[b] = true;
+        b += 1;
+    }
+    table[0x7F] = true;
+    let mut i = 0;
+    while i < others.len() {
+        table[others[i] as usize] = true;
+        i += 1;
+    }
+    table
 }
 
-fn uri_escapes(b: u8) -> bool {
-    matches!(
-        b,
-        0x00..=0x20
-            | b'"'
-            | b'#'
-            | b'%'
-            | b'<'
-            | b'>'
-            | b'?'
-            | b'['
-            | b'\\'
-            | b']'
-            | b'^'
-            | b'`'
-            | b'{'
-            | b'|'
-            | b'}'
-            | 0x7F
-    )
-}
+/// Directory names (step 3): controls, `"#%'*/:=?\{[]^` and DEL.
+const HIVE_ESCAPED: [bool; 128] = escaped(0x1F, b"\"#%'*/:=?\\{[]^");
+/// URI paths (step 4): controls and space, `"#%<>?[\]^`{|}` and DEL.
+const URI_ESCAPED: [bool; 128] = escaped(0x20, b"\"#%<>?[\\]^`{|}");
 
-fn escape_with(text: &str, escapes: fn(u8) -> bool) -> String {
+fn escape_with(text: &str, escaped: &[bool; 128]) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match u8::try_from(c) {
-            Ok(b) if b.is_ascii() && escapes(b) => {
+            Ok(b) if b.is_ascii() && escaped[usize::from(b)] => {
                 out.push('%');
                 out.push(char::from(HEX[usize::from(b >> 4)]));
                 out.push(char::from(HEX[usize::from(b & 0xF)]));
@@ -85,12 +64,12 @@ fn escape_with(text: &str, escapes: fn(u8) -> bool) -> String {
 
 /// Step 3: the directory-name encoding of a string form.
 pub fn hive_escape(text: &str) -> String {
-    escape_with(text, hive_escapes)
+    escape_with(text, &HIVE_ESCAPED)
 }
 
 /// Step 4: the URI encoding of a relative path (segments kept apart by `/`).
 pub fn uri_escape(path: &str) -> String {
-    escape_with(path, uri_escapes)
+    escape_with(path, &URI_ESCAPED)
 }
 
 /// The inverse of [`hive_escape`] (and of any `%XX` encoding): every `%` followed by two hex
