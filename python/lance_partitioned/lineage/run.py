@@ -104,11 +104,7 @@ class LineageRun:
         outputs: Datasets | Callable[[], Datasets] = (),
     ) -> None:
         """Emits COMPLETE (once); callables are built here, failures logged."""
-        if not self._done:
-            self._done = True
-            ins = _safe(inputs) if callable(inputs) else inputs
-            outs = _safe(outputs) if callable(outputs) else outputs
-            self.emit(self.event("COMPLETE", ins, outs))
+        self._end("COMPLETE", inputs, outputs, None)
 
     def fail(
         self,
@@ -117,12 +113,22 @@ class LineageRun:
         outputs: Datasets | Callable[[], Datasets] = (),
     ) -> None:
         """Emits FAIL (once) with an ``errorMessage`` facet."""
-        if not self._done:
-            self._done = True
-            ins = _safe(inputs) if callable(inputs) else inputs
-            outs = _safe(outputs) if callable(outputs) else outputs
-            facet = {"errorMessage": facets.error_facet(error)}
-            self.emit(self.event("FAIL", ins, outs, facet))
+        self._end("FAIL", inputs, outputs, {"errorMessage": facets.error_facet(error)})
+
+    def _end(
+        self,
+        kind: str,
+        inputs: Datasets | Callable[[], Datasets],
+        outputs: Datasets | Callable[[], Datasets],
+        run_facets: dict[str, Any] | None,
+    ) -> None:
+        """The run's one end event (later calls do nothing)."""
+        if self._done:
+            return
+        self._done = True
+        ins = _safe(inputs) if callable(inputs) else inputs
+        outs = _safe(outputs) if callable(outputs) else outputs
+        self.emit(self.event(kind, ins, outs, run_facets))
 
 
 def _client_event(event: dict[str, Any]) -> Any:
