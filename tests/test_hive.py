@@ -154,6 +154,14 @@ def test_types_are_inferred_like_spark(tmp_path: Path) -> None:
     assert ns2.schema.field("i").type == pa.int64()
 
 
+def _tree(root: Path, n: int) -> Path:
+    """A Hive tree `a=0/ .. a=<n-1>/`, one Parquet file of one row each."""
+    for k in range(n):
+        (root / f"a={k}").mkdir(parents=True)
+        pq.write_table(pa.table({"v": [k]}), root / f"a={k}" / "part-0.parquet")
+    return root
+
+
 def test_refusals_leave_nothing_behind(tmp_path: Path) -> None:
     src = tmp_path / "tree"
     (src / "a=1").mkdir(parents=True)
@@ -165,20 +173,14 @@ def test_refusals_leave_nothing_behind(tmp_path: Path) -> None:
     assert not (tmp_path / "ns").exists()
 
     # A file that is not Parquet fails the import after the namespace was created: removed.
-    bad = tmp_path / "bad"
-    for k in range(3):
-        (bad / f"a={k}").mkdir(parents=True)
-        pq.write_table(pa.table({"v": [k]}), bad / f"a={k}" / "part-0.parquet")
+    bad = _tree(tmp_path / "bad", 3)
     (bad / "a=2" / "part-0.parquet").write_bytes(b"not parquet at all")
     with pytest.raises(lp.LancePartitionedError, match="a=2"):
         lp.PartitionedNamespace.import_hive(str(bad), str(tmp_path / "ns"))
     assert not (tmp_path / "ns").exists()
 
     # A value that does not parse as the type given.
-    good = tmp_path / "good"
-    for k in range(2):
-        (good / f"a={k}").mkdir(parents=True)
-        pq.write_table(pa.table({"v": [k]}), good / f"a={k}" / "part-0.parquet")
+    good = _tree(tmp_path / "good", 2)
     with pytest.raises(lp.InvalidArgumentError, match="a=0"):
         lp.PartitionedNamespace.import_hive(
             str(good), str(tmp_path / "ns"), partition_types={"a": pa.date32()}
