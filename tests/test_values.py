@@ -420,3 +420,22 @@ def test_to_strings_of_timestamps_against_the_scalar_form(xs: list[int | None]) 
             else pa.array([None if x is None else x // 1000 for x in xs], t)
         )
         assert lv.to_strings(arr).to_pylist() == [lv.to_string(arr[i]) for i in range(len(arr))]
+
+
+def test_large_outputs_stay_intact_while_held_and_reused_buffers_are_rewritten() -> None:
+    # Outputs of >= 1 MiB come from recycled memory: one still held must never be reused,
+    # and one given back must be rewritten completely by the next conversion (which may be
+    # shorter, with other lengths and nulls).
+    n = 200_000
+    first = pa.array(range(-(10**15), -(10**15) + n), pa.int64())
+    second = pa.array([None if i % 7 == 0 else i for i in range(n)], pa.int64())
+    held = lv.to_strings(first)
+    expected = [str(v) for v in range(-(10**15), -(10**15) + n)]
+    for _ in range(3):
+        out = lv.to_strings(second)
+        assert out.to_pylist() == [None if i % 7 == 0 else str(i) for i in range(n)]
+        del out  # given back: the next round may reuse it
+        assert held.to_pylist() == expected
+    del held
+    again = lv.to_strings(first[: n // 2])
+    assert again.to_pylist() == expected[: n // 2]

@@ -32,3 +32,182 @@ fn advise_huge(start: usize, len: usize) {
 
 #[cfg(not(target_os = "linux"))]
 fn advise_huge(_start: usize, _len: usize) {}
+
+/// Large output buffers that come back when their last reader drops them, for the next kernel
+/// call to reuse.
+///
+/// A fresh buffer of hundreds of megabytes costs a page fault and the kernel's clearing of
+/// every page it touches (a third of `values.to_strings`'s time on int64); the allocators
+/// pyarrow uses keep freed memory for a while for the same reason. Outputs of at least
+/// [`RECYCLE_MIN`] bytes go back here when the Arrow buffer wrapping them is dropped (in Rust
+/// or, through the C data interface, by pyarrow), at most [`KEEP_BYTES`] in all; a buffer
+/// nobody took for [`KEEP_FOR`] is freed by a reaper thread, so an idle process holds nothing.
+pub(crate) mod recycled {
+    use std::sync::{Arc, Mutex, OnceLock};
+    use std::time::{Duration, Instant};
+
+    use crate::arrow::buffer::{Buffer, MutableBuffer};
+
+    /// Smaller outputs use the allocator directly.
+    pub(crate) const RECYCLE_MIN: usize = 1 << 20;
+    /// The most memory kept for reuse.
+    pub(crate) const KEEP_BYTES: usize = 1 << 30;
+    /// How long a returned buffer waits for a taker before it is freed (jemalloc's default decay
+    /// time for freed memory).
+    pub(crate) const KEEP_FOR: Duration = Duration::from_secs(10);
+
+    struct Kept {
+        since: Instant,
+        buf: MutableBuffer,
+    }
+
+    fn kept() -> &'static Mutex<Vec<Kept>> {
+        static KEPT: OnceLock<Mutex<Vec<Kept>>> = OnceLock::new();
+        KEPT.get_or_init(|| Mutex::new(Vec::new()))
+    }
+
+    /// A buffer of `len` bytes for a kernel that writes every one of them: a kept buffer of
+    /// enough capacity (its old bytes still there), else fresh zeroed memory.
+    pub(crate) fn take(len: usize) -> MutableBuffer {
+        if len >= RECYCLE_MIN {
+            let mut kept = kept().lock().unwrap_or_else(|p| p.into_inner());
+            // The smallest that fits, so a small request does not take a huge buffer.
+            let best = (0..kept.len())
+                .filter(|&i| kept[i].buf.capacity() >= len)
+                .min_by_key(|&i| kept[i].buf.capacity());
+            if let Some(i) = best {
+                let mut buf = kept.swap_remove(i).buf;
+                drop(kept);
+                buf.resize(len, 0);
+                return buf;
+            }
+        }
+        let buf = MutableBuffer::from_len_zeroed(len);
+        super::advise_huge(buf.as_ptr() as usize, len);
+        buf
+    }
+
+    /// The immutable Arrow buffer of `buf`; large ones come back for reuse when dropped.
+    pub(crate) fn share(mut buf: MutableBuffer) -> Buffer {
+        if buf.capacity() < RECYCLE_MIN {
+            return buf.into();
+        }
+        let len = buf.len();
+        let Some(ptr) = std::ptr::NonNull::new(buf.as_mut_ptr()) else {
+            return buf.into();
+        };
+        // SAFETY: `ptr` points at `len` initialised bytes of the heap allocation `buf` owns;
+        // moving `buf` into the owner does not move that allocation, and the owner keeps it
+        // alive (unchanged: nobody else can reach it) until the last clone of the returned
+        // buffer is dropped.
+        unsafe {
+            Buffer::from_custom_allocation(ptr, len, Arc::new(Returns(Mutex::new(Some(buf)))))
+        }
+    }
+
+    /// Owns a shared buffer's memory and gives it back when Arrow drops the last reference.
+    struct Returns(Mutex<Option<MutableBuffer>>);
+
+    impl Drop for Returns {
+        fn drop(&mut self) {
+            let buf = self.0.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(buf) = buf {
+                give_back(buf);
+            }
+        }
+    }
+
+    fn give_back(buf: MutableBuffer) {
+        let mut kept = kept().lock().unwrap_or_else(|p| p.into_inner());
+        let held: usize = kept.iter().map(|k| k.buf.capacity()).sum();
+        if held + buf.capacity() > KEEP_BYTES {
+            return; // dropped here: freed
+        }
+        // Without a reaper nothing would free it later: free it now.
+        let Some(reaper) = reaper() else { return };
+        kept.push(Kept {
+            since: Instant::now(),
+            buf,
+        });
+        drop(kept);
+        reaper.unpark();
+    }
+
+    /// The thread that frees buffers kept longer than [`KEEP_FOR`]; it sleeps while nothing
+    /// is kept.
+    fn reaper() -> Option<&'static std::thread::Thread> {
+        static REAPER: OnceLock<Option<std::thread::Thread>> = OnceLock::new();
+        REAPER
+            .get_or_init(|| {
+                let spawned = std::thread::Builder::new()
+                    .name("lance-partitioned-buffers".into())
+                    .spawn(|| loop {
+                        let empty = reap(Instant::now());
+                        if empty {
+                            std::thread::park();
+                        } else {
+                            std::thread::park_timeout(KEEP_FOR / 4);
+                        }
+                    });
+                spawned.ok().map(|handle| handle.thread().clone())
+            })
+            .as_ref()
+    }
+
+    /// Frees the buffers kept for [`KEEP_FOR`] or longer at `now`; whether none is left.
+    fn reap(now: Instant) -> bool {
+        let (stale, empty) = {
+            let mut kept = kept().lock().unwrap_or_else(|p| p.into_inner());
+            let (stale, fresh): (Vec<Kept>, Vec<Kept>) = kept
+                .drain(..)
+                .partition(|k| now.saturating_duration_since(k.since) >= KEEP_FOR);
+            *kept = fresh;
+            (stale, kept.is_empty())
+        };
+        drop(stale); // freed outside the lock
+        empty
+    }
+
+    /// Bytes kept for reuse now (for tests).
+    #[cfg(test)]
+    pub(crate) fn held() -> usize {
+        kept()
+            .lock()
+            .map(|k| k.iter().map(|k| k.buf.capacity()).sum())
+            .unwrap_or(0)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn a_dropped_large_buffer_is_reused_then_freed_when_idle() {
+            let mut buf = take(4 << 20);
+            buf.as_slice_mut().fill(7);
+            let ptr = buf.as_ptr();
+            let shared = share(buf);
+            let clone = shared.clone();
+            drop(shared);
+            drop(clone);
+            // Kept: the next large request of at most that size gets the same memory back.
+            let again = take(3 << 20);
+            assert_eq!(again.as_ptr(), ptr);
+            assert_eq!(again.len(), 3 << 20);
+            drop(share(again));
+            assert!(held() >= 3 << 20);
+            // Still kept just before its time, freed at it.
+            reap(Instant::now() + KEEP_FOR / 2);
+            assert!(held() >= 3 << 20);
+            reap(Instant::now() + KEEP_FOR);
+            assert_eq!(held(), 0, "idle buffers must be freed");
+        }
+
+        #[test]
+        fn small_buffers_are_not_kept() {
+            let before = held();
+            drop(share(take(1024)));
+            assert!(held() <= before);
+        }
+    }
+}

@@ -6,7 +6,7 @@
 //! through [`to_string`].
 
 use crate::arrow::array::{Array, AsArray, StringArray};
-use crate::arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use crate::arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use crate::arrow::datatypes::{
     ArrowPrimitiveType, DataType, Date32Type, Int16Type, Int32Type, Int64Type, Int8Type, TimeUnit,
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
@@ -186,12 +186,15 @@ where
     }
     // Pass 2: the text of every value into its chunk's range of one exact buffer, and the
     // offsets.
-    let mut buf: Vec<u8> = crate::mem::zeroed(total);
-    let mut offsets: Vec<i32> = crate::mem::zeroed(n + 1);
+    // Both from the recycled buffers: every byte of them is written below.
+    let mut buf = crate::mem::recycled::take(total);
+    let mut offsets = crate::mem::recycled::take((n + 1) * std::mem::size_of::<i32>());
+    let offsets_mut = offsets.typed_data_mut::<i32>();
+    offsets_mut[0] = 0;
     std::thread::scope(|s| {
-        let mut rest: &mut [u8] = &mut buf;
+        let mut rest: &mut [u8] = buf.as_slice_mut();
         let mut handles = Vec::with_capacity(totals.len());
-        for (c, ends) in offsets[1..].chunks_mut(chunk).enumerate() {
+        for (c, ends) in offsets_mut[1..].chunks_mut(chunk).enumerate() {
             let (region, tail) = std::mem::take(&mut rest).split_at_mut(totals[c]);
             rest = tail;
             let mut fmt = fmt.clone();
@@ -233,13 +236,21 @@ where
             .into_iter()
             .try_for_each(|h| h.join().map_err(|_| failed())?)
     })?;
-    let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+    let offsets = ScalarBuffer::new(crate::mem::recycled::share(offsets), 0, n + 1);
+    // SAFETY: offsets[0] = 0 and every later one is its chunk's base plus a running position
+    // that only grows, chunk bases being running sums: monotonic, ending at `buf.len()`.
+    let offsets = unsafe { OffsetBuffer::new_unchecked(offsets) };
     // SAFETY: every format writes ASCII only (digits, '-', '+', ':', '.', ' ', 'T', 'Z'), so
     // the values are valid UTF-8 and every offset falls on a character boundary; offsets are
     // monotonic by construction and end at `buf.len()` (every chunk filled its range exactly,
     // checked above).
-    let strings =
-        unsafe { StringArray::new_unchecked(offsets, Buffer::from_vec(buf), a.nulls().cloned()) };
+    let strings = unsafe {
+        StringArray::new_unchecked(
+            offsets,
+            crate::mem::recycled::share(buf),
+            a.nulls().cloned(),
+        )
+    };
     Ok(strings)
 }
 
@@ -335,14 +346,18 @@ fn write_digits(out: &mut [u8], mut m: u64) {
     }
 }
 
-/// Exactly eight digits of `v` (< 10^8).
+/// Exactly eight digits of `v` (< 10^8), computed in all lanes of one word at once: two
+/// 4-digit halves in 32-bit lanes, split into 2-digit values in 16-bit lanes, then one digit
+/// per byte (the divisions by 100 and 10 are multiplications by 10486 / 2^20 and 103 / 2^10,
+/// exact in these ranges).
 #[inline(always)]
 fn eight(out: &mut [u8], v: u32) {
-    let (hi, lo) = (v / 10_000, v % 10_000);
-    pair(out, 0, hi / 100);
-    pair(out, 2, hi % 100);
-    pair(out, 4, lo / 100);
-    pair(out, 6, lo % 100);
+    let merged = u64::from(v / 10_000) | (u64::from(v % 10_000) << 32);
+    let top = ((merged * 10_486) >> 20) & 0x0000_007F_0000_007F;
+    let hundreds = top | ((merged - top * 100) << 16);
+    let tens = ((hundreds * 103) >> 10) & 0x000F_000F_000F_000F;
+    let digits = tens | ((hundreds - tens * 10) << 8);
+    out[..8].copy_from_slice(&(digits | 0x3030_3030_3030_3030).to_le_bytes());
 }
 
 /// Days since the epoch of 0000-01-01 and 9999-12-31: dates between them have 10 characters.
