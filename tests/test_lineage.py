@@ -5,6 +5,7 @@ checked for what they say (which partitions, which condition)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -299,6 +300,14 @@ def test_distributed_write_emits_once_with_the_union_of_the_parts(
     written = _partitions(evs[1]["outputs"][0], "outputFacets")
     assert {p["identifier"] for p in written} == {t.object_id for t in result.touched}
     assert len(written) == result.partitions
+    # A commit in another process (as Spark's Data Source commits) continues the planning
+    # run: one START, one COMPLETE, one run id.
+    dw2 = ns.distributed_write(lineage_job="spark_ingest_2")
+    elsewhere = pickle.loads(pickle.dumps(dw2))
+    elsewhere.commit([elsewhere.stage(t)])
+    evs = [e for e in events() if e["job"]["name"] == "spark_ingest_2"]
+    assert [e["eventType"] for e in evs] == ["START", "COMPLETE"]
+    assert len({e["run"]["runId"] for e in evs}) == 1
 
 
 def test_job_settings_and_configure(events: Any, tmp_path: Path) -> None:
@@ -343,3 +352,36 @@ def test_spark_write_and_read_emit_from_the_driver(spark: Any, tmp_path: Path, e
     assert {p["dimensions"]["country"] for p in read} == {"US"}
     version = evs[1]["inputs"][0]["facets"]["version"]["datasetVersion"]
     assert version == str(lp.PartitionedNamespace.open(uri).version)
+
+
+@pytest.mark.spark
+def test_data_source_write_emits_one_run_from_the_driver_host(tmp_path: Path) -> None:
+    # The Data Source plans and commits in Python processes the driver's JVM starts: lineage
+    # configured in the environment that JVM starts with reaches them. One run (START at
+    # planning, COMPLETE at commit, one run id), named by the `lineage_job` option.
+    log = tmp_path / "events.jsonl"
+    uri = str(tmp_path / "ns")
+    env = {
+        **os.environ,
+        "OPENLINEAGE__TRANSPORT__TYPE": "file",
+        "OPENLINEAGE__TRANSPORT__LOG_FILE_PATH": str(log),
+        "OPENLINEAGE__TRANSPORT__APPEND": "true",
+        "OPENLINEAGE_NAMESPACE": "tests",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+    job = Path(__file__).parent / "lineage_ds_job.py"
+    out = subprocess.run(
+        [sys.executable, str(job), uri], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    evs = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    for e in evs:
+        validate(e)
+    ours = [e for e in evs if e["job"]["name"] == "ds_ingest"]
+    assert [e["eventType"] for e in ours] == ["START", "COMPLETE"]
+    assert len({e["run"]["runId"] for e in ours}) == 1
+    written = _partitions(ours[1]["outputs"][0], "outputFacets")
+    assert sorted(p["dimensions"]["country"] for p in written) == ["DE", "US"]
+    assert lp.PartitionedNamespace.open(uri).to_table().num_rows == 3

@@ -372,7 +372,13 @@ class LancePartitionedDataSource(DataSource):
         ensure_namespace(
             root, schema, json.loads(spec_json) if spec_json else None, storage_options=opts
         )
-        dw = DistributedWrite(root, mode, transaction_mode=tm, storage_options=opts)  # type: ignore[arg-type]
+        dw = DistributedWrite(
+            root,
+            mode,
+            transaction_mode=tm,  # type: ignore[arg-type]
+            storage_options=opts,
+            lineage_job=self.options.get("lineage_job"),
+        )
         return LancePartitionedWriter(dw, limits)
 
     def _int_option(self, name: str, default: int) -> int:

@@ -12,7 +12,7 @@ import pyarrow as pa
 from lance_partitioned import _native
 from lance_partitioned._input import arrow_stream, peek
 from lance_partitioned.exceptions import InvalidArgumentError
-from lance_partitioned.lineage.run import Job, LineageRun, begin
+from lance_partitioned.lineage.run import Job, LineageRun, begin, resume
 from lance_partitioned.options import (
     DEFAULT_MAX_NEW_PARTITIONS,
     MAX_ROWS_PER_FILE,
@@ -47,7 +47,8 @@ class DistributedWrite:
 
     With lineage on, the write is one run emitted from where it is planned and committed:
     START here, COMPLETE (or FAIL) from :meth:`commit` with the union of the parts'
-    partitions (a commit in another process than the planning starts its own run).
+    partitions (a commit in another process continues the same run: its id travels with the
+    pickled object).
     """
 
     def __init__(
@@ -70,7 +71,11 @@ class DistributedWrite:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_lineage"] = None  # the run stays where it was started
+        # The run's events are emitted where it was begun and where it is committed: a commit
+        # in another process continues it by its id.
+        run = state.pop("_lineage", None)
+        state["_lineage"] = None
+        state["_lineage_run_id"] = run.run_id if run is not None else None
         return state
 
     def _snapshot(self) -> Any:
@@ -154,8 +159,12 @@ class DistributedWrite:
         before anything is committed."""
         check_sizes(concurrency=concurrency)
         msgs = _messages(messages)
-        run = self._lineage or begin(
-            "write", self.__dict__.get("_lineage_job"), outputs=self._lineage_outputs
+        job = self.__dict__.get("_lineage_job")
+        run_id = self.__dict__.get("_lineage_run_id")
+        run = self._lineage or (
+            resume("write", job, run_id)
+            if run_id
+            else begin("write", job, outputs=self._lineage_outputs)
         )
         try:
             result = self._commit(msgs, concurrency)

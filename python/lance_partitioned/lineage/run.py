@@ -44,12 +44,12 @@ def _job_id(operation: str, job: Job, settings: config.Settings) -> tuple[str, s
 class LineageRun:
     """The run of one operation; see the module docs."""
 
-    def __init__(self, client: Any, operation: str, job: Job) -> None:
+    def __init__(self, client: Any, operation: str, job: Job, run_id: str | None = None) -> None:
         self._client = client
         self.settings = config.settings()
         self.job_namespace, self.job_name = _job_id(operation, job, self.settings)
         self.operation = operation
-        self.run_id = _uuid7()
+        self.run_id = run_id or _uuid7()
         self.events: list[dict[str, Any]] = []
         self._done = False
 
@@ -206,6 +206,15 @@ def begin(
     run = LineageRun(client, name, job)
     run.start(_safe(inputs), _safe(outputs))
     return run
+
+
+def resume(name: str, job: Job, run_id: str) -> LineageRun | None:
+    """The run ``run_id`` begun (START emitted) in another process, to be completed or failed
+    here; None when lineage is off here."""
+    client = config.client()
+    if client is None:
+        return None
+    return LineageRun(client, name, job, run_id)
 
 
 @contextmanager
