@@ -223,7 +223,17 @@ def _run_lineage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, A
     return scope
 
 
+def _run_join(tmp_path: Path) -> dict[str, Any]:
+    scope = _run(BLOCKS["Storage-partitioned joins"], tmp_path, {})
+    plan = scope["plan"]
+    assert plan.compatible
+    assert len(plan.groups) == 8
+    assert all(len(g.left) == 2 and len(g.right) == 1 for g in plan.groups)
+    return scope
+
+
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "Storage-partitioned joins": _run_join,
     "Hive layouts": _run_hive,
     "OpenLineage": _run_lineage,
     "Partition specs": _run_spec,
@@ -236,7 +246,14 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
 
 
 @pytest.mark.parametrize(
-    "section", ["Partition specs", "Kernels", "Partition values as text", "Partitioned namespaces"]
+    "section",
+    [
+        "Partition specs",
+        "Kernels",
+        "Partition values as text",
+        "Partitioned namespaces",
+        "Storage-partitioned joins",
+    ],
 )
 def test_readme_block_runs(section: str, tmp_path: Path) -> None:
     RUNNERS[section](tmp_path)

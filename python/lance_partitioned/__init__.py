@@ -6,7 +6,17 @@ partitions are in :mod:`lance_partitioned.kernels`; errors are in
 :mod:`lance_partitioned.exceptions`.
 """
 
-from lance_partitioned import exceptions, hive, kernels, lineage, namespace, options, spec, values
+from lance_partitioned import (
+    exceptions,
+    hive,
+    join,
+    kernels,
+    lineage,
+    namespace,
+    options,
+    spec,
+    values,
+)
 from lance_partitioned._native import __version__
 from lance_partitioned.distributed import DistributedWrite
 from lance_partitioned.exceptions import (
@@ -26,6 +36,7 @@ from lance_partitioned.exceptions import (
     StorageError,
     UnsupportedTypeError,
 )
+from lance_partitioned.join import JoinGroup, JoinPlan, join_plan
 from lance_partitioned.namespace import (
     CleanupResult,
     DeleteResult,
@@ -64,6 +75,8 @@ __all__ = [
     "Identity",
     "InternalError",
     "InvalidArgumentError",
+    "JoinGroup",
+    "JoinPlan",
     "LanceError",
     "LancePartitionedError",
     "Month",
@@ -87,6 +100,8 @@ __all__ = [
     "assign_field_ids",
     "exceptions",
     "hive",
+    "join",
+    "join_plan",
     "kernels",
     "lineage",
     "namespace",

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 mod args;
 mod errors;
 mod ffi;
+mod join;
 mod kernels;
 mod lineage;
 mod namespace;
@@ -47,6 +48,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::schema_to_json, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::schema_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::simd_level, m)?)?;
+    m.add_function(wrap_pyfunction!(join::join_plan, m)?)?;
     m.add_function(wrap_pyfunction!(values::value_to_string, m)?)?;
     m.add_function(wrap_pyfunction!(values::value_from_string, m)?)?;
     m.add_function(wrap_pyfunction!(values::values_to_strings, m)?)?;

@@ -23,7 +23,7 @@ pub struct ManifestSnapshot {
 
 impl ManifestSnapshot {
     /// This snapshot with its property columns (reloaded at the same version when light).
-    fn full(&self, py: Python<'_>) -> PyResult<Arc<Snapshot>> {
+    pub(crate) fn full(&self, py: Python<'_>) -> PyResult<Arc<Snapshot>> {
         if !self.snap.light {
             return Ok(Arc::clone(&self.snap));
         }

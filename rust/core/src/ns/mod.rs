@@ -41,6 +41,7 @@ pub(crate) mod cleanup_marks;
 pub mod delete;
 pub mod filter;
 pub mod ids;
+pub mod join;
 pub mod manifest;
 pub mod namespace;
 pub mod naming;
