@@ -51,6 +51,33 @@ fn i32s(v: &[Option<i32>]) -> Vec<ScalarValue> {
     v.iter().map(|x| ScalarValue::Int32(*x)).collect()
 }
 
+/// Leaves of spec v1 with one partition value each, named `<prefix><value>`.
+fn leaves(
+    prefix: &str,
+    values: impl IntoIterator<Item = ScalarValue>,
+) -> Vec<(String, i32, Vec<ScalarValue>)> {
+    values
+        .into_iter()
+        .map(|v| (format!("{prefix}{v}"), 1, vec![v]))
+        .collect()
+}
+
+fn int32s(range: std::ops::Range<i32>) -> impl Iterator<Item = ScalarValue> {
+    range.map(|b| ScalarValue::Int32(Some(b)))
+}
+
+fn int64s(xs: &[i64]) -> impl Iterator<Item = ScalarValue> + '_ {
+    xs.iter().map(|x| ScalarValue::Int64(Some(*x)))
+}
+
+/// (left ids, right ids) of every group.
+fn sides(plan: &super::JoinPlan) -> Vec<(Vec<String>, Vec<String>)> {
+    plan.groups
+        .iter()
+        .map(|g| (g.left.clone(), g.right.clone()))
+        .collect()
+}
+
 fn ids(xs: &[&str]) -> Vec<String> {
     xs.iter().map(|s| s.to_string()).collect()
 }
@@ -69,16 +96,12 @@ fn appendix_f_orders_by_customers() {
     let orders = JoinSide {
         schema: &orders_schema,
         specs: &orders_specs,
-        leaves: (0..16)
-            .map(|b| (format!("o{b}"), 1, i32s(&[Some(b)])))
-            .collect(),
+        leaves: leaves("o", int32s(0..16)),
     };
     let customers = JoinSide {
         schema: &customers_schema,
         specs: &customers_specs,
-        leaves: (0..8)
-            .map(|b| (format!("c{b}"), 1, i32s(&[Some(b)])))
-            .collect(),
+        leaves: leaves("c", int32s(0..8)),
     };
     let plan = plan_join(&orders, &customers, &[("customer_id".into(), "id".into())]).unwrap();
     assert!(plan.compatible, "{:?}", plan.reason);
@@ -152,11 +175,7 @@ fn time_hierarchy_groups_days_into_months_and_null_keys_stand_alone() {
     };
     let plan = plan_join(&left, &right, &[("ts".into(), "ts".into())]).unwrap();
     assert!(plan.compatible);
-    let got: Vec<(Vec<String>, Vec<String>)> = plan
-        .groups
-        .iter()
-        .map(|g| (g.left.clone(), g.right.clone()))
-        .collect();
+    let got = sides(&plan);
     assert_eq!(
         got,
         vec![
@@ -232,17 +251,12 @@ fn identity_meets_a_transform_by_applying_it() {
     let left = JoinSide {
         schema: &s,
         specs: &ident,
-        leaves: values
-            .iter()
-            .map(|v| (format!("k{v}"), 1, vec![ScalarValue::Int64(Some(*v))]))
-            .collect(),
+        leaves: leaves("k", int64s(&values)),
     };
     let right = JoinSide {
         schema: &s,
         specs: &bucketed,
-        leaves: (0..4)
-            .map(|b| (format!("b{b}"), 1, i32s(&[Some(b)])))
-            .collect(),
+        leaves: leaves("b", int32s(0..4)),
     };
     let plan = plan_join(&left, &right, &[("k".into(), "k".into())]).unwrap();
     assert!(plan.compatible);
@@ -274,25 +288,15 @@ fn truncate_widths_coarsen_toward_zero_and_strings_by_prefix() {
     let left = JoinSide {
         schema: &s,
         specs: &t10,
-        leaves: [-20i64, -10, 0, 10, 20]
-            .iter()
-            .map(|v| (format!("l{v}"), 1, vec![ScalarValue::Int64(Some(*v))]))
-            .collect(),
+        leaves: leaves("l", int64s(&[-20i64, -10, 0, 10, 20])),
     };
     let right = JoinSide {
         schema: &s,
         specs: &t20,
-        leaves: [-20i64, 0, 20]
-            .iter()
-            .map(|v| (format!("r{v}"), 1, vec![ScalarValue::Int64(Some(*v))]))
-            .collect(),
+        leaves: leaves("r", int64s(&[-20i64, 0, 20])),
     };
     let plan = plan_join(&left, &right, &[("x".into(), "x".into())]).unwrap();
-    let got: Vec<(Vec<String>, Vec<String>)> = plan
-        .groups
-        .iter()
-        .map(|g| (g.left.clone(), g.right.clone()))
-        .collect();
+    let got = sides(&plan);
     // Toward zero: -10 (values -19..=-10) truncates to 0 at width 20 (values -19..=19).
     assert_eq!(
         got,
@@ -326,11 +330,7 @@ fn truncate_widths_coarsen_toward_zero_and_strings_by_prefix() {
         leaves: text(&["abc", "abd", "acx", "b"]),
     };
     let plan = plan_join(&left, &right, &[("s".into(), "s".into())]).unwrap();
-    let got: Vec<(Vec<String>, Vec<String>)> = plan
-        .groups
-        .iter()
-        .map(|g| (g.left.clone(), g.right.clone()))
-        .collect();
+    let got = sides(&plan);
     assert_eq!(
         got,
         vec![
