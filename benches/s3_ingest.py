@@ -1,5 +1,10 @@
-"""Ingest and pruning on object storage: the local S3 server of the tests (moto, on 127.0.0.1,
-started here), every writer in the same run against the same server.
+"""Ingest and pruning on object storage: the local S3 servers of the tests (on 127.0.0.1,
+started here), every writer in the same run against the same server. Two servers:
+
+- moto (one Python process answering one request at a time): its access log counts the
+  requests of every write; time there is mostly per-request server time;
+- SeaweedFS (Go, concurrent, as a real object store): where writing partitions concurrently
+  shows, and the fairer measure of time.
 
 Ingest: the table of ``benches/ingest.py`` (id, country ~50 values, ts, city), partitioned by
 identity(country) and bucket(city, 16) (~800 partitions), written by
@@ -16,7 +21,8 @@ grows with the partitions that exist (it should not).
 Pruning: a manifest of 100k partitions in the bucket, one equality filter on all partition
 fields, cold (fresh open) and warm (cached snapshot, version re-checked).
 
-    python benches/s3_ingest.py [--rows N] [--partitions N] [--write BENCHMARKS.md]
+    python benches/s3_ingest.py [--rows N] [--partitions N] [--servers moto,seaweedfs]
+                                [--write BENCHMARKS.md]
 """
 
 from __future__ import annotations
@@ -51,7 +57,8 @@ def _timed_requests(server: Any, fn: Any) -> tuple[float, Counter[str]]:
     t0 = time.perf_counter()
     fn()
     t = time.perf_counter() - t0
-    time.sleep(0.3)  # the access log is written after the response
+    if server.log is not None:
+        time.sleep(0.3)  # the access log is written after the response
     return t, server.requests(mark)
 
 
@@ -66,7 +73,7 @@ def ingest(server: Any, n: int) -> list[tuple[str, float, Counter[str]]]:
         server, lambda: lp.PartitionedNamespace.open(root, storage_options=opts).write(table)
     )
     out.append(("ours: PartitionedNamespace.write (strong)", t, req))
-    print(f"ours {n / t / 1e6:.2f} M rows/s, {_fmt(req)}", flush=True)
+    print(f"{server.name}: ours {n / t / 1e6:.2f} M rows/s, {_fmt(req)}", flush=True)
 
     parts_root = f"s3://{server.new_bucket()}/parts"
 
@@ -83,12 +90,12 @@ def ingest(server: Any, n: int) -> list[tuple[str, float, Counter[str]]]:
 
     t, req = _timed_requests(server, pylance_parts)
     out.append(("pylance: lance.write_dataset per partition", t, req))
-    print(f"pylance per partition {n / t / 1e6:.2f} M rows/s, {_fmt(req)}", flush=True)
+    print(f"{server.name}: pylance per partition {n / t / 1e6:.2f} M rows/s", flush=True)
 
     flat = f"s3://{server.new_bucket()}/flat"
     t, req = _timed_requests(server, lambda: lance.write_dataset(table, flat, storage_options=opts))
     out.append(("pylance: lance.write_dataset, unpartitioned (ceiling)", t, req))
-    print(f"pylance unpartitioned {n / t / 1e6:.2f} M rows/s, {_fmt(req)}", flush=True)
+    print(f"{server.name}: pylance unpartitioned {n / t / 1e6:.2f} M rows/s", flush=True)
     return out
 
 
@@ -139,40 +146,57 @@ def pruning(server: Any, partitions: int) -> list[tuple[str, float]]:
     ]
 
 
+def _start(name: str) -> Any:
+    return s3_server.start_seaweedfs() if name == "seaweedfs" else s3_server.start()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--partitions", type=int, default=100_000)
+    ap.add_argument("--servers", type=str, default="moto,seaweedfs")
     ap.add_argument("--write", type=str, default=None)
     args = ap.parse_args()
-    server = s3_server.start()
-    try:
-        res = ingest(server, args.rows)
-        appends = small_appends(server)
-        pr = pruning(server, args.partitions)
-    finally:
-        server.stop()
-    ours_t = res[0][1]
+    servers = args.servers.split(",")
+    results: dict[str, list[tuple[str, float, Counter[str]]]] = {}
+    appends: list[tuple[int, Counter[str]]] = []
+    pr: dict[str, list[tuple[str, float]]] = {}
+    for name in servers:
+        server = _start(name)
+        try:
+            results[name] = ingest(server, args.rows)
+            if server.log is not None:
+                appends = small_appends(server)
+            pr[name] = pruning(server, args.partitions)
+        finally:
+            server.stop()
     lines = [
-        f"`python benches/s3_ingest.py --rows {args.rows}` (one run; moto's S3 server on "
-        "127.0.0.1, started by the script; requests counted from its access log):",
+        f"`python benches/s3_ingest.py --rows {args.rows}` (one run; each server on "
+        "127.0.0.1, started by the script; requests counted from moto's access log):",
         "",
-        "| writer | M rows/s | ours vs this | requests |",
-        "|---|---:|---:|---|",
+        "| server | writer | M rows/s | ours vs this | requests |",
+        "|---|---|---:|---:|---|",
     ]
-    for name, t, req in res:
-        ratio = "(ours)" if t == ours_t else f"{t / ours_t:.2f}x"
-        lines.append(f"| {name} | {args.rows / t / 1e6:.2f} | {ratio} | {_fmt(req)} |")
-    lines += ["", "Appending 100 rows to one partition (requests of the whole write):", ""]
-    lines += [f"- namespace of {p} partitions: {_fmt(req)}" for p, req in appends]
+    for name, res in results.items():
+        ours_t = res[0][1]
+        for writer, t, req in res:
+            ratio = "(ours)" if t == ours_t else f"{t / ours_t:.2f}x"
+            lines.append(
+                f"| {name} | {writer} | {args.rows / t / 1e6:.2f} | {ratio} | {_fmt(req) or '-'} |"
+            )
+    if appends:
+        lines += ["", "Appending 100 rows to one partition (requests of the whole write):", ""]
+        lines += [f"- namespace of {p} partitions: {_fmt(req)}" for p, req in appends]
     lines += [
         "",
-        f"Pruning a manifest of {args.partitions} partitions in the bucket (median):",
+        f"Pruning a manifest of {args.partitions} partitions in the bucket (median, ms):",
         "",
-        "| query | ms |",
-        "|---|---:|",
+        "| query | " + " | ".join(pr) + " |",
+        "|---|" + "---:|" * len(pr),
     ]
-    lines += [f"| {name} | {t * 1e3:.1f} |" for name, t in pr]
+    names = [q for q, _ in next(iter(pr.values()))]
+    for j, q in enumerate(names):
+        lines.append(f"| {q} | " + " | ".join(f"{pr[s][j][1] * 1e3:.1f}" for s in pr) + " |")
     text = "\n".join(lines)
     print(text)
     if args.write:

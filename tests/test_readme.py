@@ -229,6 +229,8 @@ def _run_join(tmp_path: Path) -> dict[str, Any]:
     assert plan.compatible
     assert len(plan.groups) == 8
     assert all(len(g.left) == 2 and len(g.right) == 1 for g in plan.groups)
+    assert scope["joined"].num_rows == 100
+    assert sorted(scope["big_spenders"]["order_id"].to_pylist()) == list(range(10))
     return scope
 
 

@@ -161,7 +161,35 @@ def test_cleanup_on_object_storage(s3_uri: tuple[str, dict[str, str]], tmp_path:
 
 @pytest.mark.slow
 def test_two_processes_append_concurrently(s3_uri: tuple[str, dict[str, str]]) -> None:
-    uri, options = s3_uri
+    _append_concurrently(*s3_uri)
+
+
+@pytest.mark.slow
+def test_two_processes_append_concurrently_on_seaweedfs(seaweedfs_server: Any) -> None:
+    """The same race on a server that answers requests concurrently (moto serialises them),
+    so the two writers' conditional puts truly overlap."""
+    uri = f"s3://{seaweedfs_server.new_bucket()}/ns"
+    _append_concurrently(uri, seaweedfs_server.options())
+
+
+def test_seaweedfs_create_write_prune_and_conditional_writes(seaweedfs_server: Any) -> None:
+    uri = f"s3://{seaweedfs_server.new_bucket()}/ns"
+    options = seaweedfs_server.options()
+    ns = create(uri, options)
+    ns.write(rows(range(200), ["US", "FR"]))
+    assert ids_of(ns, "country = 'FR'") == [i for i in range(200) if i % 2 == 1]
+    assert (
+        ns.partitions("country = 'FR'", with_rows=False).num_rows
+        < ns.partitions(with_rows=False).num_rows
+    )
+    with pytest.raises(lp.StorageError, match="conditional writes"):
+        create(
+            f"s3://{seaweedfs_server.new_bucket()}/ns",
+            {**options, "aws_conditional_put": "disabled"},
+        )
+
+
+def _append_concurrently(uri: str, options: dict[str, str]) -> None:
     ns = create(uri, options)
     n, rounds = 30, 6
     env = dict(os.environ, LP_STORAGE_OPTIONS=json.dumps(options))

@@ -222,12 +222,20 @@ def test_read_prunes_through_the_manifest_and_matches_spark(spark: Any, tmp_path
     total_leaves = ns.partitions().num_rows
     us_leaves = ns.partitions("country = 'US'").num_rows
     assert 0 < us_leaves < total_leaves
-    pruned = lps.read(spark, uri).filter(F.col("country") == "US")
-    assert pruned.rdd.getNumPartitions() == us_leaves  # one Spark partition per leaf read
+    # The data source: DataFrame filters are pushed down and prune (one Spark partition per
+    # leaf read).
+    source = spark.read.format(lps.FORMAT).load(uri)
+    pruned = source.filter(F.col("country") == "US")
+    assert pruned.rdd.getNumPartitions() == us_leaves
+    assert source.rdd.getNumPartitions() == total_leaves
     everything = lps.read(spark, uri)
-    assert everything.rdd.getNumPartitions() == total_leaves
     want = sorted(r["id"] for r in everything.collect() if r["country"] == "US")
     assert sorted(r["id"] for r in pruned.select("id").collect()) == want
+    # lps.read: the filter argument prunes; small leaves are packed into few tasks.
+    us = lps.read(spark, uri, "country = 'US'", columns=["id"])
+    assert us.columns == ["id"]
+    assert us.rdd.getNumPartitions() <= us_leaves
+    assert sorted(r["id"] for r in us.collect()) == want
     # A filter helper with SQL, and IN / comparison pushdown.
     got = lps.read(spark, uri, "country IN ('FR', 'DE') AND id < 100").select("id").collect()
     assert sorted(r["id"] for r in got) == [i for i in range(100) if i % 5 != 4 and i % 4 in (1, 2)]

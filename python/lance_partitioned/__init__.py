@@ -9,7 +9,7 @@ partitions are in :mod:`lance_partitioned.kernels`; errors are in
 from lance_partitioned import (
     exceptions,
     hive,
-    join,
+    joins,
     kernels,
     lineage,
     namespace,
@@ -24,6 +24,7 @@ from lance_partitioned.exceptions import (
     CommitConflictError,
     CorruptNamespaceError,
     ExpressionError,
+    IncompatibleJoinError,
     InternalError,
     InvalidArgumentError,
     LanceError,
@@ -36,7 +37,7 @@ from lance_partitioned.exceptions import (
     StorageError,
     UnsupportedTypeError,
 )
-from lance_partitioned.join import JoinGroup, JoinPlan, join_plan
+from lance_partitioned.joins import JoinGroup, JoinPlan, join, join_plan
 from lance_partitioned.namespace import (
     CleanupResult,
     DeleteResult,
@@ -73,6 +74,7 @@ __all__ = [
     "ExpressionError",
     "Hour",
     "Identity",
+    "IncompatibleJoinError",
     "InternalError",
     "InvalidArgumentError",
     "JoinGroup",
@@ -102,6 +104,7 @@ __all__ = [
     "hive",
     "join",
     "join_plan",
+    "joins",
     "kernels",
     "lineage",
     "namespace",

@@ -23,6 +23,8 @@ arrive with their own type; this module re-exports them.
   bucket, wrong credentials, unreachable endpoint), or cannot commit safely; the message names
   the URI, never an option value.
 - :class:`LanceError`: the Lance storage layer failed (I/O, format).
+- :class:`IncompatibleJoinError`: two namespaces' partitions do not align on the join keys
+  (``join(..., allow_shuffle=True)`` joins them without alignment).
 """
 
 from lance_partitioned._native import (
@@ -30,6 +32,7 @@ from lance_partitioned._native import (
     CommitConflictError,
     CorruptNamespaceError,
     ExpressionError,
+    IncompatibleJoinError,
     InternalError,
     InvalidArgumentError,
     LanceError,
@@ -48,6 +51,7 @@ __all__ = [
     "CommitConflictError",
     "CorruptNamespaceError",
     "ExpressionError",
+    "IncompatibleJoinError",
     "InternalError",
     "InvalidArgumentError",
     "LanceError",

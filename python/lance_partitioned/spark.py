@@ -30,18 +30,19 @@ use :func:`write`) for clustered output.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
 from lance_partitioned import _native
+from lance_partitioned._spark_tasks import MAX_ROWS_PER_TASK
 from lance_partitioned._spark_workers import check_workers
 from lance_partitioned.distributed import DistributedWrite, TaskLimits, stage_task
 from lance_partitioned.exceptions import InvalidArgumentError
+from lance_partitioned.joins import JoinFilter, On
 from lance_partitioned.lineage.run import Job, begin
 from lance_partitioned.namespace import PartitionedNamespace, WriteResult
 from lance_partitioned.options import (
@@ -52,6 +53,7 @@ from lance_partitioned.options import (
     StorageOptions,
     TransactionMode,
     WriteMode,
+    columns_arg,
     storage_options_arg,
     write_args,
 )
@@ -302,42 +304,148 @@ def read(
     uri: str,
     filter: str | None = None,
     *,
+    columns: Sequence[str] | None = None,
     as_of: int | None = None,
     storage_options: StorageOptions | None = None,
     lineage_job: Job = None,
+    max_rows_per_task: int = MAX_ROWS_PER_TASK,
 ) -> DataFrame:
-    """Reads the namespace at ``uri`` as a DataFrame: one Spark partition per leaf table, all
-    leaves at the read versions of one manifest version (the latest, or ``as_of``).
+    """Reads the namespace at ``uri`` as a DataFrame: every leaf at the read version of one
+    manifest version (the latest, or ``as_of``).
 
     ``filter`` is SQL in the dialect of :meth:`PartitionedNamespace.scan` (DataFusion): it
-    prunes leaves through the manifest on every transform (ranges on timestamps included)
-    and is applied to the rows in Rust. Filters on the returned DataFrame are pushed down by
-    Spark as well (see the README for which ones prune).
+    prunes leaves through the manifest on every transform and is pushed into Lance inside each
+    leaf. ``columns`` selects columns: only those (and the filter's) are read from the leaf
+    files. Filters added to the returned DataFrame are applied by Spark after the read (use
+    ``filter`` to prune, or the data source, ``spark.read.format("lance-partitioned")``,
+    whose pushed filters prune).
+
+    The read runs as ``mapInArrow`` over task descriptors: small leaves are packed into one
+    task up to about ``min(max_rows_per_task, rows / cores)`` rows, big leaves are split by
+    fragment into several tasks (Spark packs and splits Parquet files the same way). The
+    driver opens each kept leaf once to learn its rows and fragments (metadata only).
 
     ``storage_options`` configure the object store (see :data:`StorageOptions`).
 
-    With lineage on, the read is one run emitted from the driver when the DataFrame is
-    created (START and COMPLETE), listing the partitions ``filter`` keeps at the manifest
-    version the DataFrame reads (filters added to the DataFrame later still prune, but are not
-    in the event); ``lineage_job`` names it.
+    With lineage on, the read is one run emitted from the driver (START and COMPLETE),
+    listing the partitions ``filter`` keeps at the manifest version read; ``lineage_job``
+    names it.
     """
-    register(spark)
-    reader = spark.read.format(FORMAT)
+    from lance_partitioned._spark_source import arrow_to_spark_schema
+    from lance_partitioned._spark_tasks import (
+        ReadTasks,
+        plan_read_tasks,
+        run_tasks,
+        spark_arrow_schema,
+    )
+
+    check_workers(spark)
     opts = storage_options_arg(storage_options)
-    if opts:
-        reader = reader.option("storage_options", json.dumps(opts))
+    snap = PartitionedNamespace.open(uri, storage_options=opts).snapshot(as_of)
+    cols = columns_arg(columns)
+    schema = snap.schema
+    if cols is not None:
+        missing = [c for c in cols if c not in schema.names]
+        if missing:
+            raise InvalidArgumentError(
+                f"columns {missing} are not in the namespace schema ({', '.join(schema.names)})"
+            )
+        schema = pa.schema([schema.field(c) for c in cols])
+    if max_rows_per_task < 1:
+        raise InvalidArgumentError(f"max_rows_per_task must be positive, not {max_rows_per_task}")
+    sizes = snap._s.leaf_sizes(filter)
+    tasks = plan_read_tasks(sizes, spark.sparkContext.defaultParallelism, max_rows_per_task)
+    log.info(
+        "lance-partitioned: reading %d leaves at manifest version %d in %d tasks (filter: %s)",
+        len(sizes),
+        snap.version,
+        len(tasks),
+        filter,
+    )
+    spark_schema = arrow_to_spark_schema(schema)
+    fn = ReadTasks(
+        snap.root,
+        snap.version,
+        opts,
+        filter,
+        schema.names,
+        tasks,
+        spark_arrow_schema(spark_schema),
+    )
+    df = run_tasks(spark, len(tasks), fn, spark_schema)
     run = begin("spark_read", lineage_job)
     if run is not None:
-        # Pin the version so that the event names exactly what the DataFrame reads.
-        snap = PartitionedNamespace.open(uri, storage_options=opts).snapshot(as_of)
-        as_of = snap.version
-        reader = reader.option("lineage", "driver")
-        run.complete(inputs=lambda: [_lineage_input(snap, filter, run.settings)])
-    if as_of is not None:
-        reader = reader.option("as_of", str(as_of))
-    if filter:
-        reader = reader.option("filter", filter)
-    return reader.load(uri)
+        run.complete(inputs=lambda: [_lineage_input(snap._s, filter, run.settings)])
+    return df
+
+
+def join(
+    spark: SparkSession,
+    left_uri: str,
+    right_uri: str,
+    on: On,
+    how: str = "inner",
+    *,
+    columns: Sequence[str] | None = None,
+    filter: JoinFilter = None,
+    as_of: tuple[int | None, int | None] = (None, None),
+    storage_options: StorageOptions | None = None,
+    right_storage_options: StorageOptions | None = None,
+    right_suffix: str = "_right",
+    allow_shuffle: bool = False,
+) -> DataFrame:
+    """The storage-partitioned join of the namespaces at ``left_uri`` and ``right_uri`` as a
+    DataFrame: one Spark task per group of :func:`lance_partitioned.join_plan` (a
+    ``spark.range`` of group numbers, one Spark partition each, and ``mapInArrow`` that reads
+    both sides' leaves of its group and joins them in Rust). No row is shuffled: the physical
+    plan has no Exchange.
+
+    ``on``, ``how``, ``columns``, ``filter``, ``right_suffix`` and ``allow_shuffle`` are those
+    of :func:`lance_partitioned.join` (same output columns, pyarrow's ``Table.join``
+    naming). ``as_of`` pins (left, right) manifest versions; ``storage_options`` reach both
+    sides unless ``right_storage_options`` is given. An incompatible plan raises
+    ``IncompatibleJoinError``; with ``allow_shuffle=True`` it runs as one task.
+    """
+    from lance_partitioned._spark_source import arrow_to_spark_schema
+    from lance_partitioned._spark_tasks import JoinTasks, run_tasks, spark_arrow_schema
+    from lance_partitioned.joins import key_pairs, prepare, side_filters
+
+    check_workers(spark)
+    lopts = storage_options_arg(storage_options)
+    ropts = storage_options_arg(right_storage_options) if right_storage_options else lopts
+    lsnap = PartitionedNamespace.open(left_uri, storage_options=lopts).snapshot(as_of[0])
+    rsnap = PartitionedNamespace.open(right_uri, storage_options=ropts).snapshot(as_of[1])
+    prepared = prepare(
+        lsnap,
+        rsnap,
+        on,
+        how,
+        columns=columns,
+        filter=filter,
+        allow_shuffle=allow_shuffle,
+        right_suffix=right_suffix,
+    )
+    common, lf, rf = side_filters(filter)
+    args: dict[str, Any] = {
+        "on": key_pairs(on),
+        "how": how,
+        "columns": list(columns) if columns is not None else None,
+        "filter": common,
+        "left_filter": lf,
+        "right_filter": rf,
+        "right_suffix": right_suffix,
+        "allow_shuffle": allow_shuffle,
+    }
+    groups = prepared.groups()
+    spark_schema = arrow_to_spark_schema(prepared.schema)
+    fn = JoinTasks(
+        ((lsnap.root, lsnap.version, lopts), (rsnap.root, rsnap.version, ropts)),
+        args,
+        groups,
+        spark_arrow_schema(spark_schema),
+    )
+    log.info("lance-partitioned: joining %d groups, one Spark task each", len(groups))
+    return run_tasks(spark, len(groups), fn, spark_schema)
 
 
 def _lineage_input(snap: Any, filter: str | None, settings: Any) -> dict[str, Any]:
@@ -354,4 +462,4 @@ def spec_option(spec: PartitionSpec, df: DataFrame) -> str:
     return _spec_option(spec, df.schema)
 
 
-__all__ = ["FORMAT", "read", "register", "spec_option", "write"]
+__all__ = ["FORMAT", "join", "read", "register", "spec_option", "write"]

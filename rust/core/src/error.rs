@@ -60,6 +60,10 @@ pub enum Error {
     /// The message names the URI, never an option value.
     #[error("{0}")]
     Storage(String),
+    /// Two namespaces' partitions do not align on the join keys, so a storage-partitioned join
+    /// is impossible (the message says why).
+    #[error("{0}")]
+    IncompatibleJoin(String),
     /// An error reported by the lance crate (I/O, format, commit).
     #[error("lance error: {0}")]
     Lance(Box<lance::Error>),

@@ -71,9 +71,10 @@ pub(crate) mod recycled {
     pub(crate) fn take(len: usize) -> MutableBuffer {
         if len >= RECYCLE_MIN {
             let mut kept = kept().lock().unwrap_or_else(|p| p.into_inner());
-            // The smallest that fits, so a small request does not take a huge buffer.
+            // The smallest that fits and is at most twice the request: a small output never
+            // pins a huge buffer for as long as it lives.
             let best = (0..kept.len())
-                .filter(|&i| kept[i].buf.capacity() >= len)
+                .filter(|&i| (len..=len.saturating_mul(2)).contains(&kept[i].buf.capacity()))
                 .min_by_key(|&i| kept[i].buf.capacity());
             if let Some(i) = best {
                 let mut buf = kept.swap_remove(i).buf;
@@ -201,6 +202,16 @@ pub(crate) mod recycled {
             assert!(held() >= 3 << 20);
             reap(Instant::now() + KEEP_FOR);
             assert_eq!(held(), 0, "idle buffers must be freed");
+        }
+
+        #[test]
+        fn a_small_request_does_not_take_a_much_larger_buffer() {
+            let big = take(64 << 20);
+            let ptr = big.as_ptr();
+            drop(share(big));
+            let small = take(2 << 20);
+            assert_ne!(small.as_ptr(), ptr);
+            assert_eq!(small.len(), 2 << 20);
         }
 
         #[test]

@@ -34,9 +34,10 @@ pub enum Kind {
     PartialCommit,
     Storage,
     Lance,
+    IncompatibleJoin,
 }
 
-const KINDS: [Kind; 15] = [
+const KINDS: [Kind; 16] = [
     Kind::Base,
     Kind::Spec,
     Kind::Expression,
@@ -52,6 +53,7 @@ const KINDS: [Kind; 15] = [
     Kind::PartialCommit,
     Kind::Storage,
     Kind::Lance,
+    Kind::IncompatibleJoin,
 ];
 
 impl Kind {
@@ -140,6 +142,13 @@ impl Kind {
                 None,
                 "The lance storage layer reported an error (I/O, format, commit).",
             ),
+            Kind::IncompatibleJoin => (
+                "IncompatibleJoinError",
+                Some("ValueError"),
+                "The partitions of two namespaces do not align on the join keys, so they cannot \
+                 be joined partition by partition (the message says why; allow_shuffle=True \
+                 joins them anyway).",
+            ),
         }
     }
 }
@@ -202,6 +211,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::PartialCommit(_) => Kind::PartialCommit,
         Error::Storage(_) => Kind::Storage,
         Error::Lance(_) => Kind::Lance,
+        Error::IncompatibleJoin(_) => Kind::IncompatibleJoin,
     };
     new_err(kind, msg)
 }

@@ -49,6 +49,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::schema_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(join::join_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(join::join_prepare, m)?)?;
+    m.add_class::<join::Join>()?;
     m.add_function(wrap_pyfunction!(values::value_to_string, m)?)?;
     m.add_function(wrap_pyfunction!(values::value_from_string, m)?)?;
     m.add_function(wrap_pyfunction!(values::values_to_strings, m)?)?;

@@ -143,8 +143,28 @@ impl ManifestSnapshot {
         run(py, || snap.describe_namespace(&path))
     }
 
-    /// Starts a scan: returns a Scan iterator.
-    #[pyo3(signature = (filter = None, columns = None, batch_size = None, only = None))]
+    /// (object id, rows, fragments) of the leaves a filter keeps (from Lance metadata).
+    #[pyo3(signature = (filter = None))]
+    fn leaf_sizes(
+        &self,
+        py: Python<'_>,
+        filter: Option<String>,
+    ) -> PyResult<Vec<(String, u64, usize)>> {
+        let snap = Arc::clone(&self.snap);
+        run(py, || {
+            let kept = prune(&snap, filter.as_deref())?.leaves;
+            let sizes = block_on(manifest::leaf_sizes(&snap, &kept))?;
+            Ok(kept
+                .iter()
+                .zip(sizes)
+                .map(|(&i, (rows, frags))| (snap.leaves[i].object_id.clone(), rows, frags))
+                .collect())
+        })
+    }
+
+    /// Starts a scan: returns a Scan iterator. `split = (k, n)` reads only part `k` of `n` of
+    /// each leaf (its fragments at positions k, k + n, ...).
+    #[pyo3(signature = (filter = None, columns = None, batch_size = None, only = None, split = None))]
     fn scan(
         &self,
         py: Python<'_>,
@@ -152,6 +172,7 @@ impl ManifestSnapshot {
         columns: Option<Vec<String>>,
         batch_size: Option<usize>,
         only: Option<Vec<String>>,
+        split: Option<(usize, usize)>,
     ) -> PyResult<Scan> {
         let snap = Arc::clone(&self.snap);
         let opts = ScanOptions {
@@ -160,7 +181,14 @@ impl ManifestSnapshot {
             batch_size,
             only: only.map(|o| o.into_iter().collect()),
         };
-        let (iter, pruned) = run(py, || scan::scan(snap, &opts))?;
+        let (iter, pruned) = run(py, || {
+            let (iter, pruned) = scan::scan(snap, &opts)?;
+            let iter = match split {
+                Some((k, n)) => iter.with_split(k, n)?,
+                None => iter,
+            };
+            Ok((iter, pruned))
+        })?;
         Ok(Scan {
             inner: Mutex::new(Some(iter)),
             plan: pruned.specs,

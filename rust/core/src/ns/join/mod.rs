@@ -1,8 +1,11 @@
-//! Storage-partitioned joins: [`plan::plan_join`] finds the groups of leaves of two
-//! namespaces that join only each other (docs/join.md).
+//! Storage-partitioned joins (docs/join.md): [`plan::plan_join`] finds the groups of leaves of
+//! two namespaces that join only each other; [`execute::PreparedJoin`] runs them, group by
+//! group.
 
+pub mod execute;
 pub mod plan;
 #[cfg(test)]
 mod tests;
 
+pub use execute::{JoinHow, JoinRequest, JoinStream, PreparedJoin};
 pub use plan::{plan_join, JoinGroup, JoinPlan, JoinSide};

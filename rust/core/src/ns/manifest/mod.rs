@@ -41,7 +41,7 @@ pub use format::{
     rows_to_batch, spec_of, Row, BASE_OBJECTS, LOCATION, METADATA, NAMESPACE, OBJECT_ID,
     OBJECT_TYPE, READ_VERSION, TABLE, TABLE_VERSION, WRITE_ID_KEY,
 };
-pub use index::{count_rows, describe_key, Keys, Leaf, TableVersion};
+pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf, TableVersion};
 pub use repair::repair;
 // Kept at its old path; field ids live in `crate::field_ids`.
 pub use crate::field_ids::assign_field_ids;

@@ -16,4 +16,4 @@ pub use crate::ns::filter::{evaluate_mask, Filter};
 // Kept at their old path for the writers; they live with the schema code.
 pub(crate) use crate::ns::schema::read_rules::{adapt, leaf_columns};
 pub use prune::{prune, Pruned, SpecPlan};
-pub use read::{scan, ScanIter, ScanOptions};
+pub use read::{read_leaves, scan, ScanIter, ScanOptions};

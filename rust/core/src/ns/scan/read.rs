@@ -46,6 +46,8 @@ pub struct ScanIter {
     filter_phys: Option<Arc<dyn PhysicalExpr>>,
     batch_size: Option<usize>,
     current: Option<(DatasetRecordBatchStream, HashMap<String, String>, bool)>,
+    /// Read only the fragments at positions `k, k + n, k + 2n, ...` of each leaf.
+    split: Option<(usize, usize)>,
     /// Leaves opened so far.
     pub opened: usize,
 }
@@ -54,6 +56,21 @@ impl ScanIter {
     /// The schema of the batches.
     pub fn schema(&self) -> SchemaRef {
         Arc::clone(&self.out_schema)
+    }
+
+    /// Reads only part `k` of `n` of each leaf: the fragments at positions `k, k + n, ...` (so
+    /// `n` readers with `k = 0..n` read every row once; a big leaf becomes several tasks).
+    ///
+    /// # Errors
+    /// `InvalidArgument` unless `k < n`.
+    pub fn with_split(mut self, k: usize, n: usize) -> Result<Self> {
+        if k >= n {
+            return Err(Error::InvalidArgument(format!(
+                "split {k} of {n}: the part must be below the number of parts"
+            )));
+        }
+        self.split = Some((k, n));
+        Ok(self)
     }
 
     async fn open_next(&mut self) -> Result<bool> {
@@ -72,6 +89,10 @@ impl ScanIter {
             .collect();
         let mut scanner = ds.scan();
         scanner.project(&wanted)?;
+        if let Some((k, n)) = self.split {
+            let part = ds.fragments().iter().skip(k).step_by(n).cloned().collect();
+            scanner.with_fragments(part);
+        }
         if let Some(n) = self.batch_size {
             scanner.batch_size(n);
         }
@@ -159,8 +180,32 @@ pub fn scan(snap: Arc<Snapshot>, opts: &ScanOptions) -> Result<(ScanIter, Pruned
             .leaves
             .retain(|&i| only.contains(&snap.leaves[i].object_id));
     }
-    let wanted: Vec<String> = match &opts.columns {
-        Some(c) => c.clone(),
+    let iter = read_leaves(
+        snap,
+        pruned.leaves.clone(),
+        filter,
+        opts.columns.as_deref(),
+        opts.batch_size,
+    )?;
+    Ok((iter, pruned))
+}
+
+/// The streaming read of the leaves `leaves` (indexes into the snapshot's leaves, already
+/// chosen: no pruning here): `columns` of the namespace schema (all when `None`), rows
+/// matching `filter`.
+///
+/// # Errors
+/// `InvalidArgument` for unknown columns; `Expression` when the filter does not bind.
+pub fn read_leaves(
+    snap: Arc<Snapshot>,
+    leaves: Vec<usize>,
+    filter: Option<Filter>,
+    columns: Option<&[String]>,
+    batch_size: Option<usize>,
+) -> Result<ScanIter> {
+    let schema = snap.schema();
+    let wanted: Vec<String> = match columns {
+        Some(c) => c.to_vec(),
         None => schema.fields().iter().map(|f| f.name().clone()).collect(),
     };
     for c in &wanted {
@@ -189,18 +234,18 @@ pub fn scan(snap: Arc<Snapshot>, opts: &ScanOptions) -> Result<(ScanIter, Pruned
         .as_ref()
         .map(|f| f.physical(&read_schema))
         .transpose()?;
-    let iter = ScanIter {
+    Ok(ScanIter {
         storage: snap.storage.clone(),
-        leaves: pruned.leaves.clone().into_iter(),
+        leaves: leaves.into_iter(),
         snap,
         read_schema,
         out_schema,
         projection,
         filter,
         filter_phys,
-        batch_size: opts.batch_size,
+        batch_size,
         current: None,
+        split: None,
         opened: 0,
-    };
-    Ok((iter, pruned))
+    })
 }

@@ -1,17 +1,22 @@
-"""Storage-partitioned joins: which leaves of two namespaces join only each other.
+"""Storage-partitioned joins: which leaves of two namespaces join only each other, and the
+join itself, group by group.
 
 :func:`join_plan` reads both partition specs (every version that still has partitions) and
 groups the leaves so that two rows with equal join keys always fall in the same group; see
 docs/join.md for the rules (same transforms, bucket counts where one divides the other, the
-time hierarchy, identity against anything) and what makes a plan fall back.
+time hierarchy, identity against anything) and what makes a plan fall back. :func:`join` runs
+the groups in Rust (DataFusion's hash join per group) and streams the result.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import pyarrow as pa
 
 from lance_partitioned import _native
 from lance_partitioned.exceptions import InvalidArgumentError
@@ -22,8 +27,11 @@ if TYPE_CHECKING:
 
 Side: TypeAlias = "PartitionedNamespace | Snapshot"
 On: TypeAlias = "str | Sequence[str | tuple[str, str]]"
+JoinFilter: TypeAlias = "str | tuple[str | None, str | None] | None"
 
-__all__ = ["JoinGroup", "JoinPlan", "join_plan"]
+HOW = ("inner", "left", "right", "full", "semi", "anti")
+
+__all__ = ["HOW", "JoinGroup", "JoinPlan", "join", "join_plan"]
 
 
 @dataclass(frozen=True)
@@ -83,7 +91,7 @@ def _snapshot(side: Side, name: str) -> Snapshot:
     )
 
 
-def _pairs(on: On) -> list[tuple[str, str]]:
+def key_pairs(on: On) -> list[tuple[str, str]]:
     items: Sequence[str | tuple[str, str]] = [on] if isinstance(on, str) else on
     pairs = []
     for item in items:
@@ -107,7 +115,7 @@ def join_plan(left: Side, right: Side, on: On) -> JoinPlan:
 
     Raises ``InvalidArgumentError`` for unknown columns or key types that differ; a plan that
     cannot align the partitions is returned with ``compatible=False`` and the reason."""
-    pairs = _pairs(on)
+    pairs = key_pairs(on)
     ls, rs = _snapshot(left, "left"), _snapshot(right, "right")
     compatible, reason, components, groups = _native.join_plan(ls._s, rs._s, pairs)
     return JoinPlan(
@@ -118,3 +126,100 @@ def join_plan(left: Side, right: Side, on: On) -> JoinPlan:
         left_version=ls.version,
         right_version=rs.version,
     )
+
+
+def side_filters(filter: JoinFilter) -> tuple[str | None, str | None, str | None]:
+    """``filter`` as (filter of every side that has its columns, left filter, right filter)."""
+    if filter is None or isinstance(filter, str):
+        return filter, None, None
+    if (
+        isinstance(filter, tuple)
+        and len(filter) == 2
+        and all(f is None or isinstance(f, str) for f in filter)
+    ):
+        return None, filter[0], filter[1]
+    raise InvalidArgumentError(
+        f"filter: expected SQL text or a (left, right) pair of SQL texts, got {filter!r}"
+    )
+
+
+def prepare(
+    left: Side,
+    right: Side,
+    on: On,
+    how: str = "inner",
+    *,
+    columns: Sequence[str] | None = None,
+    filter: JoinFilter = None,
+    allow_shuffle: bool = False,
+    right_suffix: str = "_right",
+    batch_size: int | None = None,
+) -> _native.Join:
+    """The prepared join of :func:`join` (shared with ``lance_partitioned.spark.join``)."""
+    if how not in HOW:
+        raise InvalidArgumentError(f"how: {how!r} is not one of {', '.join(HOW)}")
+    common, lf, rf = side_filters(filter)
+    ls, rs = _snapshot(left, "left"), _snapshot(right, "right")
+    return _native.join_prepare(
+        ls._s,
+        rs._s,
+        key_pairs(on),
+        how,
+        list(columns) if columns is not None else None,
+        common,
+        lf,
+        rf,
+        right_suffix,
+        batch_size,
+        allow_shuffle,
+    )
+
+
+def join(
+    left: Side,
+    right: Side,
+    on: On,
+    how: str = "inner",
+    *,
+    columns: Sequence[str] | None = None,
+    filter: JoinFilter = None,
+    threads: int | None = None,
+    allow_shuffle: bool = False,
+    right_suffix: str = "_right",
+    batch_size: int | None = None,
+) -> pa.RecordBatchReader:
+    """Joins two namespaces (at their latest versions) or snapshots partition by partition
+    and streams the result.
+
+    ``how``: ``inner``, ``left``, ``right``, ``full``, ``semi`` or ``anti``. The output follows
+    pyarrow's ``Table.join(..., coalesce_keys=True, right_suffix=right_suffix)``: key columns
+    once (the left ones; the right ones for ``right``; merged for ``full``), then the right
+    non-key columns, a name that clashes with a left column getting ``right_suffix``; ``semi``
+    and ``anti`` return left columns. ``columns`` picks output columns by those names (only
+    what they need is read).
+
+    ``filter`` (SQL, DataFusion dialect) filters the rows of each side that has its columns,
+    before the join, and prunes that side's partitions; ``(left_sql, right_sql)`` gives each
+    side its own (either may be None).
+
+    Each group of :func:`join_plan` is read (columns and filter pushed into Lance) and joined
+    by DataFusion's hash join in Rust, building on its smaller side; ``threads`` groups run at
+    once (default: the number of cores), so memory is bounded by the largest groups, not the
+    tables. A plan whose partitions do not align raises ``IncompatibleJoinError`` unless
+    ``allow_shuffle=True``, which joins everything the filters keep as one group.
+    """
+    prepared = prepare(
+        left,
+        right,
+        on,
+        how,
+        columns=columns,
+        filter=filter,
+        allow_shuffle=allow_shuffle,
+        right_suffix=right_suffix,
+        batch_size=batch_size,
+    )
+    if threads is not None and threads < 1:
+        raise InvalidArgumentError(f"threads must be at least 1, got {threads}")
+    prepared.start(threads or os.cpu_count() or 1)
+    return pa.RecordBatchReader.from_batches(prepared.schema, prepared)

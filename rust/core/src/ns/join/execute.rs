@@ -1,0 +1,641 @@
+//! Executing a storage-partitioned join: every group of the plan reads its leaves of both
+//! sides (at the snapshots' versions, filtered and projected inside Lance) and joins them with
+//! DataFusion's hash join, building on the smaller side; groups run concurrently and stream
+//! out one after another, so memory is bounded by the groups in flight, not the tables.
+//!
+//! The output follows pyarrow's `Table.join` with `coalesce_keys=True` (docs/join.md): key
+//! columns appear once (the left one; the right one for a right join; both merged for a full
+//! join), right columns whose names clash with a left output column get a suffix, semi and
+//! anti joins return left columns only.
+
+use std::collections::{HashMap, HashSet};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt, TryStreamExt};
+
+use crate::arrow::array::{ArrayRef, RecordBatch};
+use crate::arrow::compute::kernels::zip::zip;
+use crate::arrow::compute::{concat_batches, is_not_null};
+use crate::arrow::datatypes::{Field, Schema, SchemaRef};
+use crate::datafusion::catalog::memory::MemorySourceConfig;
+use crate::datafusion::common::{JoinType, NullEquality};
+use crate::datafusion::execution::TaskContext;
+use crate::datafusion::physical_plan::expressions::Column;
+use crate::datafusion::physical_plan::joins::{HashJoinExec, PartitionMode};
+use crate::datafusion::physical_plan::{ExecutionPlan, PhysicalExpr};
+use crate::datafusion::prelude::SessionConfig;
+use crate::error::{Error, Result};
+use crate::ns::filter::Filter;
+use crate::ns::manifest::Snapshot;
+use crate::ns::scan::{prune, read_leaves};
+
+use super::plan::{plan_join, JoinGroup, JoinPlan, JoinSide};
+
+/// The kinds of join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinHow {
+    /// Matching pairs.
+    Inner,
+    /// Every left row, matched or not.
+    Left,
+    /// Every right row, matched or not.
+    Right,
+    /// Every row of both sides.
+    Full,
+    /// Left rows with a match (once each).
+    Semi,
+    /// Left rows without a match.
+    Anti,
+}
+
+impl JoinHow {
+    /// Parses `inner`, `left`, `right`, `full`, `semi`, `anti` (and pyarrow's names: `left
+    /// outer`, `right outer`, `full outer`, `left semi`, `left anti`).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for anything else.
+    pub fn parse(how: &str) -> Result<Self> {
+        Ok(match how.trim().to_ascii_lowercase().as_str() {
+            "inner" => Self::Inner,
+            "left" | "left outer" => Self::Left,
+            "right" | "right outer" => Self::Right,
+            "full" | "full outer" | "outer" => Self::Full,
+            "semi" | "left semi" => Self::Semi,
+            "anti" | "left anti" => Self::Anti,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "how: {other:?} is not a join kind (inner, left, right, full, semi, anti)"
+                )))
+            }
+        })
+    }
+
+    fn join_type(self) -> JoinType {
+        match self {
+            Self::Inner => JoinType::Inner,
+            Self::Left => JoinType::Left,
+            Self::Right => JoinType::Right,
+            Self::Full => JoinType::Full,
+            Self::Semi => JoinType::LeftSemi,
+            Self::Anti => JoinType::LeftAnti,
+        }
+    }
+
+    /// Whether a group with the left (`left_rows`) or right side empty can produce rows.
+    fn produces(self, has_left: bool, has_right: bool) -> bool {
+        match self {
+            Self::Inner | Self::Semi => has_left && has_right,
+            Self::Left | Self::Anti => has_left,
+            Self::Right => has_right,
+            Self::Full => has_left || has_right,
+        }
+    }
+}
+
+/// What to join and how.
+#[derive(Debug, Clone)]
+pub struct JoinRequest {
+    /// Equal key pairs (left column, right column).
+    pub on: Vec<(String, String)>,
+    /// The kind of join.
+    pub how: JoinHow,
+    /// Output columns by output name (all when `None`).
+    pub columns: Option<Vec<String>>,
+    /// Filter (SQL) applied before the join to the rows of each side whose columns it names
+    /// (both sides when both have them; an error when neither has).
+    pub filter: Option<String>,
+    /// Filter (SQL) on the left rows, applied before the join (prunes left partitions).
+    pub left_filter: Option<String>,
+    /// Filter (SQL) on the right rows, applied before the join.
+    pub right_filter: Option<String>,
+    /// Appended to right column names that clash with a left output column.
+    pub right_suffix: String,
+    /// Rows per output batch (DataFusion's default when `None`).
+    pub batch_size: Option<usize>,
+    /// Join as one group when the partitions do not align (a plain hash join of everything
+    /// the filters keep) instead of refusing.
+    pub allow_shuffle: bool,
+}
+
+impl Default for JoinRequest {
+    fn default() -> Self {
+        Self {
+            on: Vec::new(),
+            how: JoinHow::Inner,
+            columns: None,
+            filter: None,
+            left_filter: None,
+            right_filter: None,
+            right_suffix: "_right".into(),
+            batch_size: None,
+            allow_shuffle: false,
+        }
+    }
+}
+
+/// Where an output column comes from (indexes into the columns read from each side).
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    Left(usize),
+    Right(usize),
+    /// A full join's key: the left value, or the right one where the left is NULL.
+    Coalesce(usize, usize),
+}
+
+/// A join ready to run group by group: both snapshots, the plan restricted to what the
+/// filters keep, the columns to read and the output schema.
+pub struct PreparedJoin {
+    left: Arc<Snapshot>,
+    right: Arc<Snapshot>,
+    request: JoinRequest,
+    plan: JoinPlan,
+    groups: Vec<JoinGroup>,
+    left_filter: Option<Filter>,
+    right_filter: Option<Filter>,
+    /// Object id -> leaf index, for the leaves the filters keep.
+    left_kept: HashMap<String, usize>,
+    right_kept: HashMap<String, usize>,
+    left_cols: Vec<String>,
+    right_cols: Vec<String>,
+    keys: Vec<(usize, usize)>,
+    out: Vec<Source>,
+    out_schema: SchemaRef,
+}
+
+/// A stream of output batches.
+pub type JoinStream = Pin<Box<dyn Stream<Item = Result<RecordBatch>> + Send>>;
+
+impl PreparedJoin {
+    /// Plans the join of two snapshots (loaded in full) and prepares its execution.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for unknown or mistyped keys or columns; `Expression` for bad
+    /// filters; `IncompatibleJoin` when the partitions do not align and `allow_shuffle` is off.
+    pub fn new(left: Arc<Snapshot>, right: Arc<Snapshot>, request: JoinRequest) -> Result<Self> {
+        let lschema = left.schema();
+        let rschema = right.schema();
+        let (lcommon, rcommon) = match &request.filter {
+            None => (None, None),
+            Some(sql) => match (Filter::parse(sql, &lschema), Filter::parse(sql, &rschema)) {
+                (Err(e), Err(_)) => {
+                    return Err(match e {
+                        Error::Expression(m) => Error::Expression(format!(
+                            "filter applies to neither side of the join (left: {m}); pass \
+                             (left filter, right filter)"
+                        )),
+                        other => other,
+                    })
+                }
+                (l, r) => (l.ok().map(|_| sql.as_str()), r.ok().map(|_| sql.as_str())),
+            },
+        };
+        let both = |a: Option<&str>, b: Option<&str>| match (a, b) {
+            (Some(a), Some(b)) => Some(format!("({a}) AND ({b})")),
+            (a, b) => a.or(b).map(str::to_string),
+        };
+        let lsql = both(lcommon, request.left_filter.as_deref());
+        let rsql = both(rcommon, request.right_filter.as_deref());
+        let left_filter = parse_filter(lsql.as_deref(), &lschema, "left")?;
+        let right_filter = parse_filter(rsql.as_deref(), &rschema, "right")?;
+        let plan = plan_join(&JoinSide::of(&left)?, &JoinSide::of(&right)?, &request.on)?;
+        let left_kept = kept(&left, left_filter.as_ref())?;
+        let right_kept = kept(&right, right_filter.as_ref())?;
+        let groups = if plan.compatible {
+            restrict(&plan.groups, &left_kept, &right_kept, request.how)
+        } else if request.allow_shuffle {
+            let all = JoinGroup {
+                key: Vec::new(),
+                left: sorted_ids(&left_kept),
+                right: sorted_ids(&right_kept),
+            };
+            restrict(&[all], &left_kept, &right_kept, request.how)
+        } else {
+            return Err(Error::IncompatibleJoin(format!(
+                "the partitions of the two namespaces do not align on the join keys ({}); \
+                 pass allow_shuffle=True to join them without partition alignment",
+                plan.reason.as_deref().unwrap_or("no reason given")
+            )));
+        };
+        let layout = Layout::new(&lschema, &rschema, &request)?;
+        Ok(Self {
+            left,
+            right,
+            plan,
+            groups,
+            left_filter,
+            right_filter,
+            left_kept,
+            right_kept,
+            left_cols: layout.left_cols,
+            right_cols: layout.right_cols,
+            keys: layout.keys,
+            out: layout.out,
+            out_schema: layout.schema,
+            request,
+        })
+    }
+
+    /// The plan of the whole join (before the filters).
+    pub fn plan(&self) -> &JoinPlan {
+        &self.plan
+    }
+
+    /// The groups to run: leaves the filters keep, groups that can produce rows for this kind
+    /// of join (one group of everything when the plan fell back to a shuffle join).
+    pub fn groups(&self) -> &[JoinGroup] {
+        &self.groups
+    }
+
+    /// The schema of the output batches.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.out_schema)
+    }
+
+    /// Joins the given leaves of each side (object ids of leaves of the snapshots, as in a
+    /// group) and returns the output batches.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an object id the filters did not keep in the snapshot; `Lance`
+    /// for read errors; `DataFusion` if the join fails.
+    pub async fn run(&self, left: &[String], right: &[String]) -> Result<Vec<RecordBatch>> {
+        let li = indexes(&self.left_kept, left, "left")?;
+        let ri = indexes(&self.right_kept, right, "right")?;
+        let has = (!li.is_empty(), !ri.is_empty());
+        if !self.request.how.produces(has.0, has.1) {
+            return Ok(Vec::new());
+        }
+        let lbatch = self
+            .read(&self.left, li, &self.left_filter, &self.left_cols)
+            .await?;
+        let rbatch = self
+            .read(&self.right, ri, &self.right_filter, &self.right_cols)
+            .await?;
+        let joined = self.hash_join(lbatch, rbatch).await?;
+        joined.iter().map(|b| self.output(b)).collect()
+    }
+
+    /// Every group, up to `threads` at a time (each on its own task of the runtime), their
+    /// batches in group order.
+    pub fn stream(self: Arc<Self>, threads: usize) -> JoinStream {
+        let n = self.groups.len();
+        let this = Arc::clone(&self);
+        let runs = futures::stream::iter(0..n)
+            .map(move |i| {
+                let me = Arc::clone(&this);
+                tokio::spawn(async move {
+                    let g = &me.groups[i];
+                    me.run(&g.left, &g.right).await
+                })
+            })
+            .buffered(threads.max(1))
+            .map(|joined| match joined {
+                Ok(r) => r,
+                Err(e) => Err(Error::Internal(format!("a join task failed: {e}"))),
+            });
+        Box::pin(
+            runs.map_ok(|batches| {
+                futures::stream::iter(batches.into_iter().map(Ok::<RecordBatch, Error>))
+            })
+            .try_flatten(),
+        )
+    }
+
+    async fn read(
+        &self,
+        snap: &Arc<Snapshot>,
+        leaves: Vec<usize>,
+        filter: &Option<Filter>,
+        cols: &[String],
+    ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+        let mut it = read_leaves(
+            Arc::clone(snap),
+            leaves,
+            filter.clone(),
+            Some(cols),
+            self.request.batch_size,
+        )?;
+        let schema = plain(&it.schema());
+        let mut out = Vec::new();
+        while let Some(b) = it.next_batch().await? {
+            out.push(RecordBatch::try_new(
+                Arc::clone(&schema),
+                b.columns().to_vec(),
+            )?);
+        }
+        Ok((schema, out))
+    }
+
+    async fn hash_join(
+        &self,
+        (lschema, left): (SchemaRef, Vec<RecordBatch>),
+        (rschema, right): (SchemaRef, Vec<RecordBatch>),
+    ) -> Result<Vec<RecordBatch>> {
+        let lrows: usize = left.iter().map(RecordBatch::num_rows).sum();
+        let rrows: usize = right.iter().map(RecordBatch::num_rows).sum();
+        let lsrc = MemorySourceConfig::try_new_exec(&[left], Arc::clone(&lschema), None)?;
+        let rsrc = MemorySourceConfig::try_new_exec(&[right], Arc::clone(&rschema), None)?;
+        let on = self
+            .keys
+            .iter()
+            .map(|&(l, r)| {
+                let le: Arc<dyn PhysicalExpr> = Arc::new(Column::new(lschema.field(l).name(), l));
+                let re: Arc<dyn PhysicalExpr> = Arc::new(Column::new(rschema.field(r).name(), r));
+                (le, re)
+            })
+            .collect();
+        let join = HashJoinExec::try_new(
+            lsrc,
+            rsrc,
+            on,
+            None,
+            &self.request.how.join_type(),
+            None,
+            PartitionMode::CollectLeft,
+            NullEquality::NullEqualsNothing,
+            false,
+        )?;
+        // The hash table is built from the first input: the smaller side.
+        let plan: Arc<dyn ExecutionPlan> = if rrows < lrows {
+            join.swap_inputs(PartitionMode::CollectLeft)?
+        } else {
+            Arc::new(join)
+        };
+        let mut config = SessionConfig::new();
+        if let Some(n) = self.request.batch_size {
+            config = config.with_batch_size(n.max(1));
+        }
+        let ctx = Arc::new(TaskContext::default().with_session_config(config));
+        let stream = plan.execute(0, ctx)?;
+        Ok(stream.try_collect::<Vec<_>>().await?)
+    }
+
+    /// One joined batch (left read columns, then right ones; left only for semi/anti) as the
+    /// output schema.
+    fn output(&self, joined: &RecordBatch) -> Result<RecordBatch> {
+        let nl = self.left_cols.len();
+        let col = |i: usize| Arc::clone(joined.column(i));
+        let columns = self
+            .out
+            .iter()
+            .map(|s| -> Result<ArrayRef> {
+                Ok(match *s {
+                    Source::Left(i) => col(i),
+                    Source::Right(i) => col(nl + i),
+                    Source::Coalesce(l, r) => {
+                        let (l, r) = (col(l), col(nl + r));
+                        zip(&is_not_null(l.as_ref())?, &l, &r)?
+                    }
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RecordBatch::try_new_with_options(
+            Arc::clone(&self.out_schema),
+            columns,
+            &crate::arrow::array::RecordBatchOptions::new().with_row_count(Some(joined.num_rows())),
+        )?)
+    }
+
+    /// Every output batch of every group concatenated (tests and small joins).
+    ///
+    /// # Errors
+    /// As [`PreparedJoin::run`].
+    pub async fn collect(self: Arc<Self>, threads: usize) -> Result<RecordBatch> {
+        let schema = self.schema();
+        let batches: Vec<RecordBatch> = self.stream(threads).try_collect().await?;
+        Ok(concat_batches(&schema, &batches)?)
+    }
+}
+
+fn parse_filter(sql: Option<&str>, schema: &Schema, side: &str) -> Result<Option<Filter>> {
+    sql.map(|s| {
+        Filter::parse(s, schema).map_err(|e| match e {
+            Error::Expression(m) => Error::Expression(format!("{side} filter: {m}")),
+            other => other,
+        })
+    })
+    .transpose()
+}
+
+/// Object id -> leaf index of the leaves `filter` keeps.
+fn kept(snap: &Snapshot, filter: Option<&Filter>) -> Result<HashMap<String, usize>> {
+    Ok(prune(snap, filter)?
+        .leaves
+        .into_iter()
+        .map(|i| (snap.leaves[i].object_id.clone(), i))
+        .collect())
+}
+
+fn sorted_ids(kept: &HashMap<String, usize>) -> Vec<String> {
+    let mut ids: Vec<String> = kept.keys().cloned().collect();
+    ids.sort();
+    ids
+}
+
+/// The groups restricted to kept leaves, without those that cannot produce rows.
+fn restrict(
+    groups: &[JoinGroup],
+    left: &HashMap<String, usize>,
+    right: &HashMap<String, usize>,
+    how: JoinHow,
+) -> Vec<JoinGroup> {
+    groups
+        .iter()
+        .filter_map(|g| {
+            let l: Vec<String> = g
+                .left
+                .iter()
+                .filter(|i| left.contains_key(*i))
+                .cloned()
+                .collect();
+            let r: Vec<String> = g
+                .right
+                .iter()
+                .filter(|i| right.contains_key(*i))
+                .cloned()
+                .collect();
+            how.produces(!l.is_empty(), !r.is_empty())
+                .then(|| JoinGroup {
+                    key: g.key.clone(),
+                    left: l,
+                    right: r,
+                })
+        })
+        .collect()
+}
+
+fn indexes(kept: &HashMap<String, usize>, ids: &[String], side: &str) -> Result<Vec<usize>> {
+    let mut seen = HashSet::new();
+    ids.iter()
+        .filter(|id| seen.insert(id.as_str()))
+        .map(|id| {
+            kept.get(id).copied().ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{side} leaf {id:?} is not among the leaves the join reads at this version"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// `schema` without field metadata (the output of a join is a new table: no field ids).
+fn plain(schema: &Schema) -> SchemaRef {
+    Arc::new(Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_metadata(HashMap::new()))
+            .collect::<Vec<Field>>(),
+    ))
+}
+
+/// Which columns each side reads and where every output column comes from.
+struct Layout {
+    left_cols: Vec<String>,
+    right_cols: Vec<String>,
+    keys: Vec<(usize, usize)>,
+    out: Vec<Source>,
+    schema: SchemaRef,
+}
+
+impl Layout {
+    fn new(lschema: &Schema, rschema: &Schema, req: &JoinRequest) -> Result<Self> {
+        let how = req.how;
+        let lkeys: Vec<&str> = req.on.iter().map(|(l, _)| l.as_str()).collect();
+        let rkeys: Vec<&str> = req.on.iter().map(|(_, r)| r.as_str()).collect();
+        for (name, schema, side) in [(&lkeys, lschema, "left"), (&rkeys, rschema, "right")] {
+            for k in name.iter() {
+                if schema.field_with_name(k).is_err() {
+                    return Err(Error::InvalidArgument(format!(
+                        "join key {k:?} is not a column of the {side} namespace"
+                    )));
+                }
+            }
+        }
+        // Every output column: (name, side, column name, nullable).
+        enum Col<'a> {
+            L(&'a Field),
+            R(&'a Field),
+            Both(&'a Field, &'a Field),
+        }
+        let mut all: Vec<(String, Col<'_>)> = Vec::new();
+        let right_only = matches!(how, JoinHow::Right);
+        for f in lschema.fields() {
+            let key = lkeys.iter().position(|k| k == f.name());
+            match (key, how) {
+                (Some(_), JoinHow::Right) => {}
+                (Some(j), JoinHow::Full) => {
+                    let r = rschema.field_with_name(rkeys[j])?;
+                    all.push((f.name().clone(), Col::Both(f, r)));
+                }
+                _ => all.push((f.name().clone(), Col::L(f))),
+            }
+        }
+        if !matches!(how, JoinHow::Semi | JoinHow::Anti) {
+            let left_names: HashSet<String> = all.iter().map(|(n, _)| n.clone()).collect();
+            for f in rschema.fields() {
+                let is_key = rkeys.contains(&f.name().as_str());
+                if is_key && !right_only {
+                    continue;
+                }
+                let name = if !is_key && left_names.contains(f.name()) {
+                    format!("{}{}", f.name(), req.right_suffix)
+                } else {
+                    f.name().clone()
+                };
+                all.push((name, Col::R(f)));
+            }
+        }
+        let mut names = HashSet::new();
+        for (n, _) in &all {
+            if !names.insert(n.clone()) {
+                return Err(Error::InvalidArgument(format!(
+                    "the join output would have two columns named {n:?}; choose another \
+                     right_suffix"
+                )));
+            }
+        }
+        let chosen: Vec<(String, Col<'_>)> = match &req.columns {
+            None => all,
+            Some(cols) => {
+                let mut by_name: HashMap<String, Col<'_>> = all.into_iter().collect();
+                let mut out = Vec::new();
+                for c in cols {
+                    let Some(col) = by_name.remove(c) else {
+                        return Err(Error::InvalidArgument(format!(
+                            "column {c:?} is not a column of the join output (or is named twice)"
+                        )));
+                    };
+                    out.push((c.clone(), col));
+                }
+                out
+            }
+        };
+        // Read: every key, then what the output needs.
+        let mut left_cols: Vec<String> = Vec::new();
+        let mut right_cols: Vec<String> = Vec::new();
+        let position =
+            |cols: &mut Vec<String>, name: &str| match cols.iter().position(|c| c == name) {
+                Some(i) => i,
+                None => {
+                    cols.push(name.to_string());
+                    cols.len() - 1
+                }
+            };
+        let keys: Vec<(usize, usize)> = req
+            .on
+            .iter()
+            .map(|(l, r)| (position(&mut left_cols, l), position(&mut right_cols, r)))
+            .collect();
+        let (null_left, null_right) = match how {
+            JoinHow::Left => (false, true),
+            JoinHow::Right => (true, false),
+            JoinHow::Full => (true, true),
+            _ => (false, false),
+        };
+        let mut out = Vec::new();
+        let mut fields = Vec::new();
+        for (name, col) in &chosen {
+            let (source, dt, nullable) = match col {
+                Col::L(f) => (
+                    Source::Left(position(&mut left_cols, f.name())),
+                    f.data_type(),
+                    f.is_nullable() || null_left,
+                ),
+                Col::R(f) => (
+                    Source::Right(position(&mut right_cols, f.name())),
+                    f.data_type(),
+                    f.is_nullable() || null_right,
+                ),
+                Col::Both(l, r) => (
+                    Source::Coalesce(
+                        position(&mut left_cols, l.name()),
+                        position(&mut right_cols, r.name()),
+                    ),
+                    l.data_type(),
+                    l.is_nullable() || r.is_nullable(),
+                ),
+            };
+            out.push(source);
+            fields.push(Field::new(name, dt.clone(), nullable));
+        }
+        for (l, r) in &req.on {
+            let (lt, rt) = (
+                lschema.field_with_name(l)?.data_type(),
+                rschema.field_with_name(r)?.data_type(),
+            );
+            if lt != rt {
+                return Err(Error::InvalidArgument(format!(
+                    "join key types differ: left {l:?} is {lt}, right {r:?} is {rt}"
+                )));
+            }
+        }
+        Ok(Self {
+            left_cols,
+            right_cols,
+            keys,
+            out,
+            schema: Arc::new(Schema::new(fields)),
+        })
+    }
+}
