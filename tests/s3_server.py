@@ -70,9 +70,22 @@ class S3Server:
         )
 
     def new_bucket(self) -> str:
-        """A fresh, empty bucket."""
+        """A fresh, empty bucket (on SeaweedFS, written to once, so that its storage volumes
+        exist before the test's first request)."""
         name = f"lp-{uuid.uuid4().hex[:16]}"
-        self.client().create_bucket(Bucket=name)
+        client = self.client()
+        client.create_bucket(Bucket=name)
+        if self.name == "seaweedfs":
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    client.put_object(Bucket=name, Key="warm-up", Body=b"")
+                    client.delete_object(Bucket=name, Key="warm-up")
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
         self.buckets.append(name)
         return name
 
@@ -217,7 +230,10 @@ def start_seaweedfs() -> S3Server:
                 f"-master.port={master}",
                 f"-volume.port={volume}",
                 f"-filer.port={filer}",
-                "-volume.max=0",
+                # Small volumes, many of them: each bucket is a collection that grows 7 volumes
+                # on first write (the default, 30 GB each, fits twice on a small disk).
+                "-master.volumeSizeLimitMB=256",
+                "-volume.max=1000",
                 "-s3",
                 f"-s3.port={s3}",
                 f"-s3.config={workdir / 's3.json'}",

@@ -71,7 +71,8 @@ def test_read_prunes_columns_and_splits_big_leaves(spark: Any, tmp_path: Path) -
         },
         schema=schema,
     )
-    ns.write(table, max_rows_per_file=5_000)  # "big": 10 fragments
+    for start in range(0, n, 5_000):  # "big": 10 appends, 10 fragments
+        ns.write(table.slice(start, 5_000))
     sizes = {oid: (rows, frags) for oid, rows, frags in ns.snapshot()._s.leaf_sizes(None)}
     assert max(f for _, f in sizes.values()) == 10
     df = lps.read(spark, ns.root, columns=["id"], max_rows_per_task=12_000)
@@ -188,5 +189,5 @@ def test_join_filters_columns_and_refusal(
     with pytest.raises(lp.IncompatibleJoinError):
         lps.join(spark, left_uri, other.root, on=[("customer_id", "id")])
     shuffled = lps.join(spark, left_uri, other.root, on=[("customer_id", "id")], allow_shuffle=True)
-    want_all = ot.join(ct, "customer_id", "id", right_suffix="_right")
+    want_all = ot.join(ct, "customer_id", "id", join_type="inner")
     assert shuffled.count() == want_all.num_rows

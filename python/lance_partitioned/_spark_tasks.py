@@ -90,6 +90,11 @@ def snapshot(root: str, version: int, options: dict[str, str] | None) -> _native
     return snap
 
 
+def task_numbers(batch: pa.RecordBatch) -> list[int]:
+    """The task numbers of a batch of ``spark.range`` rows."""
+    return [int(i) for i in batch.column(0).to_pylist() if i is not None]
+
+
 _SNAPSHOTS: dict[tuple[str, int, tuple[tuple[str, str], ...]], _native.ManifestSnapshot] = {}
 
 
@@ -112,8 +117,8 @@ class ReadTasks:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         snap = snapshot(self.root, self.version, self.options)
         for b in batches:
-            for i in b.column(0).to_pylist():
-                task = self.tasks[int(i)]
+            for i in task_numbers(b):
+                task = self.tasks[i]
                 whole = [oid for oid, _, parts in task if parts == 1]
                 scans = [snap.scan(self.filter, self.columns, None, whole)] if whole else []
                 scans += [
@@ -147,8 +152,8 @@ class JoinTasks:
         right = snapshot(rroot, rversion, ropts)
         prepared = _native.join_prepare(left, right, **self.args)
         for b in batches:
-            for i in b.column(0).to_pylist():
-                lids, rids = self.groups[int(i)]
+            for i in task_numbers(b):
+                lids, rids = self.groups[i]
                 for batch in prepared.run(lids, rids):
                     if batch.num_rows:
                         yield conform(batch, self.target)
