@@ -224,10 +224,9 @@ def test_read_prunes_through_the_manifest_and_matches_spark(spark: Any, tmp_path
     assert 0 < us_leaves < total_leaves
     # The data source: DataFrame filters are pushed down and prune (one Spark partition per
     # leaf read).
-    source = spark.read.format(lps.FORMAT).load(uri)
-    pruned = source.filter(F.col("country") == "US")
+    assert spark.read.format(lps.FORMAT).load(uri).rdd.getNumPartitions() == total_leaves
+    pruned = spark.read.format(lps.FORMAT).load(uri).filter(F.col("country") == "US")
     assert pruned.rdd.getNumPartitions() == us_leaves
-    assert source.rdd.getNumPartitions() == total_leaves
     everything = lps.read(spark, uri)
     want = sorted(r["id"] for r in everything.collect() if r["country"] == "US")
     assert sorted(r["id"] for r in pruned.select("id").collect()) == want

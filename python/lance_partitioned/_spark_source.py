@@ -235,6 +235,8 @@ class LancePartitionedReader(DataSourceReader):
         self.pushed: list[str] = []
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        # Each planning pushes its own filters: none of an earlier query of the same reader.
+        self.pushed = []
         columns = set(self.schema.fieldNames())
         for f in filters:
             sql = filter_to_sql(f, columns)
