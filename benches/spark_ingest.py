@@ -175,8 +175,8 @@ def main() -> None:
         print(f"{name}: {min(times):.2f} s ({rows} rows)", flush=True)
 
     read_timed(
-        "ours: lps.read(...).filter(country = 'c7').count()",
-        lambda: lps.read(spark, str(last["ours"])).filter(F.col("country") == "c7").count(),
+        "ours: lps.read(..., \"country = 'c7'\").count()",
+        lambda: lps.read(spark, str(last["ours"]), "country = 'c7'").count(),
     )
     read_timed(
         "Spark: read.parquet(...).filter(country = 'c7').count()",

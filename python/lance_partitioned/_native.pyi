@@ -283,7 +283,7 @@ def join_prepare(
     filter: str | None = None,
     left_filter: str | None = None,
     right_filter: str | None = None,
-    right_suffix: str = "_right",
+    right_suffix: str = ...,
     batch_size: int | None = None,
     allow_shuffle: bool = False,
 ) -> Join: ...
