@@ -189,7 +189,10 @@ def main() -> None:
     fr = lps.read(spark, uri, "country = 'FR'", storage_options=options)
     out["pruned_read"] = {
         "rows": fr.count(),
-        "leaves": fr.rdd.getNumPartitions(),
+        "leaves": lp.PartitionedNamespace.open(uri, storage_options=options)
+        .partitions("country = 'FR'", with_rows=False)
+        .num_rows,
+        "tasks": fr.rdd.getNumPartitions(),
         "countries": sorted(r[0] for r in fr.select("country").distinct().collect()),
     }
     via_source = (

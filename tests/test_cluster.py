@@ -65,6 +65,8 @@ def test_ingest_pipeline_on_a_standalone_cluster(
         assert got["partitions"] == 20, step
     assert res["clustered"]["written"] == res["one_pass"]["written"] == n
     # 'FR' is every fifth id: 4 buckets of it, nothing else read.
+    assert res["pruned_read"]["tasks"] <= 4  # small leaves share read tasks
+    del res["pruned_read"]["tasks"]
     assert res["pruned_read"] == {"rows": n // 5, "leaves": 4, "countries": ["FR"]}
     assert res["source_read"] == {"rows": n // 5, "leaves": 4}
     killed = res["killed"]

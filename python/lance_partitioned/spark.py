@@ -375,7 +375,7 @@ def read(
     df = run_tasks(spark, len(tasks), fn, spark_schema)
     run = begin("spark_read", lineage_job)
     if run is not None:
-        run.complete(inputs=lambda: [_lineage_input(snap._s, filter, run.settings)])
+        run.complete(inputs=lambda: [_lineage_input(snap, filter, run.settings)])
     return df
 
 

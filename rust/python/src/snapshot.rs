@@ -251,6 +251,16 @@ impl Scan {
             .map_or(0, |i| i.opened)
     }
 
+    /// Leaves skipped without reading their data (the filter needs columns they lack).
+    #[getter]
+    fn leaves_skipped(&self) -> usize {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map_or(0, |i| i.skipped)
+    }
+
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }

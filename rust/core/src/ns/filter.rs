@@ -98,6 +98,41 @@ impl Filter {
         })
     }
 
+    /// Whether the filter can never be TRUE on rows whose `missing` columns are all NULL: a
+    /// leaf written before those columns were added holds no matching row and need not be
+    /// read (`new_col IS NOT NULL`, `new_col = 5`, `new_col > 1 AND x = 2`, ...). The columns
+    /// become typed NULLs and DataFusion's simplifier decides; anything it cannot reduce to
+    /// FALSE or NULL counts as possibly TRUE.
+    pub fn never_true_when_null(&self, missing: &[String], ns: &Schema) -> bool {
+        if !self.columns().iter().any(|c| missing.contains(c)) {
+            return false;
+        }
+        let reduced = on_large_stack(&self.sql, || {
+            let nulled = self
+                .expr
+                .clone()
+                .transform(|e| {
+                    let Expr::Column(c) = &e else {
+                        return Ok(Transformed::no(e));
+                    };
+                    if !missing.contains(&c.name) {
+                        return Ok(Transformed::no(e));
+                    }
+                    let t = ns.field_with_name(&c.name)?.data_type();
+                    Ok(Transformed::yes(Expr::Literal(
+                        ScalarValue::try_from(t)?,
+                        None,
+                    )))
+                })?
+                .data;
+            let df = DFSchema::try_from(plain(ns))?;
+            let simplifier =
+                ExprSimplifier::new(SimplifyContext::builder().with_schema(Arc::new(df)).build());
+            Ok(simplifier.simplify(nulled)?)
+        });
+        matches!(reduced, Ok(e) if !can_be_true(&e))
+    }
+
     /// Namespace columns the filter reads.
     pub fn columns(&self) -> Vec<String> {
         let mut out: Vec<String> = self
@@ -118,6 +153,22 @@ impl Filter {
     pub fn physical(&self, schema: &Schema) -> Result<Arc<dyn PhysicalExpr>> {
         let df = DFSchema::try_from(plain(schema))?;
         Ok(session().create_physical_expr(self.expr.clone(), &df)?)
+    }
+}
+
+/// Whether a simplified boolean expression may be TRUE: FALSE and NULL literals are not, an
+/// `AND` is TRUE only when both sides can be, an `OR` when either can (SQL's three-valued
+/// logic: `NULL AND x` is never TRUE); anything else may be.
+fn can_be_true(e: &Expr) -> bool {
+    match e {
+        Expr::Literal(ScalarValue::Boolean(None | Some(false)) | ScalarValue::Null, _) => false,
+        Expr::BinaryExpr(b) if b.op == Operator::And => {
+            can_be_true(&b.left) && can_be_true(&b.right)
+        }
+        Expr::BinaryExpr(b) if b.op == Operator::Or => {
+            can_be_true(&b.left) || can_be_true(&b.right)
+        }
+        _ => true,
     }
 }
 

@@ -50,6 +50,9 @@ pub struct ScanIter {
     split: Option<(usize, usize)>,
     /// Leaves opened so far.
     pub opened: usize,
+    /// Leaves skipped without reading data: the filter is never TRUE on them (it needs
+    /// columns they were written without).
+    pub skipped: usize,
 }
 
 impl ScanIter {
@@ -74,13 +77,31 @@ impl ScanIter {
     }
 
     async fn open_next(&mut self) -> Result<bool> {
-        let Some(i) = self.leaves.next() else {
-            return Ok(false);
+        let (ds, leaf_schema, map) = loop {
+            let Some(i) = self.leaves.next() else {
+                return Ok(false);
+            };
+            let leaf = &self.snap.leaves[i];
+            let ds = self.storage.open(&leaf.location, leaf.read_version).await?;
+            let leaf_schema: Schema = Schema::from(ds.schema());
+            let map = leaf_columns(&leaf_schema, &self.snap.root_props.schema);
+            // A leaf written before some filter columns existed reads them as NULL: when the
+            // filter is never TRUE then, none of its rows match and its data is not read.
+            if let Some(f) = &self.filter {
+                let missing: Vec<String> = f
+                    .columns()
+                    .into_iter()
+                    .filter(|c| !map.contains_key(c))
+                    .collect();
+                if !missing.is_empty()
+                    && f.never_true_when_null(&missing, &self.snap.root_props.schema)
+                {
+                    self.skipped += 1;
+                    continue;
+                }
+            }
+            break (ds, leaf_schema, map);
         };
-        let leaf = &self.snap.leaves[i];
-        let ds = self.storage.open(&leaf.location, leaf.read_version).await?;
-        let leaf_schema: Schema = Schema::from(ds.schema());
-        let map = leaf_columns(&leaf_schema, &self.snap.root_props.schema);
         let wanted: Vec<String> = self
             .read_schema
             .fields()
@@ -247,5 +268,6 @@ pub fn read_leaves(
         current: None,
         split: None,
         opened: 0,
+        skipped: 0,
     })
 }
