@@ -77,6 +77,7 @@ def main() -> None:
     table = make_table(args.rows)
     ns = lp.PartitionedNamespace.create(str(work / "ours"), table.schema, SPEC)
     ns.write(table)
+    parts = ns.partitions(with_rows=False).num_rows
     buckets = k.bucket(table["city"].combine_chunks(), 16)
     pq.write_to_dataset(
         table.append_column("city_bucket", buckets),
@@ -118,7 +119,6 @@ def main() -> None:
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
-    parts = ns.partitions(with_rows=False).num_rows
     lines = [
         f"`python benches/spark_read.py --rows {args.rows}` (local[2], {parts} partitions, "
         f"best of {args.repeat}, alternating; Parquet: the same partitions as Hive directories "
