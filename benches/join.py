@@ -6,7 +6,7 @@ bucket(id, 8) (the spec's Appendix F), joined on customer_id = id (inner).
 
 Local (pyarrow results, every row materialised):
 
-- ours: ``lp.join`` (8 groups, hash join per group in Rust, 2 threads);
+- ours: ``lp.join`` (8 groups, hash join per group in Rust, default threads and batches);
 - DataFusion (Python package): both sides read unpartitioned from Lance tables (one dataset
   each, written by pylance), then ``SessionContext`` join;
 - pyarrow: ``Table.join`` of the same tables read unpartitioned.
@@ -92,7 +92,7 @@ def local(n: int, work: Path, repeat: int) -> list[tuple[str, float]]:
     expected = orders.join(customers, "customer_id", "id").num_rows
 
     def ours() -> None:
-        t = lp.join(o, c, on=[("customer_id", "id")], threads=os.cpu_count()).read_all()
+        t = lp.join(o, c, on=[("customer_id", "id")]).read_all()
         assert t.num_rows == expected
 
     def df() -> None:

@@ -30,8 +30,11 @@ On: TypeAlias = "str | Sequence[str | tuple[str, str]]"
 JoinFilter: TypeAlias = "str | tuple[str | None, str | None] | None"
 
 HOW = ("inner", "left", "right", "full", "semi", "anti")
+JOIN_BATCH_ROWS = 65_536
+"""Rows per batch of a join's reads and output by default (fewer, larger batches cross into
+pyarrow than with DataFusion's 8,192)."""
 
-__all__ = ["HOW", "JoinGroup", "JoinPlan", "join", "join_plan"]
+__all__ = ["HOW", "JOIN_BATCH_ROWS", "JoinGroup", "JoinPlan", "join", "join_plan"]
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,7 @@ def join(
     threads: int | None = None,
     allow_shuffle: bool = False,
     right_suffix: str = "_right",
-    batch_size: int | None = None,
+    batch_size: int | None = JOIN_BATCH_ROWS,
 ) -> pa.RecordBatchReader:
     """Joins two namespaces (at their latest versions) or snapshots partition by partition
     and streams the result.
@@ -204,9 +207,11 @@ def join(
 
     Each group of :func:`join_plan` is read (columns and filter pushed into Lance) and joined
     by DataFusion's hash join in Rust, building on its smaller side; ``threads`` groups run at
-    once (default: the number of cores), so memory is bounded by the largest groups, not the
-    tables. A plan whose partitions do not align raises ``IncompatibleJoinError`` unless
-    ``allow_shuffle=True``, which joins everything the filters keep as one group.
+    once (default: twice the number of cores, so that one group's reading overlaps another's
+    joining), so memory is bounded by the largest groups, not the tables. ``batch_size`` is
+    the rows per batch read and produced (default :data:`JOIN_BATCH_ROWS`). A plan whose
+    partitions do not align raises ``IncompatibleJoinError`` unless ``allow_shuffle=True``,
+    which joins everything the filters keep as one group.
     """
     prepared = prepare(
         left,
@@ -221,5 +226,5 @@ def join(
     )
     if threads is not None and threads < 1:
         raise InvalidArgumentError(f"threads must be at least 1, got {threads}")
-    prepared.start(threads or os.cpu_count() or 1)
+    prepared.start(threads or 2 * (os.cpu_count() or 1))
     return pa.RecordBatchReader.from_batches(prepared.schema, prepared)

@@ -42,7 +42,7 @@ from lance_partitioned._spark_tasks import MAX_ROWS_PER_TASK
 from lance_partitioned._spark_workers import check_workers
 from lance_partitioned.distributed import DistributedWrite, TaskLimits, stage_task
 from lance_partitioned.exceptions import InvalidArgumentError
-from lance_partitioned.joins import JoinFilter, On
+from lance_partitioned.joins import JOIN_BATCH_ROWS, JoinFilter, On
 from lance_partitioned.lineage.run import Job, begin
 from lance_partitioned.namespace import PartitionedNamespace, WriteResult
 from lance_partitioned.options import (
@@ -434,6 +434,7 @@ def join(
         "left_filter": lf,
         "right_filter": rf,
         "right_suffix": right_suffix,
+        "batch_size": JOIN_BATCH_ROWS,
         "allow_shuffle": allow_shuffle,
     }
     groups = prepared.groups()
