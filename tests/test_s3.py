@@ -400,3 +400,15 @@ def test_commits_check_staged_files_only_after_a_cleanup(
     # The marks live under _lance_partitioned/ (not a leaf: cleanup and readers ignore it).
     bucket = uri.split("/")[2]
     assert any(k.startswith("ns/_lance_partitioned/cleanups/") for k in s3_server.keys(bucket))
+
+
+def test_writes_on_object_storage_default_to_more_concurrency() -> None:
+    from lance_partitioned.options import write_concurrency
+
+    assert write_concurrency("s3://b/ns", None) == 64
+    assert write_concurrency("gs://b/ns", None) == 64
+    assert write_concurrency("az://c/ns", None) == 64
+    assert write_concurrency("/data/ns", None) == 8
+    assert write_concurrency("file:///data/ns", None) == 8
+    assert write_concurrency("memory://ns", None) == 8
+    assert write_concurrency("s3://b/ns", 3) == 3

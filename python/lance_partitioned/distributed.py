@@ -18,7 +18,6 @@ from lance_partitioned.options import (
     MAX_ROWS_PER_FILE,
     STAGE_CONCURRENCY,
     TASK_BUFFER_BYTES,
-    WRITE_CONCURRENCY,
     StorageOptions,
     TransactionMode,
     WriteMode,
@@ -27,6 +26,7 @@ from lance_partitioned.options import (
     namespace_uri,
     storage_options_arg,
     write_args,
+    write_concurrency,
 )
 
 WriteResult = _native.WriteResult
@@ -144,9 +144,7 @@ class DistributedWrite:
             max_new_partitions=max_new_partitions,
         )
 
-    def commit(
-        self, messages: Iterable[bytes], *, concurrency: int = WRITE_CONCURRENCY
-    ) -> WriteResult:
+    def commit(self, messages: Iterable[bytes], *, concurrency: int | None = None) -> WriteResult:
         """Commits the staged parts once (all leaf tables, then one manifest commit).
         Conflicts with concurrent writers are resolved as for
         :meth:`PartitionedNamespace.write`.
@@ -156,7 +154,9 @@ class DistributedWrite:
         records the write's id on its manifest rows, weak mode finds its data files in the
         leaves). A staged data file that no longer exists (removed by ``cleanup()`` with a
         grace period shorter than the write) fails the commit with ``CommitConflictError``
-        before anything is committed."""
+        before anything is committed. ``concurrency``: leaf commits at once (default: 8 on a
+        local disk, 64 on object storage)."""
+        concurrency = write_concurrency(self.root, concurrency)
         check_sizes(concurrency=concurrency)
         msgs = _messages(messages)
         job = self.__dict__.get("_lineage_job")

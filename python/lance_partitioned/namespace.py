@@ -39,7 +39,6 @@ from lance_partitioned.options import (
     MAX_ROWS_PER_FILE,
     ROUTE_THREADS,
     WRITE_BUFFER_BYTES,
-    WRITE_CONCURRENCY,
     StorageOptions,
     TransactionMode,
     WriteMode,
@@ -49,6 +48,7 @@ from lance_partitioned.options import (
     storage_options_arg,
     version_arg,
     write_args,
+    write_concurrency,
 )
 from lance_partitioned.snapshot import Filter, Snapshot
 from lance_partitioned.spec import PartitionSpec
@@ -267,7 +267,7 @@ class PartitionedNamespace:
         *,
         transaction_mode: TransactionMode | None = None,
         max_rows_per_file: int = MAX_ROWS_PER_FILE,
-        concurrency: int = WRITE_CONCURRENCY,
+        concurrency: int | None = None,
         route_threads: int = ROUTE_THREADS,
         max_buffer_bytes: int = WRITE_BUFFER_BYTES,
         max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS,
@@ -288,10 +288,14 @@ class PartitionedNamespace:
         A write that would create more than ``max_new_partitions`` partitions fails with
         ``InvalidArgumentError`` before committing anything (``None``: no limit).
 
+        ``concurrency`` partitions are written at once (default: 8 on a local disk, 64 on
+        object storage, where requests wait on the network).
+
         ``lineage_job`` names the OpenLineage job (see :mod:`lance_partitioned.lineage`).
         """
         strong = write_args(mode, transaction_mode)
         check_limit(max_new_partitions)
+        concurrency = write_concurrency(self.root, concurrency)
         check_sizes(
             max_rows_per_file=max_rows_per_file,
             max_buffer_bytes=max_buffer_bytes,

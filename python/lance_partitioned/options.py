@@ -19,7 +19,24 @@ TransactionMode = Literal["strong", "weak"]
 MAX_ROWS_PER_FILE = 1 << 20
 """Rows of one partition buffered before they are written as a file."""
 WRITE_CONCURRENCY = 8
-"""Partitions a local write (and a commit) writes concurrently."""
+"""Partitions a write (and a commit) writes concurrently on a local disk."""
+OBJECT_STORE_WRITE_CONCURRENCY = 64
+"""Partitions a write (and a commit) writes concurrently on object storage, where each
+request waits on the network rather than the disk (measured on a concurrent S3 server: 2.04,
+2.36 and 2.96 M rows/s with 8, 32 and 128 writes in flight)."""
+
+
+def write_concurrency(root: str, concurrency: int | None) -> int:
+    """``concurrency``, or the default for where ``root`` lives: object storage (a URI with a
+    scheme other than ``file``) gets :data:`OBJECT_STORE_WRITE_CONCURRENCY`, a local path
+    :data:`WRITE_CONCURRENCY`."""
+    if concurrency is not None:
+        return concurrency
+    scheme, sep, _ = root.partition("://")
+    remote = bool(sep) and scheme.lower() not in ("file", "file+uring", "memory")
+    return OBJECT_STORE_WRITE_CONCURRENCY if remote else WRITE_CONCURRENCY
+
+
 STAGE_CONCURRENCY = 4
 """Partitions one staged part (a Spark task) writes concurrently."""
 ROUTE_THREADS = 1
