@@ -142,8 +142,7 @@ def test_join_equals_spark_join_without_a_shuffle(
     groups = lp.joins.prepare(
         lp.PartitionedNamespace.open(left_uri),
         lp.PartitionedNamespace.open(right_uri),
-        on=[("customer_id", "id")],
-        how=how,
+        lp.joins.join_args([("customer_id", "id")], how),
     ).groups()
     assert df.rdd.getNumPartitions() == len(groups) >= 8  # one task per group
     # Spark's own join of the same data, with the same output columns as pyarrow names them.

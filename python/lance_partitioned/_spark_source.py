@@ -38,6 +38,8 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from lance_partitioned import _native
+from lance_partitioned._spark_tasks import conform
+from lance_partitioned._spark_tasks import snapshot as _snapshot
 from lance_partitioned.distributed import DistributedWrite, TaskLimits, stage_task
 from lance_partitioned.exceptions import InvalidArgumentError, NamespaceNotFoundError
 from lance_partitioned.namespace import PartitionedNamespace
@@ -284,23 +286,7 @@ class LancePartitionedReader(DataSourceReader):
         for batch in snap.scan(self._filter(), None, None, [oid]):
             if batch.num_rows == 0:
                 continue
-            yield pa.Table.from_batches([batch]).cast(target).combine_chunks().to_batches()[0]
-
-
-_SNAPSHOTS: dict[tuple[str, int, tuple[tuple[str, str], ...]], _native.ManifestSnapshot] = {}
-
-
-def _snapshot(
-    root: str, version: int, storage_options: dict[str, str] | None
-) -> _native.ManifestSnapshot:
-    """The manifest snapshot at ``version``, loaded once per worker process."""
-    key = (root, version, tuple(sorted((storage_options or {}).items())))
-    snap = _SNAPSHOTS.get(key)
-    if snap is None:
-        snap = _native.Namespace(root, storage_options).snapshot(version)
-        _SNAPSHOTS.clear()
-        _SNAPSHOTS[key] = snap
-    return snap
+            yield conform(batch, target)
 
 
 # -- the source ----------------------------------------------------------------------------------

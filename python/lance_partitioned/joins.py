@@ -14,7 +14,7 @@ import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -146,9 +146,7 @@ def side_filters(filter: JoinFilter) -> tuple[str | None, str | None, str | None
     )
 
 
-def prepare(
-    left: Side,
-    right: Side,
+def join_args(
     on: On,
     how: str = "inner",
     *,
@@ -156,26 +154,31 @@ def prepare(
     filter: JoinFilter = None,
     allow_shuffle: bool = False,
     right_suffix: str = "_right",
-    batch_size: int | None = None,
-) -> _native.Join:
-    """The prepared join of :func:`join` (shared with ``lance_partitioned.spark.join``)."""
+    batch_size: int | None = JOIN_BATCH_ROWS,
+) -> dict[str, Any]:
+    """The checked arguments of a join, as ``_native.join_prepare`` takes them after the two
+    snapshots (shared by :func:`join` and ``lance_partitioned.spark.join``, whose tasks
+    prepare the same join again)."""
     if how not in HOW:
         raise InvalidArgumentError(f"how: {how!r} is not one of {', '.join(HOW)}")
     common, lf, rf = side_filters(filter)
+    return {
+        "on": key_pairs(on),
+        "how": how,
+        "columns": list(columns) if columns is not None else None,
+        "filter": common,
+        "left_filter": lf,
+        "right_filter": rf,
+        "right_suffix": right_suffix,
+        "batch_size": batch_size,
+        "allow_shuffle": allow_shuffle,
+    }
+
+
+def prepare(left: Side, right: Side, args: dict[str, Any]) -> _native.Join:
+    """The prepared join of two namespaces or snapshots with :func:`join_args`."""
     ls, rs = _snapshot(left, "left"), _snapshot(right, "right")
-    return _native.join_prepare(
-        ls._s,
-        rs._s,
-        key_pairs(on),
-        how,
-        list(columns) if columns is not None else None,
-        common,
-        lf,
-        rf,
-        right_suffix,
-        batch_size,
-        allow_shuffle,
-    )
+    return _native.join_prepare(ls._s, rs._s, **args)
 
 
 def join(
@@ -213,9 +216,7 @@ def join(
     partitions do not align raises ``IncompatibleJoinError`` unless ``allow_shuffle=True``,
     which joins everything the filters keep as one group.
     """
-    prepared = prepare(
-        left,
-        right,
+    args = join_args(
         on,
         how,
         columns=columns,
@@ -226,5 +227,6 @@ def join(
     )
     if threads is not None and threads < 1:
         raise InvalidArgumentError(f"threads must be at least 1, got {threads}")
+    prepared = prepare(left, right, args)
     prepared.start(threads or 2 * (os.cpu_count() or 1))
     return pa.RecordBatchReader.from_batches(prepared.schema, prepared)

@@ -42,7 +42,7 @@ from lance_partitioned._spark_tasks import MAX_ROWS_PER_TASK
 from lance_partitioned._spark_workers import check_workers
 from lance_partitioned.distributed import DistributedWrite, TaskLimits, stage_task
 from lance_partitioned.exceptions import InvalidArgumentError
-from lance_partitioned.joins import JOIN_BATCH_ROWS, JoinFilter, On
+from lance_partitioned.joins import JoinFilter, On
 from lance_partitioned.lineage.run import Job, begin
 from lance_partitioned.namespace import PartitionedNamespace, WriteResult
 from lance_partitioned.options import (
@@ -408,16 +408,14 @@ def join(
     """
     from lance_partitioned._spark_source import arrow_to_spark_schema
     from lance_partitioned._spark_tasks import JoinTasks, run_tasks, spark_arrow_schema
-    from lance_partitioned.joins import key_pairs, prepare, side_filters
+    from lance_partitioned.joins import join_args, prepare
 
     check_workers(spark)
     lopts = storage_options_arg(storage_options)
     ropts = storage_options_arg(right_storage_options) if right_storage_options else lopts
     lsnap = PartitionedNamespace.open(left_uri, storage_options=lopts).snapshot(as_of[0])
     rsnap = PartitionedNamespace.open(right_uri, storage_options=ropts).snapshot(as_of[1])
-    prepared = prepare(
-        lsnap,
-        rsnap,
+    args = join_args(
         on,
         how,
         columns=columns,
@@ -425,18 +423,7 @@ def join(
         allow_shuffle=allow_shuffle,
         right_suffix=right_suffix,
     )
-    common, lf, rf = side_filters(filter)
-    args: dict[str, Any] = {
-        "on": key_pairs(on),
-        "how": how,
-        "columns": list(columns) if columns is not None else None,
-        "filter": common,
-        "left_filter": lf,
-        "right_filter": rf,
-        "right_suffix": right_suffix,
-        "batch_size": JOIN_BATCH_ROWS,
-        "allow_shuffle": allow_shuffle,
-    }
+    prepared = prepare(lsnap, rsnap, args)
     groups = prepared.groups()
     spark_schema = arrow_to_spark_schema(prepared.schema)
     fn = JoinTasks(

@@ -225,6 +225,17 @@ pub struct Scan {
     plan: Vec<scan::SpecPlan>,
 }
 
+impl Scan {
+    /// A counter of the scan (0 once it is exhausted and dropped).
+    fn count(&self, get: impl Fn(&ScanIter) -> usize) -> usize {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map_or(0, get)
+    }
+}
+
 #[pymethods]
 impl Scan {
     #[getter]
@@ -244,21 +255,13 @@ impl Scan {
     /// Leaves opened so far.
     #[getter]
     fn leaves_opened(&self) -> usize {
-        self.inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map_or(0, |i| i.opened)
+        self.count(|i| i.opened)
     }
 
     /// Leaves skipped without reading their data (the filter needs columns they lack).
     #[getter]
     fn leaves_skipped(&self) -> usize {
-        self.inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map_or(0, |i| i.skipped)
+        self.count(|i| i.skipped)
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

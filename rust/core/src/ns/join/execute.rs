@@ -501,17 +501,9 @@ struct Layout {
 impl Layout {
     fn new(lschema: &Schema, rschema: &Schema, req: &JoinRequest) -> Result<Self> {
         let how = req.how;
+        // Keys exist and have equal types: `plan_join` checked them first.
         let lkeys: Vec<&str> = req.on.iter().map(|(l, _)| l.as_str()).collect();
         let rkeys: Vec<&str> = req.on.iter().map(|(_, r)| r.as_str()).collect();
-        for (name, schema, side) in [(&lkeys, lschema, "left"), (&rkeys, rschema, "right")] {
-            for k in name.iter() {
-                if schema.field_with_name(k).is_err() {
-                    return Err(Error::InvalidArgument(format!(
-                        "join key {k:?} is not a column of the {side} namespace"
-                    )));
-                }
-            }
-        }
         // Every output column: (name, side, column name, nullable).
         enum Col<'a> {
             L(&'a Field),
@@ -618,17 +610,6 @@ impl Layout {
             };
             out.push(source);
             fields.push(Field::new(name, dt.clone(), nullable));
-        }
-        for (l, r) in &req.on {
-            let (lt, rt) = (
-                lschema.field_with_name(l)?.data_type(),
-                rschema.field_with_name(r)?.data_type(),
-            );
-            if lt != rt {
-                return Err(Error::InvalidArgument(format!(
-                    "join key types differ: left {l:?} is {lt}, right {r:?} is {rt}"
-                )));
-            }
         }
         Ok(Self {
             left_cols,

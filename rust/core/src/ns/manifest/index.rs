@@ -403,17 +403,11 @@ impl Snapshot {
 /// # Errors
 /// `Lance` when a leaf cannot be opened.
 pub async fn count_rows(snap: &Snapshot, idx: &[usize]) -> Result<Vec<u64>> {
-    use futures::stream::{self, StreamExt, TryStreamExt};
-    stream::iter(idx.iter().map(|&i| {
-        let leaf = &snap.leaves[i];
-        async move {
-            let ds = snap.storage.open(&leaf.location, leaf.read_version).await?;
-            Ok::<u64, Error>(ds.count_rows(None).await? as u64)
-        }
-    }))
-    .buffered(16)
-    .try_collect()
-    .await
+    Ok(leaf_sizes(snap, idx)
+        .await?
+        .into_iter()
+        .map(|(rows, _)| rows)
+        .collect())
 }
 
 /// Rows and fragments of the leaves `idx` (from Lance metadata, no data read), 16 leaves

@@ -48,6 +48,8 @@ pub struct ScanIter {
     current: Option<(DatasetRecordBatchStream, HashMap<String, String>, bool)>,
     /// Read only the fragments at positions `k, k + n, k + 2n, ...` of each leaf.
     split: Option<(usize, usize)>,
+    /// Whether the filter is never TRUE without these columns (decided once per set).
+    never_true: HashMap<Vec<String>, bool>,
     /// Leaves opened so far.
     pub opened: usize,
     /// Leaves skipped without reading data: the filter is never TRUE on them (it needs
@@ -93,9 +95,13 @@ impl ScanIter {
                     .into_iter()
                     .filter(|c| !map.contains_key(c))
                     .collect();
-                if !missing.is_empty()
-                    && f.never_true_when_null(&missing, &self.snap.root_props.schema)
-                {
+                let ns = &self.snap.root_props.schema;
+                let never = !missing.is_empty()
+                    && *self
+                        .never_true
+                        .entry(missing)
+                        .or_insert_with_key(|m| f.never_true_when_null(m, ns));
+                if never {
                     self.skipped += 1;
                     continue;
                 }
@@ -267,6 +273,7 @@ pub fn read_leaves(
         batch_size,
         current: None,
         split: None,
+        never_true: HashMap::new(),
         opened: 0,
         skipped: 0,
     })
