@@ -22,7 +22,7 @@ Pruning: a manifest of 100k partitions in the bucket, one equality filter on all
 fields, cold (fresh open) and warm (cached snapshot, version re-checked).
 
     python benches/s3_ingest.py [--rows N] [--partitions N] [--servers moto,seaweedfs]
-                                [--write BENCHMARKS.md]
+                                [--repeat R] [--concurrency C] [--write BENCHMARKS.md]
 """
 
 from __future__ import annotations
@@ -62,18 +62,47 @@ def _timed_requests(server: Any, fn: Any) -> tuple[float, Counter[str]]:
     return t, server.requests(mark)
 
 
-def ingest(server: Any, n: int) -> list[tuple[str, float, Counter[str]]]:
+PAIR_RATIOS: dict[str, list[float]] = {}
+"""Per server: ours / unpartitioned throughput of each alternating pair of runs."""
+
+
+def _ours(server: Any, table: pa.Table, concurrency: int | None) -> tuple[float, Counter[str]]:
+    opts = server.options()
+    root = f"s3://{server.new_bucket()}/ours"
+    lp.PartitionedNamespace.create(root, table.schema, SPEC, storage_options=opts)
+    return _timed_requests(
+        server,
+        lambda: lp.PartitionedNamespace.open(root, storage_options=opts).write(
+            table, concurrency=concurrency
+        ),
+    )
+
+
+def _flat(server: Any, table: pa.Table) -> tuple[float, Counter[str]]:
+    flat = f"s3://{server.new_bucket()}/flat"
+    opts = server.options()
+    return _timed_requests(server, lambda: lance.write_dataset(table, flat, storage_options=opts))
+
+
+def ingest(
+    server: Any, n: int, repeat: int, concurrency: int | None
+) -> list[tuple[str, float, Counter[str]]]:
+    """The three writers; ours and the unpartitioned write run ``repeat`` times, alternating
+    (each into a new bucket), and keep their median time."""
     table = make_table(n)
     opts = server.options()
     out = []
-
-    root = f"s3://{server.new_bucket()}/ours"
-    lp.PartitionedNamespace.create(root, table.schema, SPEC, storage_options=opts)
-    t, req = _timed_requests(
-        server, lambda: lp.PartitionedNamespace.open(root, storage_options=opts).write(table)
-    )
-    out.append(("ours: PartitionedNamespace.write (strong)", t, req))
-    print(f"{server.name}: ours {n / t / 1e6:.2f} M rows/s, {_fmt(req)}", flush=True)
+    runs = [(_ours(server, table, concurrency), _flat(server, table)) for _ in range(repeat)]
+    for (t_ours, _), (t_flat, _) in runs:
+        print(
+            f"{server.name}: ours {n / t_ours / 1e6:.2f} M rows/s, unpartitioned "
+            f"{n / t_flat / 1e6:.2f} M rows/s ({t_flat / t_ours:.2f}x)",
+            flush=True,
+        )
+    PAIR_RATIOS[server.name] = [f / o for (o, _), (f, _) in runs]
+    ours = sorted((r[0] for r in runs), key=lambda x: x[0])[len(runs) // 2]
+    flat = sorted((r[1] for r in runs), key=lambda x: x[0])[len(runs) // 2]
+    out.append(("ours: PartitionedNamespace.write (strong)", *ours))
 
     parts_root = f"s3://{server.new_bucket()}/parts"
 
@@ -92,10 +121,7 @@ def ingest(server: Any, n: int) -> list[tuple[str, float, Counter[str]]]:
     out.append(("pylance: lance.write_dataset per partition", t, req))
     print(f"{server.name}: pylance per partition {n / t / 1e6:.2f} M rows/s", flush=True)
 
-    flat = f"s3://{server.new_bucket()}/flat"
-    t, req = _timed_requests(server, lambda: lance.write_dataset(table, flat, storage_options=opts))
-    out.append(("pylance: lance.write_dataset, unpartitioned (ceiling)", t, req))
-    print(f"{server.name}: pylance unpartitioned {n / t / 1e6:.2f} M rows/s", flush=True)
+    out.append(("pylance: lance.write_dataset, unpartitioned (ceiling)", *flat))
     return out
 
 
@@ -155,6 +181,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--servers", type=str, default="moto,seaweedfs")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, default=None)
     ap.add_argument("--write", type=str, default=None)
     args = ap.parse_args()
     servers = args.servers.split(",")
@@ -164,15 +192,16 @@ def main() -> None:
     for name in servers:
         server = _start(name)
         try:
-            results[name] = ingest(server, args.rows)
+            results[name] = ingest(server, args.rows, args.repeat, args.concurrency)
             if server.log is not None:
                 appends = small_appends(server)
             pr[name] = pruning(server, args.partitions)
         finally:
             server.stop()
     lines = [
-        f"`python benches/s3_ingest.py --rows {args.rows}` (one run; each server on "
-        "127.0.0.1, started by the script; requests counted from moto's access log):",
+        f"`python benches/s3_ingest.py --rows {args.rows} --repeat {args.repeat}` (one run; "
+        "each server on 127.0.0.1, started by the script; ours and the unpartitioned write "
+        f"alternate {args.repeat} times, median shown; requests counted from moto's access log):",
         "",
         "| server | writer | M rows/s | ours vs this | requests |",
         "|---|---|---:|---:|---|",
@@ -184,6 +213,13 @@ def main() -> None:
             lines.append(
                 f"| {name} | {writer} | {args.rows / t / 1e6:.2f} | {ratio} | {_fmt(req) or '-'} |"
             )
+    lines += [""]
+    lines += [
+        f"- {name}: ours / unpartitioned per pair of runs: "
+        + ", ".join(f"{r:.2f}x" for r in ratios)
+        + f" (median {statistics.median(ratios):.2f}x)"
+        for name, ratios in PAIR_RATIOS.items()
+    ]
     if appends:
         lines += ["", "Appending 100 rows to one partition (requests of the whole write):", ""]
         lines += [f"- namespace of {p} partitions: {_fmt(req)}" for p, req in appends]

@@ -61,7 +61,7 @@ def test_assign_field_ids_keeps_existing_and_never_reuses() -> None:
             pa.field("b", pa.int8(), metadata={"lance:field_id": "1"}),
         ]
     )
-    with pytest.raises(exc.SpecError, match="duplicate"):
+    with pytest.raises(exc.SpecError, match="more than one field"):
         lp.assign_field_ids(dup)
 
 

@@ -370,8 +370,10 @@ class PartitionedNamespace:
             pa.schema([f.with_name(new) if f.name == old else f for f in schema])
         )
 
-    def drop_columns(self, names: Sequence[str]) -> pa.Schema:
-        """Drops columns (not partition sources); their field ids are never reused."""
+    def drop_columns(self, names: str | Sequence[str]) -> pa.Schema:
+        """Drops columns (not partition sources, nor structs holding one); their field ids are
+        never reused. ``names``: one name or several."""
+        names = [names] if isinstance(names, str) else list(names)
         for n in names:
             self._field(n)
         return self.update_schema(pa.schema([f for f in self.schema if f.name not in names]))

@@ -204,44 +204,52 @@ def type_from_json(obj: Mapping[str, Any]) -> pa.DataType:
     return result
 
 
-def field_ids(schema: pa.Schema) -> dict[str, int]:
-    """Column name -> ``lance:field_id`` for the top-level fields that have one."""
-    out: dict[str, int] = {}
+def _field_id(f: pa.Field[Any], path: str) -> int | None:
+    raw = (f.metadata or {}).get(FIELD_ID_KEY.encode())
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError as e:
+        raise SpecError(f"column {path!r} has a non-integer field id {raw!r}") from e
+
+
+def source_fields(schema: pa.Schema) -> dict[str, tuple[int, pa.DataType]]:
+    """Source name -> (``lance:field_id``, type) for every field that can be a partition
+    source: top-level columns, and struct children named by their path (``s.city``). A
+    top-level column named like a path wins over the struct child."""
+    out: dict[str, tuple[int, pa.DataType]] = {}
+
+    def visit(f: pa.Field[Any], path: str) -> None:
+        fid = _field_id(f, path)
+        if fid is not None:
+            out.setdefault(path, (fid, f.type))
+        if pa.types.is_struct(f.type):
+            for i in range(f.type.num_fields):
+                child = f.type.field(i)
+                visit(child, f"{path}.{child.name}")
+
     for f in schema:
-        raw = (f.metadata or {}).get(FIELD_ID_KEY.encode())
-        if raw is not None:
-            try:
-                out[f.name] = int(raw)
-            except ValueError as e:
-                raise SpecError(f"column {f.name!r} has a non-integer field id {raw!r}") from e
+        fid = _field_id(f, f.name)
+        if fid is not None:
+            out[f.name] = (fid, f.type)
+    for f in schema:
+        visit(f, f.name)
     return out
 
 
+def field_ids(schema: pa.Schema) -> dict[str, int]:
+    """Source name (``s.city`` for a struct child) -> ``lance:field_id``."""
+    return {name: fid for name, (fid, _) in source_fields(schema).items()}
+
+
 def assign_field_ids(schema: pa.Schema, start: int | None = None) -> pa.Schema:
-    """Gives every top-level field without a ``lance:field_id`` a fresh one.
+    """Gives every field (struct children too) without a ``lance:field_id`` a fresh one.
 
     Existing ids are kept; new ids are larger than every id in use (and than ``start - 1``),
     so ids are never reused. Raises :class:`SpecError` on duplicate ids.
     """
-    ids = field_ids(schema)
-    if len(set(ids.values())) != len(ids):
-        raise SpecError(f"duplicate lance:field_id values in schema: {sorted(ids.values())}")
-    next_id = max([*ids.values(), -1]) + 1
-    if start is not None:
-        next_id = max(next_id, start)
-    fields = []
-    for f in schema:
-        if f.name in ids:
-            fields.append(f)
-            continue
-        meta: dict[bytes | str, bytes | str] = {k: v for k, v in (f.metadata or {}).items()}
-        meta[FIELD_ID_KEY.encode()] = str(next_id).encode()
-        next_id += 1
-        fields.append(f.with_metadata(meta))
-    schema_meta: dict[bytes | str, bytes | str] | None = (
-        {k: v for k, v in schema.metadata.items()} if schema.metadata else None
-    )
-    return pa.schema(fields, metadata=schema_meta)
+    return _native.assign_field_ids(schema, start or 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -268,7 +276,7 @@ class PartitionField:
 
     def _sources(self, schema: pa.Schema) -> tuple[list[int], list[pa.DataType]]:
         by_name = field_ids(schema)
-        types_by_id = {by_name[f.name]: f.type for f in schema if f.name in by_name}
+        types_by_id = {fid: t for fid, t in source_fields(schema).values()}
         if self.source_ids is not None:
             ids = list(self.source_ids)
         else:

@@ -22,23 +22,31 @@ pub fn field_id(f: &Field) -> Option<i32> {
     f.metadata().get(FIELD_ID_KEY)?.trim().parse().ok()
 }
 
-/// The largest field id in `schema` (nested fields included), -1 without any.
-pub fn max_field_id(schema: &Schema) -> i32 {
-    fn walk(f: &Field, m: &mut i32) {
+/// The field ids of `f` and of its struct children at every depth.
+pub fn ids_within(f: &Field) -> Vec<i32> {
+    fn walk(f: &Field, out: &mut Vec<i32>) {
         if let Some(id) = field_id(f) {
-            *m = (*m).max(id);
+            out.push(id);
         }
         if let DataType::Struct(kids) = f.data_type() {
             for k in kids {
-                walk(k, m);
+                walk(k, out);
             }
         }
     }
-    let mut m = -1;
-    for f in schema.fields() {
-        walk(f, &mut m);
-    }
-    m
+    let mut out = Vec::new();
+    walk(f, &mut out);
+    out
+}
+
+/// The largest field id in `schema` (nested fields included), -1 without any.
+pub fn max_field_id(schema: &Schema) -> i32 {
+    schema
+        .fields()
+        .iter()
+        .flat_map(|f| ids_within(f))
+        .max()
+        .unwrap_or(-1)
 }
 
 /// Assigns `lance:field_id`s to every field (nested ones too) that lacks one, continuing
@@ -47,16 +55,6 @@ pub fn max_field_id(schema: &Schema) -> i32 {
 /// # Errors
 /// `Spec` when two fields carry the same id.
 pub fn assign_field_ids(schema: &Schema, floor: i32) -> Result<Schema> {
-    fn collect(f: &Field, ids: &mut Vec<i32>) {
-        if let Some(id) = field_id(f) {
-            ids.push(id);
-        }
-        if let DataType::Struct(children) = f.data_type() {
-            for c in children {
-                collect(c, ids);
-            }
-        }
-    }
     fn assign(f: &Field, next: &mut i32) -> Field {
         let mut f = f.clone();
         if field_id(&f).is_none() {
@@ -71,10 +69,7 @@ pub fn assign_field_ids(schema: &Schema, floor: i32) -> Result<Schema> {
         }
         f
     }
-    let mut ids = Vec::new();
-    for f in schema.fields() {
-        collect(f, &mut ids);
-    }
+    let ids: Vec<i32> = schema.fields().iter().flat_map(|f| ids_within(f)).collect();
     let mut sorted = ids.clone();
     sorted.sort_unstable();
     if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {

@@ -9,6 +9,7 @@
 pub use lance::deps::datafusion;
 pub use lance::deps::datafusion::arrow;
 
+mod conform;
 pub mod error;
 pub mod expr;
 pub mod field_ids;

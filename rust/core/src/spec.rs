@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::arrow::array::{new_null_array, Array, ArrayRef, RecordBatch};
+use crate::arrow::array::{make_array, new_null_array, Array, ArrayRef, AsArray, RecordBatch};
+use crate::arrow::buffer::NullBuffer;
 use crate::arrow::compute::kernels::cast::{cast_with_options, CastOptions};
 use crate::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use crate::arrow::util::display::FormatOptions;
+use crate::conform::to_namespace_type;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{spec_err, Error, Result};
 use crate::expr::{compile_cached, CompiledExpr};
@@ -122,8 +124,11 @@ enum Compute {
 /// A source column of a partition field, resolved against the namespace schema.
 #[derive(Debug, Clone)]
 struct SourceColumn {
-    /// The namespace column name; `None` when the field id is not in the schema (the column
-    /// was dropped: its values read as NULL).
+    /// The source's path from a top-level column through struct children (`["s", "city"]`);
+    /// `None` when the field id is not in the schema (the column was dropped: its values
+    /// read as NULL).
+    path: Option<Vec<String>>,
+    /// The path as users write it (`s.city`), for messages and key columns.
     name: Option<String>,
     /// The namespace type values are cast to before computing (docs/design.md, "Types used
     /// for partition values").
@@ -234,11 +239,11 @@ impl CompiledSpec {
         Ok(ScalarValue::try_from_array(&out, 0)?)
     }
 
-    /// The namespace column names of field `k`'s sources (`None`: dropped column).
-    pub fn source_names(&self, k: usize) -> Vec<Option<String>> {
+    /// The paths of field `k`'s sources (`["s", "city"]`; `None`: dropped column).
+    pub fn source_paths(&self, k: usize) -> Vec<Option<Vec<String>>> {
         self.fields
             .get(k)
-            .map(|f| f.sources.iter().map(|s| s.name.clone()).collect())
+            .map(|f| f.sources.iter().map(|s| s.path.clone()).collect())
             .unwrap_or_default()
     }
 
@@ -265,24 +270,24 @@ impl CompiledSpec {
     /// `Expression` when an expression fails.
     pub fn partition_values(&self, batch: &RecordBatch) -> Result<RecordBatch> {
         let rows = batch.num_rows();
-        let mut cache: HashMap<&str, ArrayRef> = HashMap::new();
+        let mut cache: HashMap<&[String], ArrayRef> = HashMap::new();
         let mut columns = Vec::with_capacity(self.fields.len());
         for f in &self.fields {
             let mut inputs = Vec::with_capacity(f.sources.len());
             for s in &f.sources {
-                let arr = match &s.name {
-                    None => new_null_array(&DataType::Null, rows),
-                    Some(name) => match cache.get(name.as_str()) {
+                let arr = match (&s.name, &s.path) {
+                    (Some(name), Some(path)) => match cache.get(path.as_slice()) {
                         Some(a) => Arc::clone(a),
                         None => {
-                            let a = match batch.column_by_name(name) {
+                            let a = match column_at(batch, path)? {
                                 None => new_null_array(&s.data_type, rows),
-                                Some(col) => to_namespace_type(col, &s.data_type, name)?,
+                                Some(col) => to_namespace_type(&col, &s.data_type, name)?,
                             };
-                            cache.insert(name.as_str(), Arc::clone(&a));
+                            cache.insert(path.as_slice(), Arc::clone(&a));
                             a
                         }
                     },
+                    _ => new_null_array(&DataType::Null, rows),
                 };
                 inputs.push(arr);
             }
@@ -334,78 +339,105 @@ pub(crate) fn strict_cast() -> CastOptions<'static> {
     }
 }
 
-/// Casts `col` to the namespace type `to` (docs/design.md, "Types used for partition
-/// values"), refusing lossy casts: every value must come
-/// back unchanged when cast back to its input type (so `1.5` is not stored as `1`, a timestamp
-/// at 23:59 is not stored as its date, `2^63 + 1` does not wrap). Widenings skip the check.
-pub(crate) fn to_namespace_type(col: &ArrayRef, to: &DataType, name: &str) -> Result<ArrayRef> {
-    let from = col.data_type();
-    if from == to {
-        return Ok(Arc::clone(col));
-    }
-    let refuse = |why: String| {
-        Error::InvalidArgument(format!(
-            "column {name:?} of type {from} cannot be cast to its namespace type {to}: {why}"
-        ))
-    };
-    let out =
-        cast_with_options(col.as_ref(), to, &strict_cast()).map_err(|e| refuse(e.to_string()))?;
-    if always_lossless(from, to) {
-        return Ok(out);
-    }
-    let back = cast_with_options(out.as_ref(), from, &strict_cast())
-        .map_err(|e| refuse(format!("the cast is not reversible ({e})")))?;
-    let changed = crate::arrow::compute::kernels::cmp::distinct(col, &back)?;
-    if changed.true_count() > 0 {
-        let row = (0..changed.len())
-            .find(|&i| changed.is_valid(i) && changed.value(i))
-            .unwrap_or(0);
-        let shown = crate::arrow::util::display::array_value_to_string(col.as_ref(), row)
-            .unwrap_or_else(|_| "?".into());
-        return Err(refuse(format!(
-            "{} value(s) would change, the first at row {row} ({shown}); cast the input \
-             explicitly if that is intended",
-            changed.true_count()
-        )));
-    }
-    Ok(out)
+/// A schema field found by its `lance:field_id`, at any depth.
+pub(crate) struct FieldAt<'a> {
+    /// Names from the top-level column down to the field (`["s", "city"]`).
+    pub(crate) path: Vec<String>,
+    /// The field.
+    pub(crate) field: &'a Field,
+    /// The field lies inside a list or map (one value per element, not per row).
+    pub(crate) in_list: bool,
 }
 
-/// Casts that can never change a value (widenings, string and binary encodings, dictionary
-/// decoding, time zone changes of an instant, finer units of a date).
-fn always_lossless(from: &DataType, to: &DataType) -> bool {
-    use DataType::*;
-    if crate::types::is_widening(from, to) {
-        return true;
-    }
-    match (from, to) {
-        (Dictionary(_, v), t) => v.as_ref() == t,
-        (Utf8 | LargeUtf8 | Utf8View, Utf8 | LargeUtf8 | Utf8View) => true,
-        (Binary | LargeBinary | BinaryView, Binary | LargeBinary | BinaryView) => true,
-        (Timestamp(u1, _), Timestamp(u2, _)) => u1 == u2,
-        (Date32, Date64) => true,
-        _ => false,
+impl FieldAt<'_> {
+    /// The path as users write it: `s.city`.
+    pub(crate) fn dotted(&self) -> String {
+        self.path.join(".")
     }
 }
 
-/// Schema fields by `lance:field_id` (each id at most once).
-fn fields_by_id(schema: &Schema) -> Result<HashMap<i32, &Field>> {
-    let mut by_id: HashMap<i32, &Field> = HashMap::new();
-    for f in schema.fields() {
+/// Schema fields by `lance:field_id`, top-level columns and the children of structs, lists
+/// and maps (each id at most once).
+pub(crate) fn fields_by_id(schema: &Schema) -> Result<HashMap<i32, FieldAt<'_>>> {
+    fn visit<'a>(
+        f: &'a Field,
+        path: &[String],
+        in_list: bool,
+        out: &mut HashMap<i32, FieldAt<'a>>,
+    ) -> Result<()> {
+        let mut path = path.to_vec();
+        path.push(f.name().clone());
         if let Some(id) = field_id(f) {
-            if by_id.insert(id, f.as_ref()).is_some() {
+            let at = FieldAt {
+                path: path.clone(),
+                field: f,
+                in_list,
+            };
+            if out.insert(id, at).is_some() {
                 return spec_err!("schema field id {id} is used by more than one column");
             }
         }
+        match f.data_type() {
+            DataType::Struct(kids) => {
+                for k in kids {
+                    visit(k, &path, in_list, out)?;
+                }
+            }
+            DataType::List(k)
+            | DataType::LargeList(k)
+            | DataType::ListView(k)
+            | DataType::LargeListView(k)
+            | DataType::FixedSizeList(k, _)
+            | DataType::Map(k, _) => visit(k, &path, true, out)?,
+            _ => {}
+        }
+        Ok(())
+    }
+    let mut by_id = HashMap::new();
+    for f in schema.fields() {
+        visit(f, &[], false, &mut by_id)?;
     }
     Ok(by_id)
+}
+
+/// The column at `path` (a top-level column, then struct children by name), NULL wherever a
+/// struct on the way is NULL; `None` when the batch lacks it.
+///
+/// # Errors
+/// `InvalidArgument` when a column on the way is not a struct.
+pub(crate) fn column_at(batch: &RecordBatch, path: &[String]) -> Result<Option<ArrayRef>> {
+    let Some((first, rest)) = path.split_first() else {
+        return Ok(None);
+    };
+    let Some(mut col) = batch.column_by_name(first).cloned() else {
+        return Ok(None);
+    };
+    for (depth, name) in rest.iter().enumerate() {
+        let Some(parent) = col.as_struct_opt() else {
+            return Err(Error::InvalidArgument(format!(
+                "column {:?} is of type {}, not a struct with a field {name:?}",
+                path[..=depth].join("."),
+                col.data_type()
+            )));
+        };
+        let Some(child) = parent.column_by_name(name) else {
+            return Ok(None);
+        };
+        col = match NullBuffer::union(parent.nulls(), child.nulls()) {
+            Some(nulls) if child.nulls() != Some(&nulls) => {
+                make_array(child.to_data().into_builder().nulls(Some(nulls)).build()?)
+            }
+            _ => Arc::clone(child),
+        };
+    }
+    Ok(Some(col))
 }
 
 /// One partition field: its sources resolved, its transform or expression compiled, its
 /// computed type checked against `result_type` (see `CompiledSpec::compile`).
 fn compile_field(
     pf: &PartitionField,
-    by_id: &HashMap<i32, &Field>,
+    by_id: &HashMap<i32, FieldAt<'_>>,
     allow_missing_sources: bool,
 ) -> Result<CompiledField> {
     let fid = &pf.field_id;
@@ -416,11 +448,18 @@ fn compile_field(
         .source_ids
         .iter()
         .map(|sid| match by_id.get(sid) {
-            Some(f) => Ok(SourceColumn {
-                name: Some(f.name().clone()),
-                data_type: f.data_type().clone(),
+            Some(at) if at.in_list => spec_err!(
+                "partition field {fid:?}: source {:?} (id {sid}) lies inside a list or map, \
+                 which holds many values per row; a partition source must hold one",
+                at.dotted()
+            ),
+            Some(at) => Ok(SourceColumn {
+                path: Some(at.path.clone()),
+                name: Some(at.dotted()),
+                data_type: at.field.data_type().clone(),
             }),
             None if allow_missing_sources => Ok(SourceColumn {
+                path: None,
                 name: None,
                 data_type: DataType::Null,
             }),

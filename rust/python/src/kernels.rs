@@ -167,6 +167,18 @@ pub fn schema_from_json(py: Python<'_>, text: &str) -> PyResult<ArrowSchema> {
     run(py, || Ok(ArrowSchema(types::schema_from_json(text)?)))
 }
 
+/// assign_field_ids(schema, floor) -> pyarrow.Schema: every field (struct children too)
+/// without a `lance:field_id` gets a fresh one, larger than every id in use and than
+/// `floor - 1`.
+#[pyfunction]
+pub fn assign_field_ids(py: Python<'_>, schema: ArrowSchema, floor: i32) -> PyResult<ArrowSchema> {
+    run(py, || {
+        Ok(ArrowSchema(
+            lance_partitioned_core::field_ids::assign_field_ids(&schema.0, floor)?,
+        ))
+    })
+}
+
 /// route(batch, keys, threads) -> (keys RecordBatch, permuted RecordBatch, offsets)
 #[pyfunction]
 #[pyo3(signature = (batch, keys, threads = 1))]

@@ -15,10 +15,9 @@ use crate::datafusion::logical_expr::{BinaryExpr, Expr, Operator};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::Result;
 use crate::expr::session;
-use crate::field_ids::field_id;
 use crate::ns::filter::{evaluate_mask, plain, Filter};
 use crate::ns::manifest::{partition_column, Snapshot};
-use crate::spec::{strict_cast, CompiledSpec, PartitionSpec};
+use crate::spec::{fields_by_id, strict_cast, CompiledSpec, PartitionSpec};
 
 /// The pruning of one spec version.
 #[derive(Debug, Clone)]
@@ -65,7 +64,7 @@ fn as_literal(e: &Expr) -> Option<ScalarValue> {
 
 /// `date_part('year' | 'month' | 'day' | 'hour', column)` (also `extract(...)`, which parses
 /// to it): (unit, column).
-fn date_part(e: &Expr) -> Option<(&'static str, &str)> {
+fn date_part(e: &Expr) -> Option<(&'static str, Vec<String>)> {
     let Expr::ScalarFunction(f) = e else {
         return None;
     };
@@ -87,9 +86,24 @@ fn date_part(e: &Expr) -> Option<(&'static str, &str)> {
     Some((unit, as_column(column)?))
 }
 
-fn as_column(e: &Expr) -> Option<&str> {
+/// The source a filter reads: a column, or a struct child (`s.city` parses to
+/// `get_field(s, 'city')`), as its path of names.
+fn as_column(e: &Expr) -> Option<Vec<String>> {
     match e {
-        Expr::Column(c) => Some(c.name.as_str()),
+        Expr::Column(c) => Some(vec![c.name.clone()]),
+        Expr::ScalarFunction(f) if f.func.name() == "get_field" => {
+            let [inner, name] = f.args.as_slice() else {
+                return None;
+            };
+            let mut path = as_column(inner)?;
+            match as_literal(name)? {
+                ScalarValue::Utf8(Some(n))
+                | ScalarValue::LargeUtf8(Some(n))
+                | ScalarValue::Utf8View(Some(n)) => path.push(n),
+                _ => return None,
+            }
+            Some(path)
+        }
         _ => None,
     }
 }
@@ -154,10 +168,8 @@ fn exact_cast(v: &ScalarValue, dt: &DataType) -> Option<ScalarValue> {
 struct Deriver<'a> {
     spec: &'a PartitionSpec,
     compiled: &'a CompiledSpec,
-    /// namespace column name -> field id
-    ids: HashMap<String, i32>,
-    /// The namespace schema.
-    schema: &'a Schema,
+    /// source path (a column, or struct children down from one) -> (field id, type)
+    sources: &'a HashMap<Vec<String>, (i32, DataType)>,
     /// manifest columns present
     present: &'a Schema,
 }
@@ -177,8 +189,8 @@ impl Deriver<'_> {
     }
 
     /// Fields computed from exactly this one source column.
-    fn single_source_fields(&self, column: &str) -> Vec<usize> {
-        let Some(&id) = self.ids.get(column) else {
+    fn single_source_fields(&self, column: &[String]) -> Vec<usize> {
+        let Some(&(id, _)) = self.sources.get(column) else {
             return Vec::new();
         };
         (0..self.spec.fields.len())
@@ -228,7 +240,7 @@ impl Deriver<'_> {
                         _ => return None,
                     },
                 };
-                self.compare(c, op, &v)
+                self.compare(&c, op, &v)
             }
             Expr::Between(bt) if !bt.negated => {
                 let lo = binary((*bt.expr).clone(), Operator::GtEq, (*bt.low).clone());
@@ -240,7 +252,7 @@ impl Deriver<'_> {
                 let vals: Option<Vec<ScalarValue>> = il.list.iter().map(as_literal).collect();
                 let vals = vals?;
                 let parts: Vec<Expr> = self
-                    .single_source_fields(c)
+                    .single_source_fields(&c)
                     .into_iter()
                     .filter_map(|k| {
                         let (pc, dt) = self.pcol(k)?;
@@ -263,7 +275,7 @@ impl Deriver<'_> {
                 let c = as_column(inner)?;
                 let null = matches!(e, Expr::IsNull(_));
                 let parts: Vec<Expr> = self
-                    .single_source_fields(c)
+                    .single_source_fields(&c)
                     .into_iter()
                     .filter(|&k| self.spec.fields[k].transform.is_some())
                     .filter_map(|k| {
@@ -295,7 +307,7 @@ impl Deriver<'_> {
                         },
                     };
                     if let Some((c, v)) = pair {
-                        if let Some(&id) = self.ids.get(c) {
+                        if let Some(&(id, _)) = self.sources.get(&c) {
                             eq.insert(id, v);
                         }
                     }
@@ -323,7 +335,7 @@ impl Deriver<'_> {
         out
     }
 
-    fn compare(&self, column: &str, op: Operator, v: &ScalarValue) -> Option<Expr> {
+    fn compare(&self, column: &[String], op: Operator, v: &ScalarValue) -> Option<Expr> {
         if v.is_null() {
             return None;
         }
@@ -381,7 +393,7 @@ impl Deriver<'_> {
     /// and UTC timestamps, where the field and `date_part` read the same calendar.
     fn compare_date_part(
         &self,
-        (unit, column): (&str, &str),
+        (unit, column): (&str, Vec<String>),
         op: Operator,
         v: &ScalarValue,
     ) -> Option<Expr> {
@@ -393,12 +405,7 @@ impl Deriver<'_> {
         {
             return None;
         }
-        let source = self
-            .schema
-            .field_with_name(column)
-            .ok()?
-            .data_type()
-            .clone();
+        let source = self.sources.get(&column)?.1.clone();
         let utc = match &source {
             DataType::Date32 | DataType::Date64 | DataType::Timestamp(_, None) => true,
             DataType::Timestamp(_, Some(tz)) => matches!(tz.as_ref(), "UTC" | "+00:00" | "Z"),
@@ -408,7 +415,7 @@ impl Deriver<'_> {
             return None;
         }
         let parts: Vec<Expr> = self
-            .single_source_fields(column)
+            .single_source_fields(&column)
             .into_iter()
             .filter(|&k| self.kind(k) == Some(unit))
             .filter_map(|k| {
@@ -527,10 +534,10 @@ fn flatten_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
 /// `Expression` when the derived predicate cannot be evaluated (a bug).
 pub fn prune(snap: &Snapshot, filter: Option<&Filter>) -> Result<Pruned> {
     let schema = snap.schema();
-    let ids: HashMap<String, i32> = schema
-        .fields()
-        .iter()
-        .filter_map(|f| field_id(f).map(|id| (f.name().clone(), id)))
+    let sources: HashMap<Vec<String>, (i32, DataType)> = fields_by_id(&schema)?
+        .into_iter()
+        .filter(|(_, at)| !at.in_list)
+        .map(|(id, at)| (at.path, (id, at.field.data_type().clone())))
         .collect();
     let mschema = snap.batch.schema();
     let mut specs = Vec::new();
@@ -546,8 +553,7 @@ pub fn prune(snap: &Snapshot, filter: Option<&Filter>) -> Result<Pruned> {
                 let d = Deriver {
                     spec,
                     compiled: &compiled,
-                    ids: ids.clone(),
-                    schema: &schema,
+                    sources: &sources,
                     present: mschema.as_ref(),
                 };
                 d.derive(&f.expr)

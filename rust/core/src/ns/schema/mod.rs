@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::arrow::datatypes::{Field, Schema};
 use crate::error::{schema_err, Error, Result};
-use crate::field_ids::{assign_field_ids, field_id};
+use crate::field_ids::{assign_field_ids, field_id, ids_within};
 pub use crate::field_ids::{max_field_id, LAST_FIELD_ID_KEY};
 use crate::ns::manifest::Snapshot;
 use crate::ns::storage::Storage;
@@ -78,9 +78,12 @@ pub fn plan_update(
             );
         }
         if prev.data_type() != f.data_type() {
-            if partition_sources.contains(&id) {
+            if ids_within(prev)
+                .iter()
+                .any(|i| partition_sources.contains(i))
+            {
                 return schema_err!(
-                    "column {:?} is a partition source; its type cannot change ({} -> {}), \
+                    "column {:?} is (or holds) a partition source; its type cannot change ({} -> {}), \
                      partition values would no longer match",
                     f.name(),
                     prev.data_type(),
@@ -101,9 +104,10 @@ pub fn plan_update(
     }
     let kept: HashSet<i32> = new.fields().iter().filter_map(|f| field_id(f)).collect();
     for (id, f) in &old_by_id {
-        if !kept.contains(id) && partition_sources.contains(id) {
+        if !kept.contains(id) && ids_within(f).iter().any(|i| partition_sources.contains(i)) {
             return schema_err!(
-                "column {:?} is a partition source of a spec version and cannot be dropped",
+                "column {:?} is (or holds) a partition source of a spec version and cannot \
+                 be dropped",
                 f.name()
             );
         }

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use crate::arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
 use crate::arrow::datatypes::{Schema, SchemaRef};
+use crate::conform::to_namespace_type;
 use crate::error::{Error, Result};
 use crate::field_ids::{field_id, LEAF_FIELD_ID_KEY};
-use crate::spec::to_namespace_type;
 
 /// How a leaf column maps to a namespace column.
 pub(crate) fn leaf_columns(leaf: &Schema, ns: &Schema) -> HashMap<String, String> {

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use crate::arrow::array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
 use crate::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use crate::conform::to_namespace_type;
 use crate::error::{schema_err, Error, Result};
 use crate::ns::LEAF_FIELD_ID_KEY;
-use crate::spec::to_namespace_type;
 use crate::types::FIELD_ID_KEY;
 
 /// The schema leaf tables are written with: the namespace schema with the namespace field id
@@ -63,11 +63,13 @@ pub fn align(batch: &RecordBatch, ns: &Schema, out_schema: &SchemaRef) -> Result
     }
     let rows = batch.num_rows();
     let mut cols: Vec<ArrayRef> = Vec::with_capacity(ns.fields().len());
-    for f in ns.fields() {
+    for (f, out) in ns.fields().iter().zip(out_schema.fields()) {
+        // The leaf's type: the namespace type with the field ids of struct children under
+        // the leaf key.
         let col = match batch.column_by_name(f.name()) {
-            Some(c) => to_namespace_type(c, f.data_type(), f.name())
+            Some(c) => to_namespace_type(c, out.data_type(), f.name())
                 .map_err(|e| Error::SchemaMismatch(e.to_string()))?,
-            None if f.is_nullable() => new_null_array(f.data_type(), rows),
+            None if f.is_nullable() => new_null_array(out.data_type(), rows),
             None => {
                 return schema_err!(
                     "column {:?} is missing from the input and is not nullable",

@@ -25,16 +25,19 @@ impl KeyHasher {
         let compiled = CompiledSpec::compile(snap.current_spec(), &snap.schema(), false)?;
         let mut sources = Vec::new();
         for k in 0..snap.current_spec().fields.len() {
-            for name in compiled.source_names(k).into_iter().flatten() {
-                if !sources.contains(&name) {
-                    sources.push(name);
+            for path in compiled.source_paths(k).into_iter().flatten() {
+                if let Some(top) = path.into_iter().next() {
+                    if !sources.contains(&top) {
+                        sources.push(top);
+                    }
                 }
             }
         }
         Ok(Self { compiled, sources })
     }
 
-    /// The columns partition values are computed from (what a key pass needs to read).
+    /// The top-level columns partition values are computed from (what a key pass needs to
+    /// read; the whole struct for a source inside one).
     pub fn source_columns(&self) -> &[String] {
         &self.sources
     }
