@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_partitioned._native import __version__
+from lance_partitioned.spec import source_fields
 
 __all__ = [
     "OPENLINEAGE_SPEC",
@@ -96,12 +97,8 @@ def _dimensions(spec: Mapping[str, Any], names: Mapping[int, str]) -> tuple[list
 
 
 def _names_by_id(schema: pa.Schema) -> dict[int, str]:
-    out = {}
-    for f in schema:
-        raw = (f.metadata or {}).get(b"lance:field_id")
-        if raw is not None:
-            out[int(raw)] = f.name
-    return out
+    """Field id -> source name (``s.city`` for a struct child)."""
+    return {fid: name for name, (fid, _) in source_fields(schema).items()}
 
 
 def partitions_facet(specs: Mapping[int, Mapping[str, Any]], schema: pa.Schema) -> dict[str, Any]:

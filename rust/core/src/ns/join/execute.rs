@@ -362,6 +362,10 @@ impl PreparedJoin {
             Arc::new(join)
         };
         let mut config = SessionConfig::new();
+        config
+            .options_mut()
+            .execution
+            .perfect_hash_join_min_key_density = array_map_density(lrows.min(rrows));
         if let Some(n) = self.request.batch_size {
             config = config.with_batch_size(n.max(1));
         }
@@ -405,6 +409,21 @@ impl PreparedJoin {
         let batches: Vec<RecordBatch> = self.stream(threads).try_collect().await?;
         Ok(concat_batches(&schema, &batches)?)
     }
+}
+
+/// Entries (4 bytes each) an array-indexed join map may always have.
+const ARRAY_MAP_FLOOR: usize = 4 << 20;
+/// Entries per build row an array-indexed join map may have beyond the floor.
+const ARRAY_MAP_PER_ROW: usize = 8;
+
+/// The key density (build rows / key range) from which DataFusion's join indexes the build
+/// side by key value instead of hashing it (for one integer key). A group of a bucketed
+/// namespace holds every b-th key of the range, so its density is the table's divided by
+/// the bucket count, below DataFusion's default (0.15) for 8 buckets or more although the
+/// array costs little; this allows a range of up to max(4M, 8 x build rows) entries (16 MB,
+/// or 32 bytes per build row).
+fn array_map_density(build_rows: usize) -> f64 {
+    build_rows as f64 / ARRAY_MAP_FLOOR.max(ARRAY_MAP_PER_ROW * build_rows) as f64
 }
 
 fn parse_filter(sql: Option<&str>, schema: &Schema, side: &str) -> Result<Option<Filter>> {
