@@ -190,3 +190,26 @@ def test_join_filters_columns_and_refusal(
     shuffled = lps.join(spark, left_uri, other.root, on=[("customer_id", "id")], allow_shuffle=True)
     want_all = ot.join(ct, "customer_id", "id", join_type="inner")
     assert shuffled.count() == want_all.num_rows
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("how", list(SPARK_HOW))
+def test_shuffle_fallback_equals_the_local_join(
+    spark: Any, orders_customers: tuple[str, str, pa.Table, pa.Table], tmp_path: Path, how: str
+) -> None:
+    """Namespaces whose partitions do not align: with allow_shuffle, Spark joins the two
+    sides itself, and the output (columns, names, rows) equals lp.join's."""
+    left_uri, _, _, ct = orders_customers
+    other = _ns(tmp_path / "x", CUSTOMERS, lp.PartitionField("ib", "id", lp.Bucket(6)))
+    other.write(ct)
+    args: dict[str, Any] = {"on": [("customer_id", "id")], "how": how, "allow_shuffle": True}
+    if how == "full":
+        args["filter"] = ("customer_id < 40", "name IS NOT NULL")
+    df = lps.join(spark, left_uri, other.root, **args)
+    local = lp.join(lp.PartitionedNamespace.open(left_uri), other, **args).read_all()
+    assert df.columns == local.column_names
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert "Join" in plan, plan
+    assert "MapInArrow" in plan, plan
+    got = [tuple(r) for r in df.collect()]
+    assert _rows(got) == _rows(list(zip(*local.to_pydict().values(), strict=True)))

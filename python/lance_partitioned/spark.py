@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
@@ -404,7 +404,9 @@ def join(
     of :func:`lance_partitioned.join` (same output columns, pyarrow's ``Table.join``
     naming). ``as_of`` pins (left, right) manifest versions; ``storage_options`` reach both
     sides unless ``right_storage_options`` is given. An incompatible plan raises
-    ``IncompatibleJoinError``; with ``allow_shuffle=True`` it runs as one task.
+    ``IncompatibleJoinError``; with ``allow_shuffle=True`` Spark joins the two sides (read
+    by :func:`read` with the same filters and columns) with its own shuffle, and the output
+    has the same columns.
     """
     from lance_partitioned._spark_source import arrow_to_spark_schema
     from lance_partitioned._spark_tasks import JoinTasks, run_tasks, spark_arrow_schema
@@ -424,6 +426,9 @@ def join(
         right_suffix=right_suffix,
     )
     prepared = prepare(lsnap, rsnap, args)
+    if not prepared.compatible:
+        log.info("lance-partitioned: the partitions do not align; Spark joins with a shuffle")
+        return _shuffle_join(spark, prepared, args, (lsnap, lopts), (rsnap, ropts))
     groups = prepared.groups()
     spark_schema = arrow_to_spark_schema(prepared.schema)
     fn = JoinTasks(
@@ -434,6 +439,45 @@ def join(
     )
     log.info("lance-partitioned: joining %d groups, one Spark task each", len(groups))
     return run_tasks(spark, len(groups), fn, spark_schema)
+
+
+_SPARK_HOW = {
+    "inner": "inner",
+    "left": "left",
+    "right": "right",
+    "full": "full",
+    "semi": "left_semi",
+    "anti": "left_anti",
+}
+"""Our join kinds (``lance_partitioned.joins.HOW``) as Spark's."""
+
+
+def _shuffle_join(
+    spark: SparkSession,
+    prepared: Any,
+    args: Mapping[str, Any],
+    left: tuple[Any, dict[str, str] | None],
+    right: tuple[Any, dict[str, str] | None],
+) -> DataFrame:
+    """Spark's own join of both sides, read with the join's filters and columns, selected as
+    the partition-wise join would name its output."""
+    from pyspark.sql import functions as F
+
+    lf, rf = prepared.side_filters()
+    lcols, rcols = prepared.read_columns()
+    (lsnap, lopts), (rsnap, ropts) = left, right
+    ldf = read(spark, lsnap.root, lf, columns=lcols, as_of=lsnap.version, storage_options=lopts)
+    rdf = read(spark, rsnap.root, rf, columns=rcols, as_of=rsnap.version, storage_options=ropts)
+    cond = [ldf[lk] == rdf[rk] for lk, rk in args["on"]]
+    joined = ldf.join(rdf, cond, _SPARK_HOW[args["how"]])
+    out = []
+    for name, lc, rc in prepared.output_columns():
+        if lc is not None and rc is not None:
+            col = F.coalesce(ldf[lc], rdf[rc])
+        else:
+            col = ldf[lc] if lc is not None else rdf[rc]
+        out.append(col.alias(name))
+    return joined.select(*out)
 
 
 def _lineage_input(snap: Any, filter: str | None, settings: Any) -> dict[str, Any]:

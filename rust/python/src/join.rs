@@ -111,6 +111,28 @@ impl Join {
         ArrowSchema(self.inner.schema().as_ref().clone())
     }
 
+    /// Whether the partitions align (otherwise the join runs as one group).
+    #[getter]
+    fn compatible(&self) -> bool {
+        self.inner.plan().compatible
+    }
+
+    /// The SQL filter of each side: (left, right).
+    fn side_filters(&self) -> (Option<String>, Option<String>) {
+        self.inner.side_filters()
+    }
+
+    /// The columns read from each side: (left, right).
+    fn read_columns(&self) -> (Vec<String>, Vec<String>) {
+        let (l, r) = self.inner.read_columns();
+        (l.to_vec(), r.to_vec())
+    }
+
+    /// Per output column: (name, left column, right column).
+    fn output_columns(&self) -> Vec<(String, Option<String>, Option<String>)> {
+        self.inner.output_columns()
+    }
+
     /// The groups to run: (left object ids, right object ids).
     fn groups(&self) -> Vec<(Vec<String>, Vec<String>)> {
         self.inner

@@ -153,6 +153,9 @@ pub struct PreparedJoin {
     groups: Vec<JoinGroup>,
     left_filter: Option<Filter>,
     right_filter: Option<Filter>,
+    /// The SQL of each side's filter (the common filter where that side has its columns,
+    /// and the side's own).
+    side_sql: (Option<String>, Option<String>),
     /// Object id -> leaf index, for the leaves the filters keep.
     left_kept: HashMap<String, usize>,
     right_kept: HashMap<String, usize>,
@@ -225,6 +228,7 @@ impl PreparedJoin {
             groups,
             left_filter,
             right_filter,
+            side_sql: (lsql, rsql),
             left_kept,
             right_kept,
             left_cols: layout.left_cols,
@@ -239,6 +243,37 @@ impl PreparedJoin {
     /// The plan of the whole join (before the filters).
     pub fn plan(&self) -> &JoinPlan {
         &self.plan
+    }
+
+    /// The SQL filter each side's rows pass before the join (left, right).
+    pub fn side_filters(&self) -> (Option<String>, Option<String>) {
+        self.side_sql.clone()
+    }
+
+    /// The columns read from each side (left, right), join keys included.
+    pub fn read_columns(&self) -> (&[String], &[String]) {
+        (&self.left_cols, &self.right_cols)
+    }
+
+    /// Where each output column comes from: (output name, left column, right column); both
+    /// for a full join's key (the left value, or the right one where the left is NULL).
+    pub fn output_columns(&self) -> Vec<(String, Option<String>, Option<String>)> {
+        self.out
+            .iter()
+            .zip(self.out_schema.fields())
+            .map(|(s, f)| {
+                let (l, r) = match *s {
+                    Source::Left(i) => (Some(i), None),
+                    Source::Right(i) => (None, Some(i)),
+                    Source::Coalesce(l, r) => (Some(l), Some(r)),
+                };
+                (
+                    f.name().clone(),
+                    l.map(|i| self.left_cols[i].clone()),
+                    r.map(|i| self.right_cols[i].clone()),
+                )
+            })
+            .collect()
     }
 
     /// The groups to run: leaves the filters keep, groups that can produce rows for this kind
