@@ -513,6 +513,10 @@ class PartitionedNamespace:
         """The pruned leaf partitions; see :meth:`Snapshot.partitions`."""
         return self.snapshot(as_of).partitions(filter, with_rows=with_rows)
 
+    def stats(self, filter: Filter = None, *, as_of: int | None = None) -> pa.Table:
+        """Per-partition statistics from Lance metadata; see :meth:`Snapshot.stats`."""
+        return self.snapshot(as_of).stats(filter)
+
     def explain(
         self, filter: Filter = None, *, as_of: int | None = None, check_sizes: bool = True
     ) -> str:

@@ -49,6 +49,10 @@ def _split_filter(filter: Filter) -> tuple[str | None, pc.Expression | None]:
     )
 
 
+_LEAF_COLUMNS = ("object_id", "location", "read_version", "spec_id")
+"""The columns of :meth:`Snapshot.partitions` that are not partition fields."""
+
+
 class Snapshot:
     """A read-only view of the namespace at one ``__manifest`` version.
 
@@ -110,6 +114,22 @@ class Snapshot:
         if rows is not None:
             table = table.append_column("rows", pa.array(rows, pa.uint64()))
         return table
+
+    def stats(self, filter: Filter = None) -> pa.Table:
+        """One row per partition kept by pruning ``filter``, from Lance metadata (no data is
+        read): ``object_id``, one column per partition field (named by field id), ``rows``,
+        ``files``, ``bytes``, ``fragments_with_deletions`` and ``versions`` (versions of the
+        leaf table that exist). Each leaf is opened at its read version (16 at a time) and its
+        ``_versions/`` listed once.
+        """
+        sql, _ = _split_filter(filter)
+        parts = self.partitions(sql, with_rows=False)
+        stats = pa.Table.from_batches([self._s.leaf_stats(sql, True)])
+        fields = [c for c in parts.column_names if c not in _LEAF_COLUMNS]
+        out = parts.select(["object_id", *fields]).join(stats, "object_id")
+        return out.sort_by([("object_id", "ascending")]).select(
+            ["object_id", *fields, "rows", "files", "bytes", "fragments_with_deletions", "versions"]
+        )
 
     def explain(self, filter: Filter = None, *, check_sizes: bool = True) -> str:
         """The manifest predicate built per spec version and how many partitions were kept.

@@ -162,6 +162,46 @@ impl ManifestSnapshot {
         })
     }
 
+    /// Statistics of the leaves a filter keeps, from Lance metadata: a batch of `object_id`,
+    /// `rows`, `fragments`, `files`, `bytes`, `fragments_with_deletions` and `versions` (NULL
+    /// unless `versions`: one listing per leaf).
+    #[pyo3(signature = (filter = None, versions = true))]
+    fn leaf_stats(
+        &self,
+        py: Python<'_>,
+        filter: Option<String>,
+        versions: bool,
+    ) -> PyResult<ArrowBatch> {
+        use lance_partitioned_core::arrow::array::RecordBatch;
+        use lance_partitioned_core::arrow::array::{ArrayRef, StringArray, UInt64Array};
+        let snap = Arc::clone(&self.snap);
+        run(py, || {
+            let kept = prune(&snap, filter.as_deref())?.leaves;
+            let stats = block_on(manifest::leaf_stats(&snap, &kept, versions))?;
+            let ids = StringArray::from_iter_values(
+                kept.iter().map(|&i| snap.leaves[i].object_id.as_str()),
+            );
+            let num = |f: &dyn Fn(&manifest::LeafStats) -> u64| -> ArrayRef {
+                Arc::new(UInt64Array::from_iter_values(stats.iter().map(f)))
+            };
+            let versions: ArrayRef = Arc::new(UInt64Array::from_iter(
+                stats.iter().map(|s| s.versions.map(|v| v as u64)),
+            ));
+            Ok(ArrowBatch(RecordBatch::try_from_iter(vec![
+                ("object_id", Arc::new(ids) as ArrayRef),
+                ("rows", num(&|s| s.rows)),
+                ("fragments", num(&|s| s.fragments as u64)),
+                ("files", num(&|s| s.files as u64)),
+                ("bytes", num(&|s| s.bytes)),
+                (
+                    "fragments_with_deletions",
+                    num(&|s| s.fragments_with_deletions as u64),
+                ),
+                ("versions", versions),
+            ])?))
+        })
+    }
+
     /// Starts a scan: returns a Scan iterator. `split = (k, n)` reads only part `k` of `n` of
     /// each leaf (its fragments at positions k, k + n, ...).
     #[pyo3(signature = (filter = None, columns = None, batch_size = None, only = None, split = None))]

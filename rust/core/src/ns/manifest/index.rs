@@ -410,24 +410,17 @@ pub async fn count_rows(snap: &Snapshot, idx: &[usize]) -> Result<Vec<u64>> {
         .collect())
 }
 
-/// Rows and fragments of the leaves `idx` (from Lance metadata, no data read), 16 leaves
-/// opened at a time: how a reader splits its work.
+/// Rows and fragments of the leaves `idx` (from Lance metadata, no data read): how a reader
+/// splits its work.
 ///
 /// # Errors
 /// `Lance` when a leaf cannot be opened.
 pub async fn leaf_sizes(snap: &Snapshot, idx: &[usize]) -> Result<Vec<(u64, usize)>> {
-    use futures::stream::{self, StreamExt, TryStreamExt};
-    stream::iter(idx.iter().map(|&i| {
-        let leaf = &snap.leaves[i];
-        async move {
-            let ds = snap.storage.open(&leaf.location, leaf.read_version).await?;
-            let rows = ds.count_rows(None).await? as u64;
-            Ok::<(u64, usize), Error>((rows, ds.fragments().len()))
-        }
-    }))
-    .buffered(16)
-    .try_collect()
-    .await
+    Ok(super::stats::leaf_stats(snap, idx, false)
+        .await?
+        .into_iter()
+        .map(|s| (s.rows, s.fragments))
+        .collect())
 }
 
 /// The `read_version` column as UInt64, `None` when another writer dropped it.

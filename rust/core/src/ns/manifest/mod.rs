@@ -33,6 +33,7 @@ mod evolution;
 mod format;
 mod index;
 mod repair;
+mod stats;
 
 pub use create::{create, Root};
 pub use evolution::{check_field_id_reuse, evolve};
@@ -43,6 +44,7 @@ pub use format::{
 };
 pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf, TableVersion};
 pub use repair::repair;
+pub use stats::{leaf_stats, LeafStats};
 // Kept at its old path; field ids live in `crate::field_ids`.
 pub use crate::field_ids::assign_field_ids;
 
