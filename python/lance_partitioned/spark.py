@@ -57,7 +57,7 @@ from lance_partitioned.options import (
     storage_options_arg,
     write_args,
 )
-from lance_partitioned.spec import FIELD_ID_KEY, PartitionSpec
+from lance_partitioned.spec import PartitionSpec, source_fields
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -133,35 +133,43 @@ def _native_key_columns(ns: PartitionedNamespace, df: DataFrame) -> tuple[list[A
     are not: a key without them is coarser, which still keeps every partition in one task.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import DateType, TimestampType
+    from pyspark.sql.types import DateType, StructType, TimestampType
 
-    names = {
-        int(f.metadata[key]): f.name
-        for f in ns.schema
-        if f.metadata and (key := FIELD_ID_KEY.encode()) in f.metadata
-    }
-    spark_types = {f.name: f.dataType for f in df.schema.fields}
+    sources = {fid: (name, t) for name, (fid, t) in source_fields(ns.schema).items()}
+
+    def spark_type(path: list[str]) -> Any:
+        """The Spark type at a source path (``["loc", "city"]``), None when ``df`` lacks it."""
+        t: Any = df.schema
+        for part in path:
+            if not isinstance(t, StructType) or part not in t.fieldNames():
+                return None
+            t = t[part].dataType
+        return t
+
     specs = ns.specs
     cols: list[Any] = []
     complete = True
     for f in specs[max(specs)]["fields"]:
         kind = (f.get("transform") or {}).get("type")
-        src = names.get(f["source_ids"][0]) if len(f["source_ids"]) == 1 else None
-        st = spark_types.get(src) if src is not None else None
-        ns_type = ns.schema.field(src).type if src is not None else None
+        found = sources.get(f["source_ids"][0]) if len(f["source_ids"]) == 1 else None
+        src, ns_type = found if found is not None else (None, None)
+        # A top-level column (its name may hold dots), or a struct child (`loc.city`).
+        path = [] if src is None else [src] if src in ns.schema.names else src.split(".")
+        st = spark_type(path) if path else None
+        ref = ".".join(f"`{p}`" for p in path)
         col = None
         if kind == "identity" and st is not None:
-            col = F.col(f"`{src}`")
+            col = F.col(ref)
         elif kind in ("year", "month", "day", "hour") and st is not None and ns_type is not None:
             date = None
             if isinstance(st, DateType) and pa.types.is_date(ns_type) and kind != "hour":
-                date = F.col(f"`{src}`")
+                date = F.col(ref)
             elif (
                 isinstance(st, TimestampType)
                 and pa.types.is_timestamp(ns_type)
                 and getattr(ns_type, "tz", None) in ("UTC", "Etc/UTC", "+00:00", "Z")
             ):
-                micros = F.unix_micros(F.col(f"`{src}`"))
+                micros = F.unix_micros(F.col(ref))
                 day_us = F.lit(86_400_000_000)
                 if kind == "hour":
                     col = F.floor(F.pmod(micros, day_us) / 3_600_000_000)
