@@ -49,10 +49,6 @@ def _split_filter(filter: Filter) -> tuple[str | None, pc.Expression | None]:
     )
 
 
-_LEAF_COLUMNS = ("object_id", "location", "read_version", "spec_id")
-"""The columns of :meth:`Snapshot.partitions` that are not partition fields."""
-
-
 class Snapshot:
     """A read-only view of the namespace at one ``__manifest`` version.
 
@@ -123,13 +119,8 @@ class Snapshot:
         ``_versions/`` listed once.
         """
         sql, _ = _split_filter(filter)
-        parts = self.partitions(sql, with_rows=False)
-        stats = pa.Table.from_batches([self._s.leaf_stats(sql, True)])
-        fields = [c for c in parts.column_names if c not in _LEAF_COLUMNS]
-        out = parts.select(["object_id", *fields]).join(stats, "object_id")
-        return out.sort_by([("object_id", "ascending")]).select(
-            ["object_id", *fields, "rows", "files", "bytes", "fragments_with_deletions", "versions"]
-        )
+        table = pa.Table.from_batches([self._s.leaf_stats(sql)])
+        return table.drop_columns(["location", "read_version", "spec_id", "fragments"])
 
     def explain(self, filter: Filter = None, *, check_sizes: bool = True) -> str:
         """The manifest predicate built per spec version and how many partitions were kept.

@@ -162,43 +162,63 @@ impl ManifestSnapshot {
         })
     }
 
-    /// Statistics of the leaves a filter keeps, from Lance metadata: a batch of `object_id`,
-    /// `rows`, `fragments`, `files`, `bytes`, `fragments_with_deletions` and `versions` (NULL
-    /// unless `versions`: one listing per leaf).
-    #[pyo3(signature = (filter = None, versions = true))]
-    fn leaf_stats(
-        &self,
-        py: Python<'_>,
-        filter: Option<String>,
-        versions: bool,
-    ) -> PyResult<ArrowBatch> {
-        use lance_partitioned_core::arrow::array::RecordBatch;
-        use lance_partitioned_core::arrow::array::{ArrayRef, StringArray, UInt64Array};
+    /// Statistics of the leaves a filter keeps, from Lance metadata: the rows of
+    /// `partitions()` (without `rows`) followed by `rows`, `fragments`, `files`, `bytes`,
+    /// `fragments_with_deletions` and `versions`.
+    #[pyo3(signature = (filter = None))]
+    fn leaf_stats(&self, py: Python<'_>, filter: Option<String>) -> PyResult<ArrowBatch> {
+        use lance_partitioned_core::arrow::array::{ArrayRef, UInt64Array};
+        use lance_partitioned_core::arrow::datatypes::{DataType, Field, Schema};
         let snap = Arc::clone(&self.snap);
         run(py, || {
             let kept = prune(&snap, filter.as_deref())?.leaves;
-            let stats = block_on(manifest::leaf_stats(&snap, &kept, versions))?;
-            let ids = StringArray::from_iter_values(
-                kept.iter().map(|&i| snap.leaves[i].object_id.as_str()),
-            );
-            let num = |f: &dyn Fn(&manifest::LeafStats) -> u64| -> ArrayRef {
-                Arc::new(UInt64Array::from_iter_values(stats.iter().map(f)))
-            };
-            let versions: ArrayRef = Arc::new(UInt64Array::from_iter(
-                stats.iter().map(|s| s.versions.map(|v| v as u64)),
-            ));
-            Ok(ArrowBatch(RecordBatch::try_from_iter(vec![
-                ("object_id", Arc::new(ids) as ArrayRef),
-                ("rows", num(&|s| s.rows)),
-                ("fragments", num(&|s| s.fragments as u64)),
-                ("files", num(&|s| s.files as u64)),
-                ("bytes", num(&|s| s.bytes)),
+            let leaves = snap.leaves_batch(&kept)?;
+            let stats = block_on(manifest::leaf_stats(&snap, &kept, true))?;
+            let detail: Vec<manifest::LeafDetail> = stats
+                .iter()
+                .map(|s| s.detail.clone().unwrap_or_default())
+                .collect();
+            let num = |v: Vec<u64>| -> ArrayRef { Arc::new(UInt64Array::from(v)) };
+            let added: Vec<(&str, ArrayRef)> = vec![
+                ("rows", num(stats.iter().map(|s| s.rows).collect())),
+                (
+                    "fragments",
+                    num(stats.iter().map(|s| s.fragments as u64).collect()),
+                ),
+                (
+                    "files",
+                    num(detail.iter().map(|d| d.files as u64).collect()),
+                ),
+                ("bytes", num(detail.iter().map(|d| d.bytes).collect())),
                 (
                     "fragments_with_deletions",
-                    num(&|s| s.fragments_with_deletions as u64),
+                    num(detail
+                        .iter()
+                        .map(|d| d.fragments_with_deletions as u64)
+                        .collect()),
                 ),
-                ("versions", versions),
-            ])?))
+                (
+                    "versions",
+                    num(detail.iter().map(|d| d.versions as u64).collect()),
+                ),
+            ];
+            let mut fields: Vec<Field> = leaves
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone())
+                .collect();
+            let mut columns = leaves.columns().to_vec();
+            for (name, col) in added {
+                fields.push(Field::new(name, DataType::UInt64, false));
+                columns.push(col);
+            }
+            Ok(ArrowBatch(
+                lance_partitioned_core::arrow::array::RecordBatch::try_new(
+                    Arc::new(Schema::new(fields)),
+                    columns,
+                )?,
+            ))
         })
     }
 

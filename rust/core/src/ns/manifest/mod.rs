@@ -44,7 +44,7 @@ pub use format::{
 };
 pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf, TableVersion};
 pub use repair::repair;
-pub use stats::{leaf_stats, LeafStats};
+pub use stats::{leaf_stats, LeafDetail, LeafStats};
 // Kept at its old path; field ids live in `crate::field_ids`.
 pub use crate::field_ids::assign_field_ids;
 

@@ -18,31 +18,43 @@ pub struct LeafStats {
     pub rows: u64,
     /// Fragments.
     pub fragments: usize,
+    /// Files, bytes, deletions and versions (when asked for).
+    pub detail: Option<LeafDetail>,
+}
+
+/// What `stats()` adds to the sizes a reader plans with; it may cost requests (the size of a
+/// file Lance did not record, one listing of `_versions/`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeafDetail {
     /// Data files.
     pub files: usize,
-    /// Bytes of the data files (a file whose size Lance did not record is asked for).
+    /// Bytes of the data files.
     pub bytes: u64,
     /// Fragments with a deletion file.
     pub fragments_with_deletions: usize,
-    /// Versions of the leaf table that exist (`None` unless asked for: one listing each).
-    pub versions: Option<usize>,
+    /// Versions of the leaf table that exist.
+    pub versions: usize,
 }
 
-/// The statistics of the leaves `idx` of `snap`, `CONCURRENCY` leaves at a time; with
-/// `versions`, each leaf's `_versions/` is listed too.
+/// The statistics of the leaves `idx` of `snap`, `CONCURRENCY` leaves at a time, with their
+/// [`LeafDetail`] when `detail`.
 ///
 /// # Errors
-/// `Lance` when a leaf cannot be opened.
-pub async fn leaf_stats(snap: &Snapshot, idx: &[usize], versions: bool) -> Result<Vec<LeafStats>> {
+/// `Lance` when a leaf cannot be opened or listed.
+pub async fn leaf_stats(snap: &Snapshot, idx: &[usize], detail: bool) -> Result<Vec<LeafStats>> {
     stream::iter(idx.iter().map(|&i| {
         let leaf = &snap.leaves[i];
         async move {
             let ds = snap.storage.open(&leaf.location, leaf.read_version).await?;
-            let mut s = of_dataset(&ds).await?;
-            if versions {
-                s.versions = Some(count_versions(snap, &leaf.location).await?);
-            }
-            Ok::<LeafStats, Error>(s)
+            let detail = match detail {
+                true => Some(leaf_detail(snap, &ds, &leaf.location).await?),
+                false => None,
+            };
+            Ok::<LeafStats, Error>(LeafStats {
+                rows: ds.count_rows(None).await? as u64,
+                fragments: ds.fragments().len(),
+                detail,
+            })
         }
     }))
     .buffered(CONCURRENCY)
@@ -50,18 +62,14 @@ pub async fn leaf_stats(snap: &Snapshot, idx: &[usize], versions: bool) -> Resul
     .await
 }
 
-async fn of_dataset(ds: &Dataset) -> Result<LeafStats> {
-    let mut s = LeafStats {
-        rows: ds.count_rows(None).await? as u64,
-        fragments: ds.fragments().len(),
-        ..LeafStats::default()
-    };
+async fn leaf_detail(snap: &Snapshot, ds: &Dataset, location: &str) -> Result<LeafDetail> {
+    let mut d = LeafDetail::default();
     let data = ds.data_dir();
     for f in ds.fragments().iter() {
-        s.files += f.files.len();
-        s.fragments_with_deletions += usize::from(f.deletion_file.is_some());
+        d.files += f.files.len();
+        d.fragments_with_deletions += usize::from(f.deletion_file.is_some());
         for file in &f.files {
-            s.bytes += match file.file_size_bytes.get() {
+            d.bytes += match file.file_size_bytes.get() {
                 Some(n) => n.get(),
                 // Written by a tool that did not record sizes: ask the store.
                 None => {
@@ -71,15 +79,12 @@ async fn of_dataset(ds: &Dataset) -> Result<LeafStats> {
             };
         }
     }
-    Ok(s)
-}
-
-async fn count_versions(snap: &Snapshot, location: &str) -> Result<usize> {
     let (store, root) = snap.storage.object_store().await?;
     let dir = root.join(location).join("_versions");
     let listed: Vec<_> = store.list(Some(dir)).try_collect().await?;
-    Ok(listed
+    d.versions = listed
         .iter()
         .filter(|m| m.location.extension() == Some("manifest"))
-        .count())
+        .count();
+    Ok(d)
 }
