@@ -57,6 +57,7 @@ __all__ = [
     "CleanupResult",
     "DeleteResult",
     "ExportResult",
+    "OptimizeResult",
     "PartitionedNamespace",
     "Snapshot",
     "WriteResult",
@@ -68,6 +69,7 @@ _MODE_KEY = "lance_partitioned.transaction_mode"
 WriteResult = _native.WriteResult
 DeleteResult = _native.DeleteResult
 CleanupResult = _native.CleanupResult
+OptimizeResult = _native.OptimizeResult
 
 
 class PartitionedNamespace:
@@ -448,6 +450,45 @@ class PartitionedNamespace:
                 scope.outputs = lambda: [
                     lineage_datasets.deleted(snap, result, filter, settings, truncated=truncated)
                 ]
+        return result
+
+    def optimize(
+        self,
+        *,
+        filter: str | None = None,
+        target_rows_per_file: int = MAX_ROWS_PER_FILE,
+        min_files: int = 2,
+        dry_run: bool = False,
+        concurrency: int | None = None,
+    ) -> OptimizeResult:
+        """Compacts the small files of the partitions ``filter`` selects (all by default).
+
+        In every selected partition, files with fewer than ``target_rows_per_file`` rows are
+        rewritten into files of up to that many rows (Lance's compaction: deleted rows are
+        dropped on the way); a partition is compacted only when at least ``min_files`` of its
+        files would be. Atomic like a write: every compacted partition becomes visible in one
+        manifest commit. A concurrent append to a partition being compacted is rebased, and a
+        partition whose files a concurrent commit replaced is compacted again from what is
+        there, so nothing is lost or duplicated; readers of older versions (``as_of``) keep
+        reading the files they named until :meth:`expire` removes them. Partitions whose leaf
+        table has indices are left alone (``skipped_indexed``). ``dry_run`` only reports what
+        would be compacted.
+        """
+        if filter is not None and (not isinstance(filter, str) or not filter.strip()):
+            raise InvalidArgumentError("optimize's filter must be a non-empty SQL string or None")
+        conc = write_concurrency(self.root, concurrency)
+        check_sizes(
+            target_rows_per_file=target_rows_per_file, min_files=min_files, concurrency=conc
+        )
+        result = self._ns.optimize(
+            filter,
+            target_rows_per_file=target_rows_per_file,
+            min_files=min_files,
+            dry_run=bool(dry_run),
+            strong=None,
+            concurrency=conc,
+        )
+        self.refresh()
         return result
 
     def cleanup(

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use lance_partitioned_core::ns::manifest::Snapshot;
 use lance_partitioned_core::ns::namespace::Namespace as CoreNamespace;
+use lance_partitioned_core::ns::optimize::OptimizeOptions;
 use lance_partitioned_core::ns::storage::Storage;
 use lance_partitioned_core::ns::write::DEFAULT_MAX_ATTEMPTS;
 use lance_partitioned_core::spec::PartitionSpec;
@@ -18,7 +19,7 @@ use pyo3::types::PyType;
 use crate::args::{ArrowSchema, WriteMode};
 use crate::errors::{invalid_arg, run, to_py};
 use crate::ffi::BatchInput;
-use crate::results::{CleanupResult, DeleteResult, WriteResult};
+use crate::results::{CleanupResult, DeleteResult, OptimizeResult, WriteResult};
 use crate::runtime::block_on;
 use crate::snapshot::ManifestSnapshot;
 use crate::writes::{redacted, Limits};
@@ -185,6 +186,32 @@ impl Namespace {
         let older_than = Duration::from_secs_f64(older_than_seconds);
         let s = run(py, || block_on(self.inner.cleanup(older_than, dry_run)))?;
         Ok(CleanupResult::from(s))
+    }
+
+    /// Compacts the small files of the partitions `filter` selects, in one commit.
+    #[pyo3(signature = (filter, *, target_rows_per_file, min_files, dry_run, strong, concurrency))]
+    #[allow(clippy::too_many_arguments)]
+    fn optimize(
+        &self,
+        py: Python<'_>,
+        filter: Option<String>,
+        target_rows_per_file: usize,
+        min_files: usize,
+        dry_run: bool,
+        strong: Option<bool>,
+        concurrency: usize,
+    ) -> PyResult<OptimizeResult> {
+        let opts = OptimizeOptions {
+            filter,
+            target_rows_per_file,
+            min_files,
+            dry_run,
+            strong,
+            concurrency,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+        };
+        let s = run(py, || block_on(self.inner.optimize(&opts)))?;
+        Ok(OptimizeResult::from(s))
     }
 
     fn __repr__(&self) -> String {

@@ -2,6 +2,7 @@
 
 use lance_partitioned_core::ns::cleanup::CleanupSummary;
 use lance_partitioned_core::ns::delete::DeleteSummary;
+use lance_partitioned_core::ns::optimize::OptimizeSummary;
 use lance_partitioned_core::ns::touched;
 use lance_partitioned_core::ns::write::WriteSummary;
 use pyo3::prelude::*;
@@ -236,6 +237,69 @@ impl From<CleanupSummary> for CleanupResult {
             bytes: s.bytes,
             stale_versions: s.stale_versions,
             stale_files: s.stale_files,
+        }
+    }
+}
+
+/// What `optimize()` did (or would do, for a dry run).
+#[pyclass(module = "lance_partitioned._native", frozen, eq, get_all)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptimizeResult {
+    /// Partitions compacted (or that would be).
+    pub partitions: u64,
+    /// Data files replaced.
+    pub files_before: u64,
+    /// Data files written (estimated for a dry run).
+    pub files_after: u64,
+    /// Rows rewritten.
+    pub rows: u64,
+    /// Bytes written (0 for a dry run).
+    pub bytes_written: u64,
+    /// Partitions left alone because their leaf table has indices.
+    pub skipped_indexed: u64,
+    /// Compactions rebased over a concurrent append.
+    pub rebased: u64,
+    /// Partitions compacted again because a concurrent commit replaced their files.
+    pub recompacted: u64,
+    /// The `__manifest` version after the commit (unchanged when nothing was committed).
+    pub manifest_version: u64,
+    /// Manifest commit attempts.
+    pub attempts: u32,
+    /// Whether this was a dry run.
+    pub dry_run: bool,
+}
+
+#[pymethods]
+impl OptimizeResult {
+    fn __repr__(&self) -> String {
+        format!(
+            "OptimizeResult(partitions={}, files_before={}, files_after={}, rows={}, \
+             bytes_written={}, manifest_version={}, dry_run={})",
+            self.partitions,
+            self.files_before,
+            self.files_after,
+            self.rows,
+            self.bytes_written,
+            self.manifest_version,
+            if self.dry_run { "True" } else { "False" }
+        )
+    }
+}
+
+impl From<OptimizeSummary> for OptimizeResult {
+    fn from(s: OptimizeSummary) -> Self {
+        Self {
+            partitions: s.partitions,
+            files_before: s.files_before,
+            files_after: s.files_after,
+            rows: s.rows,
+            bytes_written: s.bytes_written,
+            skipped_indexed: s.skipped_indexed,
+            rebased: s.rebased,
+            recompacted: s.recompacted,
+            manifest_version: s.manifest_version,
+            attempts: s.attempts,
+            dry_run: s.dry_run,
         }
     }
 }

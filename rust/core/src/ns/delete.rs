@@ -362,15 +362,7 @@ impl DeleteUpdate<'_> {
 
 /// The `read_version` of table `oid` (`None` when the manifest has no such table).
 fn read_version_of(snap: &Snapshot, oid: &str) -> Result<Option<Option<u64>>> {
-    let Some(&row) = snap.keys()?.row_by_id.get(oid) else {
-        return Ok(None);
-    };
-    Ok(Some(
-        snap.leaves
-            .iter()
-            .find(|l| l.row == row)
-            .and_then(|l| l.read_version),
-    ))
+    Ok(snap.leaf_by_id(oid)?.map(|l| l.read_version))
 }
 
 /// Namespaces left without any partition below them go too. Dropping one rewrites its spec

@@ -14,6 +14,7 @@
 //!   distributed writes.
 //! - [`txn`]: transactions: leaf commits, conflict resolution, the atomic manifest commit.
 //! - [`delete`]: drop covered partitions, delete rows inside the others.
+//! - [`optimize`]: compact the small files of partitions, in one atomic commit.
 //! - [`cleanup`]: remove what failed writes left behind; `cleanup_marks`: when deleting
 //!   cleanups ran, so commits check their staged files only when one could have removed them.
 //! - [`filter`]: user filters, parsed and validated once for every entry point.
@@ -27,7 +28,7 @@
 //! [`crate::field_ids`], below everything here.
 //!
 //! Module dependencies point one way: each layer uses only the layers below it.
-//! 1. `write`, `txn`, `delete`, `cleanup`: the entry points (`write` and `txn` use each other).
+//! 1. `write`, `txn`, `delete`, `optimize`, `cleanup`: the entry points (`write` and `txn` use each other).
 //! 2. `scan`.
 //! 3. `schema`: a schema update loads and commits a manifest snapshot, so `schema` uses
 //!    `manifest`, never the other way round. Its `read_rules` (used by `scan` and the writers)
@@ -45,6 +46,7 @@ pub mod join;
 pub mod manifest;
 pub mod namespace;
 pub mod naming;
+pub mod optimize;
 pub mod scan;
 pub mod schema;
 pub mod session;

@@ -16,6 +16,7 @@ use crate::ns::cleanup::{cleanup, CleanupSummary};
 use crate::ns::cleanup_marks;
 use crate::ns::delete::{delete, DeleteSummary};
 use crate::ns::manifest::{self, Snapshot};
+use crate::ns::optimize::{optimize, OptimizeOptions, OptimizeSummary};
 use crate::ns::schema::update_schema;
 use crate::ns::storage::Storage;
 use crate::ns::txn::{hooks, WriteTransaction};
@@ -223,5 +224,13 @@ impl Namespace {
     /// As [`cleanup`].
     pub async fn cleanup(&self, older_than: Duration, dry_run: bool) -> Result<CleanupSummary> {
         cleanup(&self.storage, older_than, dry_run).await
+    }
+
+    /// Compacts the small files of the partitions `opts.filter` selects, in one commit.
+    ///
+    /// # Errors
+    /// As [`optimize`].
+    pub async fn optimize(&self, opts: &OptimizeOptions) -> Result<OptimizeSummary> {
+        optimize(&self.storage, opts).await
     }
 }

@@ -289,6 +289,19 @@ impl Snapshot {
             .any(|v| v.props.get(WRITE_ID_KEY).map(String::as_str) == Some(write_id)))
     }
 
+    /// The leaf table `object_id` (`None` when the manifest has no such leaf).
+    ///
+    /// # Errors
+    /// As [`Snapshot::keys`].
+    pub fn leaf_by_id(&self, object_id: &str) -> Result<Option<&Leaf>> {
+        let Some(&row) = self.keys()?.row_by_id.get(object_id) else {
+            return Ok(None);
+        };
+        // Leaves are listed in row order.
+        let found = self.leaves.binary_search_by_key(&row, |l| l.row).ok();
+        Ok(found.map(|i| &self.leaves[i]))
+    }
+
     /// A leaf's partition values for messages (`field=value, ...`), or its object id when
     /// the values cannot be read.
     pub fn describe_leaf(&self, object_id: &str) -> String {

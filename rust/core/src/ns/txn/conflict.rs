@@ -185,7 +185,7 @@ impl WriteUpdate<'_> {
         change: &mut ManifestChange,
     ) -> Result<()> {
         let oid = self.pending[i].object_id.clone().unwrap_or_default();
-        let Some(&row) = latest.keys()?.row_by_id.get(&oid) else {
+        let Some(leaf) = latest.leaf_by_id(&oid)? else {
             return Err(Error::CommitConflict(format!(
                 "partition ({}) was dropped by a concurrent write",
                 self.describe(&self.pending[i].key)
@@ -194,11 +194,7 @@ impl WriteUpdate<'_> {
         if !self.strong {
             return Ok(());
         }
-        let current = latest
-            .leaves
-            .iter()
-            .find(|l| l.row == row)
-            .and_then(|l| l.read_version);
+        let (row, current) = (leaf.row, leaf.read_version);
         if current != self.pending[i].base {
             self.rebase(latest, i, &oid, current).await?;
         }
@@ -394,8 +390,9 @@ fn check_append_chain(
             .get("operation")
             .map(String::as_str)
             .unwrap_or("");
-        // Appends rebase over appends and row deletes; anything else replaced the data.
-        if op != "append" && op != "delete" {
+        // Appends rebase over appends, row deletes and compactions; anything else replaced
+        // the data.
+        if !matches!(op, "append" | "delete" | "compact") {
             return Err(Error::CommitConflict(format!(
                 "it was changed by a concurrent {op} (version {ver})"
             )));
