@@ -8,55 +8,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pytest
+from races import WRITER, check_consistent, make_ns, wait_for_pause
 
 import lance_partitioned as lp
-
-WRITER = str(Path(__file__).parent / "ns_writer.py")
-
-
-def make_ns(root: Path, transaction_mode: str = "strong") -> lp.PartitionedNamespace:
-    schema = pa.schema(
-        [
-            pa.field("id", pa.int64(), nullable=False),
-            pa.field("country", pa.string()),
-            pa.field("bucket_src", pa.int64()),
-        ]
-    )
-    spec = lp.PartitionSpec(
-        [
-            lp.PartitionField("country", source="country", transform=lp.Identity()),
-            lp.PartitionField("b", source="bucket_src", transform=lp.Bucket(2)),
-        ]
-    )
-    return lp.PartitionedNamespace.create(
-        str(root), schema, spec, transaction_mode=transaction_mode
-    )
-
-
-def wait_for_pause(p: subprocess.Popen[Any], flag: Path) -> None:
-    """Waits until the writer process `p` reaches its pause point (it creates `flag`)."""
-    deadline = time.time() + 120
-    while not flag.exists():
-        assert p.poll() is None, p.stderr.read() if p.stderr else ""
-        assert time.time() < deadline, "writer never reached the pause point"
-        time.sleep(0.05)
-
-
-def check_consistent(ns: lp.PartitionedNamespace, expected_ids: set[int]) -> None:
-    ids = ns.to_table(columns=["id"])["id"].to_pylist()
-    dupes = [k for k, c in Counter(ids).items() if c > 1]
-    assert not dupes, f"rows committed twice: {dupes[:10]}"
-    assert set(ids) == expected_ids
-    parts = ns.partitions(with_rows=False)
-    keys = list(zip(parts["country"].to_pylist(), parts["b"].to_pylist(), strict=True))
-    assert len(keys) == len(set(keys)), "two partitions with the same values"
 
 
 @pytest.mark.slow

@@ -274,6 +274,7 @@ class PartitionedNamespace:
         max_buffer_bytes: int = WRITE_BUFFER_BYTES,
         max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS,
         lineage_job: Job = None,
+        progress: bool = False,
     ) -> WriteResult:
         """Writes ``data`` (a pyarrow Table / RecordBatch / RecordBatchReader, any Arrow
         stream, or an iterable of RecordBatches).
@@ -294,7 +295,12 @@ class PartitionedNamespace:
         object storage, where requests wait on the network).
 
         ``lineage_job`` names the OpenLineage job (see :mod:`lance_partitioned.lineage`).
+
+        ``progress=True`` shows the rows, batches and bytes routed so far on stderr (rich),
+        then the partitions, files and bytes written (:mod:`lance_partitioned.progress`).
         """
+        from lance_partitioned.progress import WriteProgress
+
         strong = write_args(mode, transaction_mode)
         check_limit(max_new_partitions)
         concurrency = write_concurrency(self.root, concurrency)
@@ -304,9 +310,10 @@ class PartitionedNamespace:
             concurrency=concurrency,
             route_threads=route_threads,
         )
-        with operation("write", lineage_job, outputs=self._lineage_outputs) as scope:
+        shown = WriteProgress(progress)
+        with shown, operation("write", lineage_job, outputs=self._lineage_outputs) as scope:
             result = self._ns.write(
-                arrow_stream(data),
+                shown.wrap(arrow_stream(data)),
                 mode=mode,
                 strong=strong,
                 max_rows_per_file=max_rows_per_file,
@@ -319,6 +326,7 @@ class PartitionedNamespace:
             if scope.run is not None:
                 snap, settings = self.snapshot(), scope.run.settings
                 scope.outputs = lambda: [lineage_datasets.written(snap, result, mode, settings)]
+        shown.report(result)
         return result
 
     def distributed_write(

@@ -142,6 +142,7 @@ pub async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Result<Optim
         rebased: 0,
         recompacted: 0,
     };
+    crate::ns::txn::hooks::pause("optimize_before_manifest_commit");
     let committed = commit_manifest(storage, opts.max_attempts, &mut update).await?;
     update.leaves.iter().for_each(|c| summary.add(&c.rewrite));
     summary.rebased = update.rebased;
