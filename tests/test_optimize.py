@@ -70,6 +70,7 @@ def test_optimize_leaves_one_file_per_partition_and_old_versions_readable(
     assert done.bytes_written > 0
     assert done.manifest_version == v_before + 1, "one manifest commit for every partition"
     assert files_per_partition(ns) == [1] * parts
+    assert sum(ns.stats()["bytes"].to_pylist()) == done.bytes_written
     assert ns.to_table().sort_by("id").equals(before)
     # Readers of the version before keep reading the files it named.
     assert ns.snapshot(v_before).to_table().sort_by("id").equals(before)

@@ -5,7 +5,9 @@
    identity(country);
 3. evolve the spec to add bucket(user_id, 8) and ingest another day range;
 4. run pruned queries and print the partition tree, rows per partition (top-k and skew), the
-   pruning plan of a query, its result and timings.
+   pruning plan of a query, its result and timings;
+5. show the namespace through the command line: ``lance-partitioned info``, ``tree`` and
+   ``skew``.
 
 ``python -m lance_partitioned.demo [--rows N] [--uri URI [--replace]] [--storage-option K=V]...
 [--master URL] [--keep]``
@@ -373,6 +375,30 @@ def _show_lineage(path: str | None, seen: int, what: str) -> int:
     return len(events)
 
 
+CLI_COMMANDS = (
+    ["info"],
+    ["tree", "--max-children", "3", "--max-depth", "3"],
+    ["skew", "--top", "5"],
+)
+"""What the demo shows of its namespace through ``lance-partitioned`` (step 7)."""
+
+
+def _command_line(root: str, options: dict[str, str] | None) -> bool:
+    """Runs :data:`CLI_COMMANDS` on the namespace in this process (``cli.main``, the console
+    script's entry point); False when one fails (its error line is on stderr)."""
+    from lance_partitioned.cli import main as cli_main
+
+    extra = [a for k, v in (options or {}).items() for a in ("--storage-option", f"{k}={v}")]
+    for command in CLI_COMMANDS:
+        args = [command[0], root, *command[1:]]
+        shown = " --storage-option ..." if extra else ""  # never print credentials
+        _say(f"\n   $ lance-partitioned {' '.join(args)}{shown}")
+        if cli_main([*args, *extra]) != 0:
+            return False
+        sys.stdout.flush()
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     options = args.storage_options
@@ -420,6 +446,9 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"   {k:<40} {v:8.2f} s")
     _say(f"   {'total':<40} {time.perf_counter() - t_start:8.2f} s")
     spark.stop()
+    _say("\n7. the namespace seen through the command line (lance-partitioned)")
+    if not _command_line(root, options):
+        return 1
     if not args.keep and args.root is None:
         shutil.rmtree(workdir, ignore_errors=True)
     else:

@@ -28,9 +28,9 @@ __all__ = ["WriteProgress"]
 class WriteProgress:
     """The progress display of one write (a context manager; inert unless ``enabled``)::
 
-        with WriteProgress(enabled) as shown:
-            result = native_write(shown.wrap(stream))
-        shown.report(result)
+    with WriteProgress(enabled) as shown:
+        result = native_write(shown.wrap(stream))
+    shown.report(result)
     """
 
     def __init__(self, enabled: bool, console: Console | None = None) -> None:
@@ -96,7 +96,8 @@ class WriteProgress:
     def _detail(self) -> str:
         from rich.filesize import decimal
 
-        return f"{self.batches:,} batches, {decimal(self.bytes)}"
+        batches = "batch" if self.batches == 1 else "batches"
+        return f"{self.batches:,} {batches}, {decimal(self.bytes)}"
 
     # -- the display --------------------------------------------------------------------------
 
@@ -133,9 +134,8 @@ class WriteProgress:
             progress, self._progress = self._progress, None
         if progress is not None:
             if self._task is not None:
-                progress.update(
-                    self._task, completed=self.rows, total=self.rows, detail=self._detail()
-                )
+                total = self.rows if self.total_rows is None else self.total_rows
+                progress.update(self._task, completed=self.rows, total=total, detail=self._detail())
             progress.stop()
 
     def report(self, result: WriteResult) -> None:
@@ -152,4 +152,5 @@ class WriteProgress:
             f"({result.created:,} new, {result.rewritten:,} rewritten), {result.files:,} files, "
             f"{decimal(result.bytes)}; manifest version {result.manifest_version}",
             markup=False,
+            soft_wrap=True,
         )

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from lance_partitioned.cli.params import KEY_VALUE, to_mapping
+from lance_partitioned.cli.params import key_values
 from lance_partitioned.exceptions import LancePartitionedError
+
+if TYPE_CHECKING:
+    from lance_partitioned.namespace import PartitionedNamespace
 
 __all__ = [
     "EXIT_ERROR",
@@ -60,10 +63,9 @@ def storage_options(f: F) -> F:
     return click.option(
         "--storage-option",
         "storage_options",
-        type=KEY_VALUE,
         multiple=True,
         metavar="KEY=VALUE",
-        callback=lambda _ctx, _param, value: to_mapping(value) or None,
+        callback=key_values,
         help="Object-store option (aws_endpoint, aws_region, allow_http, ...); repeatable.",
     )(f)
 
@@ -102,11 +104,15 @@ def namespace_options(f: F) -> F:
     return click.argument("uri")(storage_options(json_option(f)))
 
 
-def open_namespace(uri: str, options: dict[str, str] | None) -> Any:
+def open_namespace(uri: str, options: dict[str, str] | None) -> PartitionedNamespace:
     """The namespace at ``uri`` (its errors become one-line errors in :func:`run`)."""
     from lance_partitioned.namespace import PartitionedNamespace
 
     return PartitionedNamespace.open(uri, storage_options=options)
+
+
+_NO_ARGS_HELP: type[click.UsageError] | None = getattr(click.exceptions, "NoArgsIsHelpError", None)
+"""What click (8.2+) raises for a bare ``lance-partitioned``: its message is the help."""
 
 
 def _one_line(message: str) -> str:
@@ -127,9 +133,12 @@ def run(argv: Sequence[str] | None = None) -> int:
             prog_name="lance-partitioned",
             standalone_mode=False,
         )
-    except click.exceptions.NoArgsIsHelpError as e:
-        click.echo(e.ctx.get_help() if e.ctx is not None else str(e), err=True)
-        return EXIT_ERROR
+    except click.UsageError as e:
+        if _NO_ARGS_HELP is not None and isinstance(e, _NO_ARGS_HELP):  # no command given
+            click.echo(e.format_message(), err=True)
+            return EXIT_ERROR
+        command = e.ctx.command_path if e.ctx is not None else "lance-partitioned"
+        return _fail(f"{e.format_message()} (see {command} --help)")
     except click.ClickException as e:
         return _fail(e.format_message())
     except click.exceptions.Abort:

@@ -19,7 +19,8 @@ from lance_partitioned.cli.app import (
 )
 from lance_partitioned.cli.inspect import totals
 from lance_partitioned.cli.output import activity, emit_json, human_bytes, interactive
-from lance_partitioned.cli.params import ARROW_TYPE, KEY_VALUE, to_mapping
+from lance_partitioned.cli.params import arrow_types, key_values
+from lance_partitioned.options import DEFAULT_MAX_NEW_PARTITIONS
 
 __all__: list[str] = []
 
@@ -41,7 +42,7 @@ _timezone = click.option(
 )
 
 
-@cli.command("import-hive")
+@cli.command("import-hive", short_help="Create a namespace from a Hive tree.")
 @click.argument("src")
 @click.argument("uri")
 @storage_options
@@ -51,9 +52,9 @@ _timezone = click.option(
 @click.option(
     "--partition-type",
     "partition_types",
-    type=KEY_VALUE,
     multiple=True,
     metavar="COLUMN=TYPE",
+    callback=arrow_types,
     help="Type of a partition column (int32, int64, double, string, date32, timestamp[us], "
     "...); repeatable. Default: inferred like Spark's partition discovery.",
 )
@@ -61,8 +62,8 @@ _timezone = click.option(
     "--max-new-partitions",
     type=click.IntRange(min=0),
     default=None,
-    help="Refuse the import if it would create more partitions than this (default 1000; 0: no "
-    "limit).",
+    help="Refuse the import if it would create more partitions than this (default "
+    f"{DEFAULT_MAX_NEW_PARTITIONS}; 0: no limit).",
 )
 def import_hive(
     src: str,
@@ -71,7 +72,7 @@ def import_hive(
     as_json: bool,
     fmt: str,
     timezone: str,
-    partition_types: tuple[tuple[str, str], ...],
+    partition_types: dict[str, pa.DataType] | None,
     max_new_partitions: int | None,
 ) -> None:
     """Creates a namespace at URI from the Hive tree at SRC, partitioned by identity on the
@@ -79,22 +80,19 @@ def import_hive(
     removed again if the import fails). --storage-option applies to both."""
     from lance_partitioned.namespace import PartitionedNamespace
 
-    types: dict[str, pa.DataType] = {
-        name: ARROW_TYPE.convert(text, None, None) for name, text in to_mapping(partition_types).items()
-    }
     write_options: dict[str, Any] = {"progress": interactive() and not as_json}
     if max_new_partitions is not None:
         write_options["max_new_partitions"] = max_new_partitions or None
     ns = PartitionedNamespace.import_hive(
         src,
         uri,
-        partition_types=types or None,
+        partition_types=partition_types,
         format=fmt,
         storage_options=storage_options,
         timezone=timezone,
         **write_options,
     )
-    doc = {
+    doc: dict[str, Any] = {
         "root": ns.root,
         "source": src,
         "manifest_version": ns.version,
@@ -111,7 +109,7 @@ def import_hive(
     )
 
 
-@cli.command("export-hive")
+@cli.command("export-hive", short_help="Write a namespace as a Hive tree.")
 @namespace_options
 @click.argument("dest")
 @_format
@@ -121,9 +119,9 @@ def import_hive(
 @click.option(
     "--dest-storage-option",
     "dest_options",
-    type=KEY_VALUE,
     multiple=True,
     metavar="KEY=VALUE",
+    callback=key_values,
     help="Object-store option for DEST; repeatable (default: the namespace's).",
 )
 def export_hive(
@@ -135,9 +133,9 @@ def export_hive(
     filter_: str | None,
     timezone: str,
     as_of: int | None,
-    dest_options: tuple[tuple[str, str], ...],
+    dest_options: dict[str, str] | None,
 ) -> None:
-    """Writes the rows of the namespace at URI (those FILTER keeps) as a Hive tree at DEST
+    """Writes the rows of the namespace at URI (those --filter keeps) as a Hive tree at DEST
     (which must not exist, or be empty): <field>=<value>/ directories of the current spec,
     then _SUCCESS."""
     ns = open_namespace(uri, storage_options)
@@ -146,7 +144,7 @@ def export_hive(
             dest,
             format=fmt,
             filter=filter_,
-            storage_options=to_mapping(dest_options) or None,
+            storage_options=dest_options,
             timezone=timezone,
             as_of=as_of,
         )

@@ -118,7 +118,7 @@ def _schema_rows(fields: list[dict[str, Any]], depth: int = 0) -> list[list[Any]
     return rows
 
 
-@cli.command()
+@cli.command(short_help="Schema with field ids, partition specs, totals.")
 @namespace_options
 @as_of_option
 def info(
@@ -131,7 +131,7 @@ def info(
     """
     ns = open_namespace(uri, storage_options)
     snap = ns.snapshot(as_of)
-    doc = {
+    doc: dict[str, Any] = {
         "root": ns.root,
         "manifest_version": snap.version,
         "transaction_mode": ns.transaction_mode,
@@ -148,8 +148,7 @@ def info(
     head = Text.assemble(
         ("Namespace ", "bold"),
         (str(doc["root"]), "bold cyan"),
-        f"\nmanifest version {doc['manifest_version']}, transaction mode "
-        f"{doc['transaction_mode']}",
+        f"\nmanifest version {doc['manifest_version']}, transaction mode {doc['transaction_mode']}",
     )
     schema = table(
         ["field id", "column", "type", "nullable"],
@@ -211,7 +210,7 @@ def _partition_json(p: Partition) -> dict[str, Any]:
     }
 
 
-@cli.command()
+@cli.command(short_help="Partitions: values, rows, files, bytes.")
 @namespace_options
 @filter_option
 @click.option(
@@ -288,7 +287,7 @@ def partitions(
 # -- explain ----------------------------------------------------------------------------------
 
 
-@cli.command()
+@cli.command(short_help="The pruning plan of a filter.")
 @namespace_options
 @click.argument("filter_", metavar="FILTER")
 @click.option(
@@ -332,7 +331,7 @@ def explain(
 HISTORY_COLUMNS = ["version", "timestamp", "operation", "partitions", "rows"]
 
 
-@cli.command()
+@cli.command(short_help="Manifest versions and what made them.")
 @namespace_options
 @click.option(
     "--limit",
@@ -340,10 +339,12 @@ HISTORY_COLUMNS = ["version", "timestamp", "operation", "partitions", "rows"]
     default=None,
     help="Show the N newest manifest versions (default: all).",
 )
-def history(uri: str, storage_options: dict[str, str] | None, as_json: bool, limit: int | None) -> None:
-    """Manifest versions, newest first: the operation that made each, the partitions it
-    changed, the rows it wrote or deleted, and when."""
-    ns = open_namespace(uri, storage_options)
+def history(
+    uri: str, storage_options: dict[str, str] | None, as_json: bool, limit: int | None
+) -> None:
+    """Manifest versions (as ns.history() lists them): the operation that made each, the
+    partitions it changed, the rows it wrote or deleted, and when."""
+    ns: Any = open_namespace(uri, storage_options)  # Any: history() is being added alongside
     hist: pa.Table = ns.history() if limit is None else ns.history(limit=limit)
     entries = [
         {c: row.get(c) for c in HISTORY_COLUMNS} for row in hist.select(HISTORY_COLUMNS).to_pylist()

@@ -90,7 +90,9 @@ def _json_values(column: pa.ChunkedArray[Any]) -> list[Any]:
         return column.to_pylist()
     strings = to_strings(column).to_pylist()
     nulls = column.is_null().to_pylist()
-    return [None if n else (s if s is not None else "") for s, n in zip(strings, nulls, strict=True)]
+    return [
+        None if n else (s if s is not None else "") for s, n in zip(strings, nulls, strict=True)
+    ]
 
 
 def _order(values: Any) -> list[tuple[bool, Any]]:
@@ -120,8 +122,8 @@ def partitions_of(stats: pa.Table, specs: Mapping[int, Mapping[str, Any]]) -> li
                 key=tuple((f, texts[f][i]) for f in fields),
                 values={f: values[f][i] for f in fields},
                 rows=int(rows[i] or 0),
-                files=None if files is None else int(files[i]),
-                bytes=None if size is None else int(size[i]),
+                files=None if files is None else int(files[i] or 0),
+                bytes=None if size is None else int(size[i] or 0),
                 order=(sid, *_order(raw[f][i] for f in fields)),
             )
         )

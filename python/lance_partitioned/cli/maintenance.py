@@ -11,7 +11,8 @@ import click
 
 from lance_partitioned.cli.app import cli, filter_option, namespace_options, open_namespace
 from lance_partitioned.cli.output import activity, attrs, emit_json, human_bytes, interactive
-from lance_partitioned.cli.params import DURATION
+from lance_partitioned.cli.params import duration
+from lance_partitioned.options import MAX_ROWS_PER_FILE
 
 __all__ = ["LISTED"]
 
@@ -30,19 +31,15 @@ def _listed(items: Sequence[Any]) -> str:
     return shown + (f" ... and {more:,} more" if more > 0 else "")
 
 
-def _dry(dry_run: bool) -> str:
-    return "would " if dry_run else ""
-
-
-@cli.command()
+@cli.command(short_help="Compact small files (one atomic commit).")
 @namespace_options
 @filter_option
 @click.option(
     "--target-rows-per-file",
     type=click.IntRange(min=1),
     default=None,
-    help="Rows per compacted file; files with fewer rows are rewritten (default: the write "
-    "default, 1,048,576).",
+    help="Rows per compacted file; files with fewer rows are rewritten (default: "
+    f"{MAX_ROWS_PER_FILE:,}, as writes).",
 )
 @click.option(
     "--min-files",
@@ -60,7 +57,7 @@ def optimize(
     min_files: int | None,
     dry_run: bool,
 ) -> None:
-    """Compacts the small files of the partitions FILTER selects (all by default), in one
+    """Compacts the small files of the partitions --filter selects (all by default), in one
     atomic commit."""
     ns = open_namespace(uri, storage_options)
     kwargs: dict[str, Any] = {"filter": filter_, "dry_run": dry_run}
@@ -79,10 +76,10 @@ def optimize(
         emit_json(doc)
         return
     verb = "would compact" if dry_run else "compacted"
+    written = "" if dry_run else f", {human_bytes(doc['bytes_written'])} written"
     click.echo(
         f"{verb} {doc['partitions']:,} partitions: {doc['files_before']:,} files -> "
-        f"{doc['files_after']:,} files, {doc['rows']:,} rows, "
-        f"{human_bytes(doc['bytes_written'])} {_dry(dry_run)}written"
+        f"{doc['files_after']:,} files, {doc['rows']:,} rows{written}"
     )
     if not dry_run:
         click.echo(f"manifest version {doc['manifest_version']}")
@@ -90,12 +87,12 @@ def optimize(
         click.echo(f"skipped {doc['skipped_indexed']:,} partitions with indices")
 
 
-@cli.command()
+@cli.command(short_help="Remove old manifest and leaf versions.")
 @namespace_options
 @click.option(
     "--older-than",
-    type=DURATION,
     default=None,
+    callback=duration,
     metavar="DURATION",
     help="Remove versions older than this (7d, 12h, 30m, 0s; default: the library's).",
 )
@@ -116,7 +113,7 @@ def expire(
 ) -> None:
     """Removes old manifest versions, the leaf versions only they read and the files only
     those name (time travel to a removed version stops working)."""
-    ns = open_namespace(uri, storage_options)
+    ns: Any = open_namespace(uri, storage_options)  # Any: expire() is being added alongside
     with activity("expiring old versions", interactive() and not as_json):
         result = ns.expire(older_than=older_than, retain_versions=retain_versions, dry_run=dry_run)
     doc = attrs(result, EXPIRE_KEYS)
@@ -134,13 +131,13 @@ def expire(
         click.echo(f"manifest versions: {_listed(versions)}")
 
 
-@cli.command()
+@cli.command(short_help="Remove leftovers of failed writes.")
 @namespace_options
 @click.option(
     "--older-than",
-    type=DURATION,
     default="1d",
     show_default=True,
+    callback=duration,
     metavar="DURATION",
     help="Grace period: only files older than this are touched (keep it longer than your "
     "longest write).",
@@ -180,7 +177,7 @@ def cleanup(
             click.echo(f"{name}: {_listed(doc[k])}")
 
 
-@cli.command()
+@cli.command(short_help="Restore manifest columns other tools dropped.")
 @namespace_options
 @click.option(
     "--dry-run",

@@ -29,6 +29,7 @@ __all__ = [
     "human_bytes",
     "interactive",
     "jsonable",
+    "plural",
     "stderr_console",
     "stdout_console",
     "table",
@@ -48,7 +49,8 @@ def stdout_console() -> Console:
     """A console on stdout: colours on a terminal, plain text of :data:`PIPE_WIDTH` when piped."""
     if sys.stdout.isatty():
         return Console(highlight=False)
-    width = int(os.environ.get("COLUMNS", "0") or 0) or PIPE_WIDTH
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
     return Console(highlight=False, width=width, no_color=True)
 
 
@@ -111,20 +113,22 @@ def attrs(result: Any, keys: Sequence[str], optional: Sequence[str] = ()) -> dic
 
 
 def human_bytes(n: int | float | None) -> str:
-    """``1.5 MiB``-style sizes (binary units)."""
+    """``97.9 kB``-style sizes (decimal units, as rich and the write progress show them)."""
     if n is None:
         return "-"
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(size) < 1024 or unit == "PiB":
-            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
+    from rich.filesize import decimal
+
+    return decimal(int(n))
 
 
 def count(n: int | None) -> str:
     """An integer with thousands separators (``-`` for None)."""
     return "-" if n is None else f"{n:,}"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 row``, ``2 rows``, ``1,000 partitions``."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def cell(value: Any) -> Text:

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO
 
 import click
 import pyarrow as pa
@@ -19,7 +19,7 @@ from lance_partitioned.cli.app import (
     namespace_options,
     open_namespace,
 )
-from lance_partitioned.cli.output import count, emit_json, jsonable, stdout_console, table
+from lance_partitioned.cli.output import emit_json, jsonable, plural, stdout_console, table
 
 __all__ = ["FORMATS", "limited", "write_rows"]
 
@@ -42,21 +42,11 @@ def limited(reader: pa.RecordBatchReader, limit: int | None) -> Iterator[pa.Reco
         yield batch
 
 
-def _flat(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Struct columns as ``parent.child`` columns (CSV has no nesting)."""
-    while any(pa.types.is_struct(f.type) for f in batch.schema):
-        arrays: list[pa.Array[Any]] = []
-        names: list[str] = []
-        for f, col in zip(batch.schema, batch.columns, strict=True):
-            if pa.types.is_struct(f.type):
-                for i, child in enumerate(f.type.fields):
-                    arrays.append(col.field(i))
-                    names.append(f"{f.name}.{child.name}")
-            else:
-                arrays.append(col)
-                names.append(f.name)
-        batch = pa.RecordBatch.from_arrays(arrays, names=names)
-    return batch
+def _flat(table: pa.Table) -> pa.Table:
+    """Struct columns as ``parent.child`` columns, at every depth (CSV has no nesting)."""
+    while any(pa.types.is_struct(f.type) for f in table.schema):
+        table = table.flatten()
+    return table
 
 
 def _csv(batches: Iterator[pa.RecordBatch], schema: pa.Schema, out: IO[bytes]) -> int:
@@ -66,15 +56,17 @@ def _csv(batches: Iterator[pa.RecordBatch], schema: pa.Schema, out: IO[bytes]) -
     writer: pacsv.CSVWriter | None = None
     try:
         for batch in batches:
-            flat = _flat(batch)
+            flat = _flat(pa.Table.from_batches([batch]))
             if writer is None:
                 writer = pacsv.CSVWriter(out, flat.schema)
-            writer.write_batch(flat)
+            writer.write_table(flat)
             rows += batch.num_rows
         if writer is None:  # no rows: the header alone
-            writer = pacsv.CSVWriter(out, _flat(schema.empty_table().to_batches()[0]).schema)
+            writer = pacsv.CSVWriter(out, _flat(schema.empty_table()).schema)
     except pa.ArrowNotImplementedError as e:
-        raise CliError(f"CSV cannot hold these columns ({e}); use --format json or parquet") from None
+        raise CliError(
+            f"CSV cannot hold these columns ({e}); use --format json or parquet"
+        ) from None
     finally:
         if writer is not None:
             writer.close()
@@ -143,7 +135,7 @@ def _format(fmt: str | None, output: str | None, as_json: bool) -> str:
     return "json" if as_json else "table"
 
 
-@cli.command()
+@cli.command(short_help="Rows as a table, CSV, JSON Lines or Parquet.")
 @namespace_options
 @filter_option
 @click.option(
@@ -185,7 +177,7 @@ def scan(
     output: str | None,
     as_of: int | None,
 ) -> None:
-    """Reads the rows FILTER matches (only the partitions pruning keeps) and prints or writes
+    """Reads the rows --filter matches (only the partitions pruning keeps) and prints or writes
     them.
 
     With --json and no --output the rows are JSON Lines on stdout; with --output, --json
@@ -200,12 +192,20 @@ def scan(
     if fmt == "table":
         n = TABLE_LIMIT if limit is None else limit
         t = pa.Table.from_batches(list(limited(reader, n)), schema=reader.schema)
-        caption = f"{count(t.num_rows)} rows" + (" (--limit reached)" if t.num_rows == n else "")
+        caption = plural(t.num_rows, "row") + (" (--limit reached)" if t.num_rows == n else "")
+        numeric = [
+            f.name
+            for f in t.schema
+            if pa.types.is_integer(f.type)
+            or pa.types.is_floating(f.type)
+            or pa.types.is_decimal(f.type)
+        ]
         stdout_console().print(
             table(
                 t.column_names,
                 [list(r.values()) for r in t.to_pylist()],
                 caption=caption,
+                numeric=numeric,
             )
         )
         return

@@ -49,13 +49,25 @@ def extremes(parts: Sequence[Partition], top: int) -> tuple[list[Partition], lis
     return largest, smallest
 
 
-def _bars(parts: Sequence[Partition], maximum: int, title: str) -> Table:
-    t = Table(title=title, title_justify="left", box=None, pad_edge=False, show_header=False)
+def _bars(largest: Sequence[Partition], smallest: Sequence[Partition]) -> Table:
+    """One table (so the bars share one scale and column): the largest partitions, a gap
+    line, the smallest."""
+    maximum = largest[0].rows if largest else 0
+    title = f"largest {len(largest)}" + (f" and smallest {len(smallest)}" if smallest else "")
+    t = Table(
+        title=f"{title} partitions by rows",
+        title_justify="left",
+        box=None,
+        pad_edge=False,
+        show_header=False,
+    )
     t.add_column("partition", overflow="fold")
     t.add_column("bar", no_wrap=True)
     t.add_column("rows", justify="right")
     t.add_column("bytes", justify="right", style="dim")
-    for p in parts:
+    for i, p in enumerate([*largest, *smallest]):
+        if i == len(largest):
+            t.add_row(Text("...", style="dim"), "", "", "")
         t.add_row(
             Text(p.label),
             Text(bar(p.rows, maximum), style="cyan"),
@@ -66,12 +78,14 @@ def _bars(parts: Sequence[Partition], maximum: int, title: str) -> Table:
 
 
 def _summary_text(rows: Summary, size: Summary) -> Text:
+    if rows.count == 0:
+        return Text("no partitions")
     ratio = f"{rows.max_median:.2f}x" if rows.max_median is not None else "n/a (median 0)"
     return Text(
         f"partitions {rows.count:,}; rows {count(int(rows.total))}: min {count(int(rows.min))}, "
         f"median {rows.median:,.0f}, mean {rows.mean:,.1f}, max {count(int(rows.max))}\n"
         f"skew: max/median rows {ratio}, Gini rows {rows.gini:.3f}, Gini bytes "
-        f"{size.gini:.3f} (0 = even, {(rows.count - 1) / max(rows.count, 1):.3f} = all in one)"
+        f"{size.gini:.3f} (0 = even, {(rows.count - 1) / rows.count:.3f} = all in one)"
     )
 
 
@@ -85,7 +99,7 @@ def _entry(p: Partition) -> dict[str, Any]:
     }
 
 
-@cli.command()
+@cli.command(short_help="Partition size skew: bars, Gini, histogram.")
 @namespace_options
 @filter_option
 @click.option(
@@ -143,11 +157,8 @@ def skew(
             }
         )
         return
-    maximum = largest[0].rows if largest else 0
-    shown: list[Any] = [_bars(largest, maximum, f"largest {len(largest)} partitions by rows")]
-    if smallest:
-        shown += [Text(""), _bars(smallest, maximum, f"smallest {len(smallest)} partitions")]
-    shown += [Text(""), _summary_text(rows, size)]
+    shown: list[Any] = [_bars(largest, smallest), Text("")] if parts else []
+    shown.append(_summary_text(rows, size))
     if png is not None:
         shown.append(Text(f"histogram written to {png}"))
     stdout_console().print(Group(*shown))

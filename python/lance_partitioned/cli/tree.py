@@ -3,8 +3,8 @@ with rows summed up the tree, from ``stats()``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +14,7 @@ from rich.tree import Tree
 
 from lance_partitioned.cli.app import as_of_option, cli, namespace_options, open_namespace
 from lance_partitioned.cli.keys import Partition, partitions_of
-from lance_partitioned.cli.output import count, emit_json, human_bytes, stdout_console
+from lance_partitioned.cli.output import count, emit_json, human_bytes, plural, stdout_console
 
 __all__ = ["Node", "build", "render"]
 
@@ -83,9 +83,9 @@ def build(parts: Iterable[Partition], root_name: str) -> Node:
 
 def _label(node: Node, leaf: bool) -> Text:
     out = Text(node.name, style="bold" if node.field is None else "")
-    detail = f"  {count(node.rows)} rows"
-    if not leaf:
-        detail += f", {count(node.partitions)} partitions"
+    detail = f"  {plural(node.rows, 'row')}"
+    if not leaf or node.partitions != 1:
+        detail += f", {plural(node.partitions, 'partition')}"
     detail += f", {human_bytes(node.bytes)}"
     out.append(detail, style="dim")
     return out
@@ -130,7 +130,7 @@ def render(
     return tree
 
 
-@cli.command()
+@cli.command(short_help="The partition hierarchy with rows per node.")
 @namespace_options
 @click.option(
     "--max-children",

@@ -121,7 +121,8 @@ impl LeafCompaction {
                 new_fragments: done.new_fragments,
             });
         }
-        let rewrite = Rewrite::of(base, groups);
+        let mut rewrite = Rewrite::of(base, groups);
+        rewrite.bytes = written_bytes(&ds, &rewrite.groups).await?;
         let version = commit_rewrite(ds, &rewrite.groups, self.strong).await?;
         Ok(LeafOutcome::Committed { rewrite, version })
     }
@@ -135,11 +136,8 @@ impl Rewrite {
             base,
             files_before: old.map(|f| f.files.len() as u64).sum(),
             files_after: new.clone().map(|f| f.files.len() as u64).sum(),
-            rows: new.clone().map(|f| f.physical_rows.unwrap_or(0) as u64).sum(),
-            bytes: new
-                .flat_map(|f| &f.files)
-                .map(|f| f.file_size_bytes.get().map_or(0, |n| n.get()))
-                .sum(),
+            rows: new.map(|f| f.physical_rows.unwrap_or(0) as u64).sum(),
+            bytes: 0,
             groups,
         }
     }
@@ -153,6 +151,27 @@ impl Rewrite {
             .flat_map(|g| &g.old_fragments)
             .all(|f| current.get(&f.id) == Some(&f))
     }
+}
+
+/// Bytes of the files the rewrite wrote: their recorded sizes, or the store's (a binary copy
+/// does not record them), which are then recorded, so that `stats()` never asks again.
+async fn written_bytes(ds: &Dataset, groups: &[RewriteGroup]) -> Result<u64> {
+    let data = ds.data_dir();
+    let mut total = 0;
+    for file in groups.iter().flat_map(|g| &g.new_fragments).flat_map(|f| &f.files) {
+        total += match file.file_size_bytes.get() {
+            Some(n) => n.get(),
+            None => {
+                let store = ds.object_store(file.base_id).await?;
+                let size = store.size(&data.clone().join(file.path.as_str())).await?;
+                if let Some(n) = std::num::NonZero::new(size) {
+                    file.file_size_bytes.set(n);
+                }
+                size
+            }
+        };
+    }
+    Ok(total)
 }
 
 /// Rows of `fragments` not deleted.

@@ -14,7 +14,7 @@ mod leaf;
 mod update;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
-use lance::dataset::optimize::CompactionOptions;
+use lance::dataset::optimize::{CompactionMode, CompactionOptions};
 
 use crate::error::{Error, Result};
 use crate::ns::manifest::Snapshot;
@@ -95,6 +95,9 @@ pub async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Result<Optim
     let compaction = LeafCompaction {
         options: CompactionOptions {
             target_rows_per_fragment: opts.target_rows_per_file,
+            // Pages are copied as they are when the files allow it (no decode, no encode);
+            // Lance re-encodes otherwise (deleted rows to drop, differing file versions).
+            compaction_mode: Some(CompactionMode::TryBinaryCopy),
             ..CompactionOptions::default()
         },
         min_files: opts.min_files,
