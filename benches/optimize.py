@@ -2,7 +2,7 @@
 one run.
 
 Data: ``--rows`` rows (default 10M: id, country, event_day, user_id, amount, note) in
-``--partitions`` partitions (default 800: identity(country) x day(event_day)), written in
+``--partitions`` partitions (default 800: identity(country) x identity(event_day)), written in
 four appends, as four Spark tasks of a one-pass write leave them: every partition has four
 files.
 
@@ -49,7 +49,7 @@ SCHEMA = pa.schema(
 SPEC = lp.PartitionSpec(
     [
         lp.PartitionField("country", source="country", transform=lp.Identity()),
-        lp.PartitionField("day", source="event_day", transform=lp.Day()),
+        lp.PartitionField("event_day", source="event_day", transform=lp.Identity()),
     ]
 )
 TASKS = 4

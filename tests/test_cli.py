@@ -509,11 +509,18 @@ def test_expire(fresh: lp.PartitionedNamespace) -> None:
     dry = run_json(
         "expire", fresh.root, "--older-than", "0s", "--retain-versions", "1", "--dry-run"
     )
-    assert set(dry) == {"manifest_versions", "leaf_versions", "files", "bytes", "dry_run"}
+    assert set(dry) == {
+        "manifest_versions",
+        "leaf_versions",
+        "leaf_tables",
+        "files",
+        "bytes",
+        "dry_run",
+    }
     assert dry["dry_run"] is True
     assert dry["manifest_versions"]
     assert version not in dry["manifest_versions"]
-    assert fresh.to_table(as_of=min(dry["manifest_versions"])).num_rows > 0  # still there
+    assert fresh.to_table(as_of=max(dry["manifest_versions"])).num_rows > 0  # still there
     done = run_json("expire", fresh.root, "--older-than", "0s", "--retain-versions", "1")
     assert done["dry_run"] is False
     assert done["manifest_versions"] == dry["manifest_versions"]

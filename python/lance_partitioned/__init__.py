@@ -41,6 +41,7 @@ from lance_partitioned.joins import JoinGroup, JoinPlan, join, join_plan
 from lance_partitioned.namespace import (
     CleanupResult,
     DeleteResult,
+    ExpireResult,
     ExportResult,
     OptimizeResult,
     PartitionedNamespace,
@@ -71,6 +72,7 @@ __all__ = [
     "Day",
     "DeleteResult",
     "DistributedWrite",
+    "ExpireResult",
     "ExportResult",
     "ExpressionError",
     "Hour",

@@ -56,6 +56,7 @@ from lance_partitioned.spec import PartitionSpec
 __all__ = [
     "CleanupResult",
     "DeleteResult",
+    "ExpireResult",
     "ExportResult",
     "OptimizeResult",
     "PartitionedNamespace",
@@ -70,6 +71,7 @@ WriteResult = _native.WriteResult
 DeleteResult = _native.DeleteResult
 CleanupResult = _native.CleanupResult
 OptimizeResult = _native.OptimizeResult
+ExpireResult = _native.ExpireResult
 
 
 class PartitionedNamespace:
@@ -499,6 +501,45 @@ class PartitionedNamespace:
         self.refresh()
         return result
 
+    def expire(
+        self,
+        *,
+        older_than: datetime.timedelta | float | None = None,
+        retain_versions: int | None = None,
+        dry_run: bool = False,
+    ) -> ExpireResult:
+        """Removes old versions: ``__manifest`` versions past the retention, then every leaf
+        version and data file that only those versions read.
+
+        A manifest version is kept when it is the latest, tagged, younger than
+        ``older_than`` (a ``timedelta`` or seconds) or among the last ``retain_versions``;
+        with both rules, a version goes only when both let it go; with neither, versions
+        older than 7 days go. Every kept version stays readable with ``snapshot(version)``
+        (``as_of``); reading a removed one raises ``NotFoundError``. Writes in flight are not
+        affected (their files are named by no version yet); files of failed writes are
+        :meth:`cleanup`'s job. ``dry_run`` reports what would go.
+        """
+        seconds: float | None
+        if older_than is None:
+            seconds = None if retain_versions is not None else 7 * 86400.0
+        elif isinstance(older_than, datetime.timedelta):
+            seconds = older_than.total_seconds()
+        elif isinstance(older_than, (int, float)) and not isinstance(older_than, bool):
+            seconds = float(older_than)
+        else:
+            raise InvalidArgumentError(
+                f"older_than must be a datetime.timedelta or seconds, not {older_than!r}"
+            )
+        if seconds is not None and not (seconds >= 0 and seconds != float("inf")):
+            raise InvalidArgumentError("older_than must be a non-negative, finite duration")
+        if retain_versions is not None:
+            check_sizes(retain_versions=retain_versions)
+        result = self._ns.expire(
+            older_than_seconds=seconds, retain_versions=retain_versions, dry_run=bool(dry_run)
+        )
+        self.refresh()
+        return result
+
     def cleanup(
         self, older_than: datetime.timedelta = datetime.timedelta(days=1), *, dry_run: bool = False
     ) -> CleanupResult:
@@ -565,6 +606,19 @@ class PartitionedNamespace:
     def stats(self, filter: Filter = None, *, as_of: int | None = None) -> pa.Table:
         """Per-partition statistics from Lance metadata; see :meth:`Snapshot.stats`."""
         return self.snapshot(as_of).stats(filter)
+
+    def history(self, limit: int | None = None) -> pa.Table:
+        """The manifest versions, newest first (the last ``limit`` of them): ``version``,
+        ``timestamp`` (UTC), ``operation`` (``create_namespace``, ``create`` (new partitions),
+        ``append``, ``overwrite``,
+        ``delete``, ``compact``, ``drop``, ``evolve``, ``schema``; joined with ``+`` when a
+        commit did several), ``partitions`` changed and ``rows`` written or deleted (NULL
+        when not recorded). Read from the difference of each version to the one before, so
+        the oldest version :meth:`expire` kept shows as ``unknown``."""
+        if limit is not None:
+            check_sizes(limit=limit)
+        self.refresh()
+        return pa.Table.from_batches([self._snap.history(limit)])
 
     def explain(
         self, filter: Filter = None, *, as_of: int | None = None, check_sizes: bool = True

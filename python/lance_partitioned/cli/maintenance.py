@@ -21,7 +21,7 @@ LISTED = 20
 
 OPTIMIZE_KEYS = ("partitions", "files_before", "files_after", "rows", "bytes_written")
 OPTIMIZE_EXTRA = ("skipped_indexed", "rebased", "recompacted", "attempts")
-EXPIRE_KEYS = ("manifest_versions", "leaf_versions", "files", "bytes", "dry_run")
+EXPIRE_KEYS = ("manifest_versions", "leaf_versions", "leaf_tables", "files", "bytes", "dry_run")
 CLEANUP_KEYS = ("orphans", "stale_versions", "stale_files", "files", "bytes", "removed")
 
 
@@ -67,11 +67,7 @@ def optimize(
         kwargs["min_files"] = min_files
     with activity("compacting partitions", interactive() and not as_json):
         result = ns.optimize(**kwargs)
-    doc = {
-        **attrs(result, (*OPTIMIZE_KEYS, "manifest_version")),
-        "dry_run": dry_run,
-        **attrs(result, (), OPTIMIZE_EXTRA),
-    }
+    doc = attrs(result, (*OPTIMIZE_KEYS, "manifest_version", "dry_run", *OPTIMIZE_EXTRA))
     if as_json:
         emit_json(doc)
         return
@@ -113,18 +109,18 @@ def expire(
 ) -> None:
     """Removes old manifest versions, the leaf versions only they read and the files only
     those name (time travel to a removed version stops working)."""
-    ns: Any = open_namespace(uri, storage_options)  # Any: expire() is being added alongside
+    ns = open_namespace(uri, storage_options)
     with activity("expiring old versions", interactive() and not as_json):
         result = ns.expire(older_than=older_than, retain_versions=retain_versions, dry_run=dry_run)
     doc = attrs(result, EXPIRE_KEYS)
-    doc["manifest_versions"] = list(doc["manifest_versions"])
     if as_json:
         emit_json(doc)
         return
     versions = doc["manifest_versions"]
     click.echo(
         f"{'would remove' if dry_run else 'removed'} {len(versions):,} manifest "
-        f"versions, {doc['leaf_versions']:,} leaf versions, {doc['files']:,} files "
+        f"versions, {doc['leaf_versions']:,} leaf versions, {doc['leaf_tables']:,} dropped "
+        f"partitions' tables, {doc['files']:,} files "
         f"({human_bytes(doc['bytes'])})"
     )
     if versions:

@@ -68,6 +68,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::DeleteResult>()?;
     m.add_class::<results::CleanupResult>()?;
     m.add_class::<results::OptimizeResult>()?;
+    m.add_class::<results::ExpireResult>()?;
     m.add_class::<results::TouchedPartition>()?;
     m.add_class::<namespace::Namespace>()?;
     m.add_class::<snapshot::ManifestSnapshot>()?;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use lance_partitioned_core::ns::manifest::Snapshot;
 use lance_partitioned_core::ns::namespace::Namespace as CoreNamespace;
+use lance_partitioned_core::ns::expire::ExpireOptions;
 use lance_partitioned_core::ns::optimize::OptimizeOptions;
 use lance_partitioned_core::ns::storage::Storage;
 use lance_partitioned_core::ns::write::DEFAULT_MAX_ATTEMPTS;
@@ -19,7 +20,7 @@ use pyo3::types::PyType;
 use crate::args::{ArrowSchema, WriteMode};
 use crate::errors::{invalid_arg, run, to_py};
 use crate::ffi::BatchInput;
-use crate::results::{CleanupResult, DeleteResult, OptimizeResult, WriteResult};
+use crate::results::{CleanupResult, DeleteResult, ExpireResult, OptimizeResult, WriteResult};
 use crate::runtime::block_on;
 use crate::snapshot::ManifestSnapshot;
 use crate::writes::{redacted, Limits};
@@ -212,6 +213,33 @@ impl Namespace {
         };
         let s = run(py, || block_on(self.inner.optimize(&opts)))?;
         Ok(OptimizeResult::from(s))
+    }
+
+    /// Removes old manifest versions and what only they read.
+    #[pyo3(signature = (*, older_than_seconds, retain_versions, dry_run))]
+    fn expire(
+        &self,
+        py: Python<'_>,
+        older_than_seconds: Option<f64>,
+        retain_versions: Option<usize>,
+        dry_run: bool,
+    ) -> PyResult<ExpireResult> {
+        let older_than = match older_than_seconds {
+            Some(s) if s >= 0.0 && s.is_finite() => Some(Duration::from_secs_f64(s)),
+            Some(_) => {
+                return Err(invalid_arg(
+                    "older_than must be a non-negative, finite duration",
+                ))
+            }
+            None => None,
+        };
+        let opts = ExpireOptions {
+            older_than,
+            retain_versions,
+            dry_run,
+        };
+        let s = run(py, || block_on(self.inner.expire(&opts)))?;
+        Ok(ExpireResult::from(s))
     }
 
     fn __repr__(&self) -> String {

@@ -2,6 +2,7 @@
 
 use lance_partitioned_core::ns::cleanup::CleanupSummary;
 use lance_partitioned_core::ns::delete::DeleteSummary;
+use lance_partitioned_core::ns::expire::ExpireSummary;
 use lance_partitioned_core::ns::optimize::OptimizeSummary;
 use lance_partitioned_core::ns::touched;
 use lance_partitioned_core::ns::write::WriteSummary;
@@ -299,6 +300,53 @@ impl From<OptimizeSummary> for OptimizeResult {
             recompacted: s.recompacted,
             manifest_version: s.manifest_version,
             attempts: s.attempts,
+            dry_run: s.dry_run,
+        }
+    }
+}
+
+/// What `expire()` removed (or would, for a dry run).
+#[pyclass(module = "lance_partitioned._native", frozen, eq, get_all)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpireResult {
+    /// The `__manifest` versions removed.
+    pub manifest_versions: Vec<u64>,
+    /// Leaf table versions removed.
+    pub leaf_versions: u64,
+    /// Leaf tables removed whole (partitions dropped before every kept version).
+    pub leaf_tables: u64,
+    /// Data and deletion files removed.
+    pub files: u64,
+    /// Bytes removed.
+    pub bytes: u64,
+    /// Whether this was a dry run.
+    pub dry_run: bool,
+}
+
+#[pymethods]
+impl ExpireResult {
+    fn __repr__(&self) -> String {
+        format!(
+            "ExpireResult(manifest_versions={:?}, leaf_versions={}, leaf_tables={}, files={}, \
+             bytes={}, dry_run={})",
+            self.manifest_versions,
+            self.leaf_versions,
+            self.leaf_tables,
+            self.files,
+            self.bytes,
+            if self.dry_run { "True" } else { "False" }
+        )
+    }
+}
+
+impl From<ExpireSummary> for ExpireResult {
+    fn from(s: ExpireSummary) -> Self {
+        Self {
+            manifest_versions: s.manifest_versions,
+            leaf_versions: s.leaf_versions,
+            leaf_tables: s.leaf_tables,
+            files: s.files,
+            bytes: s.bytes,
             dry_run: s.dry_run,
         }
     }

@@ -163,6 +163,14 @@ impl ManifestSnapshot {
     }
 
     /// Statistics of the leaves a filter keeps, from Lance metadata: the rows of
+    /// The last `limit` manifest versions, newest first, with what each commit did.
+    #[pyo3(signature = (limit = None))]
+    fn history(&self, py: Python<'_>, limit: Option<usize>) -> PyResult<ArrowBatch> {
+        let snap = Arc::clone(&self.snap);
+        let batch = run(py, || block_on(manifest::history(&snap, limit)))?;
+        Ok(ArrowBatch(batch))
+    }
+
     /// `partitions()` (without `rows`) followed by `rows`, `fragments`, `files`, `bytes`,
     /// `fragments_with_deletions` and `versions`.
     #[pyo3(signature = (filter = None))]

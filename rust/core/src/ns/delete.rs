@@ -293,8 +293,8 @@ impl DeleteUpdate<'_> {
                     object_id,
                     base,
                     version,
-                    ..
-                } => self.record_rows(latest, object_id, *base, *version, &mut change)?,
+                    rows,
+                } => self.record_rows(latest, object_id, (*base, *version, *rows), &mut change)?,
             }
         }
         drop_empty_namespaces(latest, &mut change)?;
@@ -338,8 +338,7 @@ impl DeleteUpdate<'_> {
         &self,
         latest: &Snapshot,
         object_id: &str,
-        base: Option<u64>,
-        version: u64,
+        (base, version, rows): (Option<u64>, u64, u64),
         change: &mut ManifestChange,
     ) -> Result<()> {
         let Some(now) = read_version_of(latest, object_id)? else {
@@ -355,7 +354,7 @@ impl DeleteUpdate<'_> {
         change.read_versions.insert(object_id.to_string(), version);
         change
             .rows
-            .push(version_row(object_id, version, "delete", base));
+            .push(version_row(object_id, version, "delete", base, rows));
         Ok(())
     }
 }

@@ -15,6 +15,7 @@
 //! - [`txn`]: transactions: leaf commits, conflict resolution, the atomic manifest commit.
 //! - [`delete`]: drop covered partitions, delete rows inside the others.
 //! - [`optimize`]: compact the small files of partitions, in one atomic commit.
+//! - [`expire`]: remove old manifest versions and what only they read.
 //! - [`cleanup`]: remove what failed writes left behind; `cleanup_marks`: when deleting
 //!   cleanups ran, so commits check their staged files only when one could have removed them.
 //! - [`filter`]: user filters, parsed and validated once for every entry point.
@@ -28,7 +29,7 @@
 //! [`crate::field_ids`], below everything here.
 //!
 //! Module dependencies point one way: each layer uses only the layers below it.
-//! 1. `write`, `txn`, `delete`, `optimize`, `cleanup`: the entry points (`write` and `txn` use each other).
+//! 1. `write`, `txn`, `delete`, `optimize`, `expire`, `cleanup`: the entry points (`write` and `txn` use each other).
 //! 2. `scan`.
 //! 3. `schema`: a schema update loads and commits a manifest snapshot, so `schema` uses
 //!    `manifest`, never the other way round. Its `read_rules` (used by `scan` and the writers)
@@ -40,6 +41,7 @@
 pub mod cleanup;
 pub(crate) mod cleanup_marks;
 pub mod delete;
+pub mod expire;
 pub mod filter;
 pub mod ids;
 pub mod join;

@@ -16,6 +16,7 @@ use crate::ns::cleanup::{cleanup, CleanupSummary};
 use crate::ns::cleanup_marks;
 use crate::ns::delete::{delete, DeleteSummary};
 use crate::ns::manifest::{self, Snapshot};
+use crate::ns::expire::{expire, ExpireOptions, ExpireSummary};
 use crate::ns::optimize::{optimize, OptimizeOptions, OptimizeSummary};
 use crate::ns::schema::update_schema;
 use crate::ns::storage::Storage;
@@ -232,5 +233,13 @@ impl Namespace {
     /// As [`optimize`].
     pub async fn optimize(&self, opts: &OptimizeOptions) -> Result<OptimizeSummary> {
         optimize(&self.storage, opts).await
+    }
+
+    /// Removes old manifest versions and the leaf versions and files only they read.
+    ///
+    /// # Errors
+    /// As [`expire`].
+    pub async fn expire(&self, opts: &ExpireOptions) -> Result<ExpireSummary> {
+        expire(&self.storage, opts).await
     }
 }

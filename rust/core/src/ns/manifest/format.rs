@@ -90,6 +90,8 @@ pub fn manifest_schema<'a>(specs: impl IntoIterator<Item = &'a PartitionSpec>) -
 /// `table_version` property naming the distributed write that committed the version (so a
 /// second commit of the same write is recognised and becomes a no-op).
 pub const WRITE_ID_KEY: &str = "write_id";
+/// Property of a `table_version` row: the rows that version wrote or deleted.
+pub const ROWS_KEY: &str = "rows";
 
 /// Parses a `metadata` cell (JSON object of strings; non-string values are kept as JSON).
 pub fn parse_props(text: Option<&str>) -> Result<HashMap<String, String>> {

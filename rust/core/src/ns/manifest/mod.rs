@@ -12,7 +12,9 @@
 //! - `create`: creating a namespace, and its root properties ([`Root`]);
 //! - `index`: the leaves and the writers' lookups ([`Keys`]), and the queries on them;
 //! - `evolution`: adding a partition spec version ([`evolve`]);
-//! - `repair`: recovering manifest columns another tool dropped ([`repair()`]).
+//! - `repair`: recovering manifest columns another tool dropped ([`repair()`]);
+//! - `stats`: per-partition statistics from Lance metadata ([`leaf_stats`]);
+//! - `history`: what each manifest version's commit did ([`history()`]).
 //!
 //! The manifest depends on the field ids ([`crate::field_ids`]) but never on
 //! [`crate::ns::schema`], which builds on it.
@@ -31,6 +33,7 @@ use crate::spec::PartitionSpec;
 mod create;
 mod evolution;
 mod format;
+mod history;
 mod index;
 mod repair;
 mod stats;
@@ -40,9 +43,10 @@ pub use evolution::{check_field_id_reuse, evolve};
 pub use format::{
     base_fields, manifest_schema, parse_props, parse_version, partition_column, props_json,
     rows_to_batch, spec_of, Row, BASE_OBJECTS, LOCATION, METADATA, NAMESPACE, OBJECT_ID,
-    OBJECT_TYPE, READ_VERSION, TABLE, TABLE_VERSION, WRITE_ID_KEY,
+    OBJECT_TYPE, READ_VERSION, ROWS_KEY, TABLE, TABLE_VERSION, WRITE_ID_KEY,
 };
 pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf, TableVersion};
+pub use history::history;
 pub use repair::repair;
 pub use stats::{leaf_stats, LeafDetail, LeafStats};
 // Kept at its old path; field ids live in `crate::field_ids`.

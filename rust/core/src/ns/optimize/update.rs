@@ -61,6 +61,7 @@ impl OptimizeUpdate<'_> {
                 c.version,
                 "compact",
                 Some(c.rewrite.base),
+                c.rewrite.rows,
             ));
             kept.push(c);
         }

@@ -22,7 +22,7 @@ use crate::arrow::array::RecordBatch;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 use crate::ns::manifest::{
-    describe_key, Row, Snapshot, NAMESPACE, TABLE, TABLE_VERSION, WRITE_ID_KEY,
+    describe_key, Row, Snapshot, NAMESPACE, ROWS_KEY, TABLE, TABLE_VERSION, WRITE_ID_KEY,
 };
 use crate::ns::storage::Storage;
 use crate::ns::txn::leaf::Pending;
@@ -171,7 +171,7 @@ impl WriteUpdate<'_> {
                 .collect(),
         });
         if self.strong {
-            rows.push(version_row(&oid, p.version, "create", None));
+            rows.push(version_row(&oid, p.version, "create", None, p.rows()));
         }
         self.pending[i].object_id = Some(oid);
         Ok(())
@@ -202,7 +202,7 @@ impl WriteUpdate<'_> {
         change.copy_rows.push(row);
         change
             .rows
-            .push(version_row(&oid, p.version, p.operation, p.base));
+            .push(version_row(&oid, p.version, p.operation, p.base, p.rows()));
         Ok(())
     }
 
@@ -350,9 +350,19 @@ fn plan_namespaces(
     Ok(format!("{parent}${LEAF_TABLE}"))
 }
 
-/// The `table_version` row recording `version` of `table`.
-pub(crate) fn version_row(table: &str, version: u64, operation: &str, base: Option<u64>) -> Row {
-    let mut props = HashMap::from([("operation".to_string(), operation.to_string())]);
+/// The `table_version` row recording `version` of `table`, made by `operation` from `base`;
+/// `rows` are the rows it wrote (appended, rewritten) or deleted, for `history()`.
+pub(crate) fn version_row(
+    table: &str,
+    version: u64,
+    operation: &str,
+    base: Option<u64>,
+    rows: u64,
+) -> Row {
+    let mut props = HashMap::from([
+        ("operation".to_string(), operation.to_string()),
+        (ROWS_KEY.to_string(), rows.to_string()),
+    ]);
     if let Some(b) = base {
         props.insert("base_version".into(), b.to_string());
     }

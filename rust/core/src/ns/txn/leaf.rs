@@ -46,6 +46,16 @@ pub(crate) struct Pending {
     pub(crate) fragments: Vec<Fragment>,
 }
 
+impl Pending {
+    /// Rows of the fragments this write added.
+    pub(crate) fn rows(&self) -> u64 {
+        self.fragments
+            .iter()
+            .map(|f| f.physical_rows.unwrap_or(0) as u64)
+            .sum()
+    }
+}
+
 /// Commits one partition's fragments to its leaf table. New and replaced leaves get `fresh`
 /// (the leaf schema as a fresh Lance write numbers it).
 pub(crate) async fn commit_leaf(

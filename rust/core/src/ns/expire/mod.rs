@@ -1,0 +1,237 @@
+//! `expire()`: removes old `__manifest` versions, then every leaf version and file that only
+//! the removed manifest versions read.
+//!
+//! A manifest version is expired when it is not the latest, not tagged, older than
+//! `older_than` (when given) and not among the last `retain_versions` (when given). For each
+//! leaf, the versions expired manifest versions read and no kept manifest version reads go
+//! (the latest main-line version of a leaf always stays, see [`leaf`]), then the files no
+//! remaining version names; a leaf table no kept manifest version names goes whole. The
+//! expired manifest versions go last (Lance's cleanup of `__manifest`), so an expire that
+//! stops half-way is completed by the next one. A write in flight is never affected: its
+//! files and versions are named by no manifest version yet (`cleanup()` handles abandoned
+//! ones), and its commit rebases onto the latest versions.
+//!
+//! Weak-mode leaves record no versions in the manifest (readers read their latest): their old
+//! versions go by Lance's own cleanup with the same age and count rules.
+
+mod leaf;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures::stream::{self, StreamExt, TryStreamExt};
+use lance::dataset::cleanup::{cleanup_old_versions, CleanupPolicy, CleanupPolicyBuilder};
+use lance::dataset::Dataset;
+
+use crate::arrow::array::{Array, AsArray};
+use crate::arrow::compute::cast;
+use crate::arrow::datatypes::{DataType, UInt64Type};
+use crate::error::{Error, Result};
+use crate::ns::manifest::{Snapshot, LOCATION, OBJECT_ID, OBJECT_TYPE, READ_VERSION, TABLE};
+use crate::ns::storage::Storage;
+
+/// Manifest versions read at a time.
+const CONCURRENCY: usize = 8;
+
+/// What `expire()` keeps.
+#[derive(Debug, Clone, Default)]
+pub struct ExpireOptions {
+    /// Keep manifest versions younger than this.
+    pub older_than: Option<Duration>,
+    /// Keep the last this many manifest versions.
+    pub retain_versions: Option<usize>,
+    /// Report only.
+    pub dry_run: bool,
+}
+
+/// What `expire()` removed (or would, for a dry run).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExpireSummary {
+    /// The manifest versions removed.
+    pub manifest_versions: Vec<u64>,
+    /// Leaf table versions removed.
+    pub leaf_versions: u64,
+    /// Leaf tables removed whole (partitions dropped before the kept versions).
+    pub leaf_tables: u64,
+    /// Data and deletion files removed.
+    pub files: u64,
+    /// Bytes of the leaf files and version manifests removed (`__manifest`'s own files are
+    /// not counted).
+    pub bytes: u64,
+    /// Whether this was a dry run.
+    pub dry_run: bool,
+}
+
+/// The leaf versions one manifest version reads, by location (`None`: the latest, weak mode).
+type Reads = Vec<(String, Option<u64>)>;
+
+async fn reads_of(ds: &Dataset) -> Result<Reads> {
+    let has_rv = ds.schema().field(READ_VERSION).is_some();
+    let mut cols = vec![OBJECT_ID, LOCATION, OBJECT_TYPE];
+    if has_rv {
+        cols.push(READ_VERSION);
+    }
+    let mut scan = ds.scan();
+    scan.project(&cols)?;
+    scan.filter(&format!("{OBJECT_TYPE} = '{TABLE}'"))?;
+    let batch = scan.try_into_batch().await?;
+    let locs = cast(
+        batch
+            .column_by_name(LOCATION)
+            .ok_or_else(|| Error::Corrupt("manifest without location".into()))?,
+        &DataType::Utf8,
+    )?;
+    let locs = locs.as_string::<i32>();
+    let rvs = match batch.column_by_name(READ_VERSION) {
+        Some(c) => Some(cast(c, &DataType::UInt64)?),
+        None => None,
+    };
+    let rvs = rvs.as_ref().map(|c| c.as_primitive::<UInt64Type>());
+    Ok((0..batch.num_rows())
+        .filter(|&r| !locs.is_null(r))
+        .map(|r| {
+            let rv = rvs.and_then(|c| (!c.is_null(r)).then(|| c.value(r)));
+            (locs.value(r).trim_end_matches('/').to_string(), rv)
+        })
+        .collect())
+}
+
+/// Removes what the kept manifest versions no longer need (see the module docs).
+///
+/// # Errors
+/// `InvalidArgument` without any retention rule; `Lance` for I/O errors.
+pub async fn expire(storage: &Storage, opts: &ExpireOptions) -> Result<ExpireSummary> {
+    if opts.older_than.is_none() && opts.retain_versions.is_none() {
+        return Err(Error::InvalidArgument(
+            "expire needs older_than or retain_versions".into(),
+        ));
+    }
+    if opts.retain_versions == Some(0) {
+        return Err(Error::InvalidArgument(
+            "retain_versions must be positive (the latest version is always kept)".into(),
+        ));
+    }
+    let snap = Snapshot::load(storage, None).await?;
+    let mut all = snap.dataset.versions().await?;
+    all.sort_by_key(|v| v.version);
+    let tagged: HashSet<u64> = snap
+        .dataset
+        .tags()
+        .list()
+        .await?
+        .values()
+        .map(|t| t.version)
+        .collect();
+    let cutoff = opts.older_than.map(before_now);
+    let n = all.len();
+    let expired: Vec<u64> = all
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| {
+            v.version != snap.version
+                && !tagged.contains(&v.version)
+                && cutoff.is_none_or(|c| v.timestamp < c)
+                && opts.retain_versions.is_none_or(|r| i + r < n)
+        })
+        .map(|(_, v)| v.version)
+        .collect();
+    let mut summary = ExpireSummary {
+        dry_run: opts.dry_run,
+        ..Default::default()
+    };
+    let gone: HashSet<u64> = expired.iter().copied().collect();
+    let reads: Vec<(u64, Reads)> = stream::iter(all.iter().map(|v| {
+        let ds = &snap.dataset;
+        let version = v.version;
+        async move {
+            let at = ds.checkout_version(version).await?;
+            Ok::<_, Error>((version, reads_of(&at).await?))
+        }
+    }))
+    .buffer_unordered(CONCURRENCY)
+    .try_collect()
+    .await?;
+    let mut kept_reads: HashMap<String, HashSet<u64>> = HashMap::new();
+    let mut gone_reads: HashMap<String, HashSet<u64>> = HashMap::new();
+    let mut weak: HashSet<String> = HashSet::new();
+    for (version, rs) in &reads {
+        let into = if gone.contains(version) {
+            &mut gone_reads
+        } else {
+            &mut kept_reads
+        };
+        for (loc, rv) in rs {
+            let set = into.entry(loc.clone()).or_default();
+            match rv {
+                Some(v) => {
+                    set.insert(*v);
+                }
+                None if *version == snap.version => {
+                    weak.insert(loc.clone());
+                }
+                None => {}
+            }
+        }
+    }
+    let mut locations: Vec<&String> = gone_reads.keys().collect();
+    locations.sort();
+    for loc in locations {
+        let removed = match kept_reads.get(loc) {
+            None => {
+                summary.leaf_tables += 1;
+                leaf::remove_leaf(storage, loc, opts.dry_run).await?
+            }
+            Some(keep) => {
+                let only_gone: HashSet<u64> = gone_reads[loc].difference(keep).copied().collect();
+                if only_gone.is_empty() {
+                    continue;
+                }
+                leaf::expire_leaf(storage, loc, &only_gone, opts.dry_run).await?
+            }
+        };
+        summary.leaf_versions += removed.versions;
+        summary.files += removed.files;
+        summary.bytes += removed.bytes;
+    }
+    if !opts.dry_run {
+        let mut weak: Vec<&String> = weak.iter().collect();
+        weak.sort();
+        for loc in weak {
+            let ds = storage.builder(loc)?.load().await?;
+            let stats = cleanup_old_versions(&ds, policy(&ds, opts, None).await?).await?;
+            summary.leaf_versions += stats.old_versions;
+            summary.files += stats.data_files_removed + stats.deletion_files_removed;
+            summary.bytes += stats.bytes_removed;
+        }
+        if !expired.is_empty() {
+            let policy = policy(&snap.dataset, opts, Some(&expired)).await?;
+            cleanup_old_versions(&snap.dataset, policy).await?;
+        }
+    }
+    summary.manifest_versions = expired;
+    Ok(summary)
+}
+
+/// `d` before now (the beginning of time when `d` reaches further back).
+fn before_now(d: Duration) -> DateTime<Utc> {
+    chrono::Duration::from_std(d)
+        .ok()
+        .and_then(|d| Utc::now().checked_sub_signed(d))
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
+/// Lance's cleanup policy for `opts` (only `versions` when given).
+async fn policy(ds: &Dataset, opts: &ExpireOptions, versions: Option<&[u64]>) -> Result<CleanupPolicy> {
+    let mut b = CleanupPolicyBuilder::default().error_if_tagged_old_versions(false);
+    if let Some(vs) = versions {
+        return Ok(b.versions(vs.to_vec())?.build());
+    }
+    if let Some(d) = opts.older_than {
+        b = b.before_timestamp(before_now(d));
+    }
+    if let Some(r) = opts.retain_versions {
+        b = b.retain_n_versions(ds, r).await?;
+    }
+    Ok(b.build())
+}

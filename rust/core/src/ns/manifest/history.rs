@@ -1,0 +1,224 @@
+//! `history()`: the manifest versions, newest first, each with what its commit did, read
+//! from the difference to the version before: the `table_version` rows it added (their
+//! operation and rows), the leaf tables it added or dropped, and whether the schema or the
+//! specs changed.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use futures::stream::{self, StreamExt, TryStreamExt};
+use lance::dataset::Dataset;
+
+use crate::arrow::array::{
+    Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+    UInt64Array,
+};
+use crate::arrow::compute::cast;
+use crate::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use crate::error::{Error, Result};
+use crate::ns::{SCHEMA_KEY, SPEC_KEY_PREFIX};
+
+use super::{parse_props, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE, ROWS_KEY, TABLE, TABLE_VERSION};
+
+/// The operation of the versions that created the namespace.
+const CREATE_NAMESPACE: &str = "create_namespace";
+
+/// Manifest versions read at a time.
+const CONCURRENCY: usize = 8;
+
+/// What one manifest version holds that matters for its history.
+#[derive(Default)]
+struct State {
+    tables: HashSet<String>,
+    /// `table_version` rows: object id -> (operation, rows).
+    versions: HashMap<String, (String, Option<i64>)>,
+    schema: Option<String>,
+    specs: BTreeSet<String>,
+    /// The manifest table's own columns.
+    columns: BTreeSet<String>,
+    /// Spec version rows (`v<N>`).
+    spec_rows: BTreeSet<String>,
+}
+
+async fn state(ds: &Dataset) -> Result<State> {
+    let mut scan = ds.scan();
+    scan.project(&[OBJECT_ID, OBJECT_TYPE, METADATA])?;
+    scan.filter(&format!(
+        "{OBJECT_TYPE} = '{TABLE}' OR {OBJECT_TYPE} = '{TABLE_VERSION}' \
+         OR {OBJECT_ID} NOT LIKE '%$%'"
+    ))?;
+    let batch = scan.try_into_batch().await?;
+    let utf8 = |name: &str| -> Result<ArrayRef> {
+        let col = batch
+            .column_by_name(name)
+            .ok_or_else(|| Error::Corrupt(format!("manifest without {name}")))?;
+        Ok(cast(col, &DataType::Utf8)?)
+    };
+    let (ids, types, meta) = (utf8(OBJECT_ID)?, utf8(OBJECT_TYPE)?, utf8(METADATA)?);
+    let (ids, types, meta) = (
+        ids.as_string::<i32>(),
+        types.as_string::<i32>(),
+        meta.as_string::<i32>(),
+    );
+    let mut out = State::default();
+    for r in 0..batch.num_rows() {
+        match types.value(r) {
+            TABLE => {
+                out.tables.insert(ids.value(r).to_string());
+                continue;
+            }
+            TABLE_VERSION => {}
+            _ => {
+                out.spec_rows.insert(ids.value(r).to_string());
+                continue;
+            }
+        }
+        let props = parse_props((!meta.is_null(r)).then(|| meta.value(r)))?;
+        let op = props.get("operation").cloned().unwrap_or_default();
+        let rows = props.get(ROWS_KEY).and_then(|n| n.parse().ok());
+        out.versions.insert(ids.value(r).to_string(), (op, rows));
+    }
+    out.columns = ds.schema().fields.iter().map(|f| f.name.clone()).collect();
+    let props = ds.metadata();
+    out.schema = props.get(SCHEMA_KEY).cloned();
+    out.specs = props
+        .iter()
+        .filter(|(k, _)| k.starts_with(SPEC_KEY_PREFIX))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    Ok(out)
+}
+
+/// One line of history.
+struct Entry {
+    version: u64,
+    timestamp: DateTime<Utc>,
+    operation: String,
+    partitions: Option<i64>,
+    rows: Option<i64>,
+}
+
+fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &State) -> Entry {
+    let Some(prev) = prev else {
+        // Version 1 created the namespace; an older first version had its predecessors
+        // expired, so what it changed is unknown.
+        let operation = if version == 1 { CREATE_NAMESPACE } else { "unknown" };
+        return Entry {
+            version,
+            timestamp,
+            operation: operation.into(),
+            partitions: None,
+            rows: None,
+        };
+    };
+    if prev.specs.is_empty() {
+        // The namespace's root properties were being set up.
+        return Entry {
+            version,
+            timestamp,
+            operation: CREATE_NAMESPACE.into(),
+            partitions: None,
+            rows: None,
+        };
+    }
+    let mut ops: BTreeSet<&str> = BTreeSet::new();
+    let mut touched: HashSet<&str> = HashSet::new();
+    let mut rows: Option<i64> = None;
+    for (id, (op, n)) in &now.versions {
+        if prev.versions.contains_key(id) {
+            continue;
+        }
+        ops.insert(op.as_str());
+        touched.insert(id.rsplit_once('$').map_or(id.as_str(), |(t, _)| t));
+        if let Some(n) = n {
+            rows = Some(rows.unwrap_or(0) + n);
+        }
+    }
+    let dropped = prev.tables.difference(&now.tables).count();
+    if dropped > 0 {
+        ops.insert("drop");
+    }
+    if now.specs != prev.specs || now.spec_rows != prev.spec_rows {
+        // A new spec version's row comes first, in its own commit, then the spec itself.
+        ops.insert("evolve");
+    }
+    for added in now.columns.difference(&prev.columns) {
+        // A spec version's partition columns come first, in their own commit; other
+        // columns come back by `repair()`.
+        ops.insert(match added.starts_with(crate::ns::PARTITION_COLUMN_PREFIX) {
+            true => "evolve",
+            false => "repair",
+        });
+    }
+    if now.schema != prev.schema {
+        ops.insert("schema");
+    }
+    let operation = if ops.is_empty() {
+        "commit".to_string()
+    } else {
+        ops.into_iter().collect::<Vec<_>>().join("+")
+    };
+    Entry {
+        version,
+        timestamp,
+        operation,
+        partitions: Some((touched.len() + dropped) as i64),
+        rows,
+    }
+}
+
+/// The last `limit` versions of the manifest of `snap` (all when `None`), newest first:
+/// `version`, `timestamp` (UTC), `operation` (`create_namespace`, `create` (new partitions),
+/// `append`, `overwrite`, `delete`,
+/// `compact`, `drop`, `evolve`, `schema`, `repair`, joined with `+` when a commit did several, `commit`
+/// when none applies, `unknown` for the oldest kept version after `expire()`), `partitions`
+/// changed and `rows` written or deleted (NULL when not recorded).
+///
+/// # Errors
+/// `Lance` for I/O errors.
+pub async fn history(snap: &Snapshot, limit: Option<usize>) -> Result<RecordBatch> {
+    let ds = &snap.dataset;
+    let mut versions = ds.versions().await?;
+    versions.sort_by_key(|v| std::cmp::Reverse(v.version));
+    let shown = limit.unwrap_or(versions.len()).min(versions.len());
+    // One more than shown: the version before the oldest one shown.
+    let wanted: Vec<(u64, DateTime<Utc>)> = versions
+        .iter()
+        .take(shown + 1)
+        .map(|v| (v.version, v.timestamp))
+        .collect();
+    let states: Vec<State> = stream::iter(wanted.iter().map(|&(version, _)| async move {
+        state(&ds.checkout_version(version).await?).await
+    }))
+    .buffered(CONCURRENCY)
+    .try_collect()
+    .await?;
+    let entries: Vec<Entry> = (0..shown)
+        .map(|i| describe(wanted[i].0, wanted[i].1, states.get(i + 1), &states[i]))
+        .collect();
+    let schema = Schema::new(vec![
+        Field::new("version", DataType::UInt64, false),
+        Field::new(
+            "timestamp",
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            false,
+        ),
+        Field::new("operation", DataType::Utf8, false),
+        Field::new("partitions", DataType::Int64, true),
+        Field::new("rows", DataType::Int64, true),
+    ]);
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::from_iter_values(entries.iter().map(|e| e.version))),
+        Arc::new(
+            TimestampMicrosecondArray::from_iter_values(
+                entries.iter().map(|e| e.timestamp.timestamp_micros()),
+            )
+            .with_timezone("UTC"),
+        ),
+        Arc::new(StringArray::from_iter_values(entries.iter().map(|e| &e.operation))),
+        Arc::new(Int64Array::from_iter(entries.iter().map(|e| e.partitions))),
+        Arc::new(Int64Array::from_iter(entries.iter().map(|e| e.rows))),
+    ];
+    Ok(RecordBatch::try_new(Arc::new(schema), cols)?)
+}

@@ -1,0 +1,191 @@
+"""`expire()`: old manifest versions go, then the leaf versions and files only they read;
+every kept version still reads what it read, readers of kept snapshots are unaffected, and
+writers in other processes lose nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from races import WRITER, check_consistent, make_ns
+
+import lance_partitioned as lp
+
+
+def rows(start: int, n: int, countries: str = "US,FR,DE") -> pa.Table:
+    cs = countries.split(",")
+    ids = list(range(start, start + n))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "country": pa.array([cs[i % len(cs)] for i in ids]),
+            "bucket_src": pa.array([i % 3 for i in ids], pa.int64()),
+        }
+    )
+
+
+def listing(root: Path) -> dict[str, int]:
+    return {
+        str(Path(d, f).relative_to(root)): os.path.getsize(Path(d, f))
+        for d, _, fs in os.walk(root)
+        for f in fs
+    }
+
+
+def history(ns: lp.PartitionedNamespace) -> dict[int, list[int]]:
+    """Every manifest version of ``ns`` and the ids it reads, after writes, a delete, a
+    compaction and a dropped partition."""
+    seen = {}
+    for k in range(3):
+        ns.write(rows(k * 100, 90))
+        seen[ns.version] = sorted(ns.to_table(columns=["id"])["id"].to_pylist())
+    ns.delete("id % 7 = 0")
+    seen[ns.version] = sorted(ns.to_table(columns=["id"])["id"].to_pylist())
+    ns.optimize()
+    seen[ns.version] = sorted(ns.to_table(columns=["id"])["id"].to_pylist())
+    ns.delete("country = 'DE'")  # drops the DE partitions whole
+    seen[ns.version] = sorted(ns.to_table(columns=["id"])["id"].to_pylist())
+    ns.write(rows(1000, 30, "US,FR"))
+    seen[ns.version] = sorted(ns.to_table(columns=["id"])["id"].to_pylist())
+    return seen
+
+
+def reads(ns: lp.PartitionedNamespace, version: int) -> list[int]:
+    return sorted(ns.snapshot(version).to_table(columns=["id"])["id"].to_pylist())
+
+
+def test_kept_versions_read_as_before_and_expired_ones_are_gone(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make_ns(root)
+    seen = history(ns)
+    before = listing(root)
+    latest = ns.version
+    planned = ns.expire(retain_versions=3, dry_run=True)
+    assert listing(root) == before, "a dry run removes nothing"
+    done = ns.expire(retain_versions=3)
+    assert done.manifest_versions == planned.manifest_versions
+    assert (done.leaf_versions, done.leaf_tables, done.files, done.bytes) == (
+        planned.leaf_versions,
+        planned.leaf_tables,
+        planned.files,
+        planned.bytes,
+    )
+    kept = [v for v in range(1, latest + 1) if v > latest - 3]
+    assert done.manifest_versions == [v for v in range(1, latest + 1) if v not in kept]
+    assert done.leaf_versions > 0
+    assert done.files > 0, "the files the compaction replaced"
+    assert done.leaf_tables == 0, "the dropped DE partitions are still read by a kept version"
+    after = listing(root)
+    assert sum(after.values()) < sum(before.values())
+    for v in kept:
+        assert reads(ns, v) == seen[v]
+    for v in done.manifest_versions:
+        with pytest.raises(lp.NamespaceNotFoundError):
+            ns.snapshot(v)
+    # Again: nothing more to remove under the same rule.
+    assert ns.expire(retain_versions=3).manifest_versions == []
+
+
+def test_dropped_partitions_go_whole(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make_ns(root)
+    ns.write(rows(0, 60))
+    de = [p["location"] for p in ns.partitions("country = 'DE'").to_pylist()]
+    assert de
+    ns.delete("country = 'DE'")
+    assert all((root / loc).is_dir() for loc in de), "old versions still read them"
+    done = ns.expire(retain_versions=1)
+    assert done.leaf_tables == len(de)
+    assert not any((root / loc).exists() for loc in de)
+    check_consistent(ns, {i for i in range(60) if i % 3 != 2})
+
+
+def test_older_than(tmp_path: Path) -> None:
+    ns = make_ns(tmp_path / "ns")
+    seen = history(ns)
+    assert ns.expire(older_than=dt.timedelta(hours=1)).manifest_versions == []
+    assert ns.expire(older_than=3600.0).manifest_versions == []
+    latest = ns.version
+    done = ns.expire(older_than=0)
+    assert done.manifest_versions == list(range(1, latest))
+    assert reads(ns, ns.version) == seen[ns.version]
+
+
+def test_reader_holding_a_kept_snapshot_keeps_reading(tmp_path: Path) -> None:
+    ns = make_ns(tmp_path / "ns")
+    seen = history(ns)
+    v = sorted(seen)[-2]
+    held = lp.PartitionedNamespace.open(str(tmp_path / "ns")).snapshot(v)
+    old = sorted(seen)[3]  # after the row delete: leaf versions the compaction replaced
+    doomed = lp.PartitionedNamespace.open(str(tmp_path / "ns")).snapshot(old)
+    ns.expire(retain_versions=2)
+    assert sorted(held.to_table(columns=["id"])["id"].to_pylist()) == seen[v]
+    # A snapshot of an expired version fails with a typed error, never a wrong answer.
+    try:
+        got = sorted(doomed.to_table(columns=["id"])["id"].to_pylist())
+    except lp.LancePartitionedError:
+        pass
+    else:
+        assert got == seen[old]
+
+
+def test_weak_mode(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make_ns(root, transaction_mode="weak")
+    for k in range(3):
+        ns.write(rows(k * 100, 50))
+    ns.optimize()
+    before = sum(listing(root).values())
+    done = ns.expire(older_than=0)
+    assert done.leaf_versions > 0
+    assert sum(listing(root).values()) < before
+    check_consistent(ns, {i for k in range(3) for i in range(k * 100, k * 100 + 50)})
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    ns = make_ns(tmp_path / "ns")
+    ns.write(rows(0, 10))
+    for kwargs in (
+        {"retain_versions": 0},
+        {"older_than": -1.0},
+        {"older_than": "1d"},
+        {"older_than": float("inf")},
+        {"retain_versions": True},
+    ):
+        with pytest.raises(lp.InvalidArgumentError):
+            ns.expire(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_expire_and_optimize_racing_writers_in_other_processes(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make_ns(root)
+    ns.write(rows(0, 100))
+    n, rounds = 40, 10
+    procs = [
+        subprocess.Popen(
+            [sys.executable, WRITER, str(root), str(start), str(n), str(rounds), cs],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for start, cs in [(100_000, "US,FR,DE"), (200_000, "US,FR,JP")]
+    ]
+    expired = 0
+    while any(p.poll() is None for p in procs):
+        ns.optimize()
+        expired += len(ns.expire(retain_versions=1).manifest_versions)
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+    assert expired > 0
+    ns.refresh()
+    expected = set(range(100)) | {i for s in (100_000, 200_000) for i in range(s, s + n * rounds)}
+    check_consistent(ns, expected)
+    ns.expire(retain_versions=1)
+    check_consistent(ns, expected)
