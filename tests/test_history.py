@@ -31,9 +31,7 @@ def test_history_names_every_commit(tmp_path: Path) -> None:
     ns.optimize()
     ns.add_columns([pa.field("extra", pa.int32())])
     ns.evolve(
-        lp.PartitionSpec(
-            [lp.PartitionField("country", source="country", transform=lp.Identity())]
-        )
+        lp.PartitionSpec([lp.PartitionField("country", source="country", transform=lp.Identity())])
     )
     h = ns.history()
     assert h.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")

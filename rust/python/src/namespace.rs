@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use lance_partitioned_core::ns::expire::ExpireOptions;
 use lance_partitioned_core::ns::manifest::Snapshot;
 use lance_partitioned_core::ns::namespace::Namespace as CoreNamespace;
-use lance_partitioned_core::ns::expire::ExpireOptions;
 use lance_partitioned_core::ns::optimize::OptimizeOptions;
 use lance_partitioned_core::ns::storage::Storage;
 use lance_partitioned_core::ns::write::DEFAULT_MAX_ATTEMPTS;

@@ -91,9 +91,10 @@ pub(super) async fn expire_leaf(
         let ds = &ds;
         async move {
             let mut named: HashSet<String> = HashSet::new();
-            let mut loaded = stream::iter(vs.into_iter().map(|v| async move {
-                ds.checkout_version(v).await
-            }))
+            let mut loaded = stream::iter(
+                vs.into_iter()
+                    .map(|v| async move { ds.checkout_version(v).await }),
+            )
             .buffer_unordered(CONCURRENCY);
             while let Some(version) = loaded.next().await {
                 for frag in version?.get_fragments() {
@@ -159,7 +160,11 @@ async fn file_sizes(store: &ObjectStore, dir: &Path) -> Result<HashMap<String, u
 }
 
 /// Removes (unless `dry_run`) a whole leaf table no kept manifest version names.
-pub(super) async fn remove_leaf(storage: &Storage, location: &str, dry_run: bool) -> Result<Removed> {
+pub(super) async fn remove_leaf(
+    storage: &Storage,
+    location: &str,
+    dry_run: bool,
+) -> Result<Removed> {
     let (store, base) = storage.object_store().await?;
     let dir = base.join(location);
     let listed: Vec<_> = store.list(Some(dir.clone())).try_collect().await?;

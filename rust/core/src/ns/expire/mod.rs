@@ -222,7 +222,11 @@ fn before_now(d: Duration) -> DateTime<Utc> {
 }
 
 /// Lance's cleanup policy for `opts` (only `versions` when given).
-async fn policy(ds: &Dataset, opts: &ExpireOptions, versions: Option<&[u64]>) -> Result<CleanupPolicy> {
+async fn policy(
+    ds: &Dataset,
+    opts: &ExpireOptions,
+    versions: Option<&[u64]>,
+) -> Result<CleanupPolicy> {
     let mut b = CleanupPolicyBuilder::default().error_if_tagged_old_versions(false);
     if let Some(vs) = versions {
         return Ok(b.versions(vs.to_vec())?.build());

@@ -19,7 +19,9 @@ use crate::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use crate::error::{Error, Result};
 use crate::ns::{SCHEMA_KEY, SPEC_KEY_PREFIX};
 
-use super::{parse_props, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE, ROWS_KEY, TABLE, TABLE_VERSION};
+use super::{
+    parse_props, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE, ROWS_KEY, TABLE, TABLE_VERSION,
+};
 
 /// The operation of the versions that created the namespace.
 const CREATE_NAMESPACE: &str = "create_namespace";
@@ -103,7 +105,11 @@ fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &
     let Some(prev) = prev else {
         // Version 1 created the namespace; an older first version had its predecessors
         // expired, so what it changed is unknown.
-        let operation = if version == 1 { CREATE_NAMESPACE } else { "unknown" };
+        let operation = if version == 1 {
+            CREATE_NAMESPACE
+        } else {
+            "unknown"
+        };
         return Entry {
             version,
             timestamp,
@@ -144,12 +150,14 @@ fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &
         ops.insert("evolve");
     }
     for added in now.columns.difference(&prev.columns) {
-        // A spec version's partition columns come first, in their own commit; other
-        // columns come back by `repair()`.
-        ops.insert(match added.starts_with(crate::ns::PARTITION_COLUMN_PREFIX) {
-            true => "evolve",
-            false => "repair",
-        });
+        // New partition columns come with a spec version; other columns come back by
+        // `repair()`.
+        ops.insert(
+            match added.starts_with(crate::ns::PARTITION_COLUMN_PREFIX) {
+                true => "evolve",
+                false => "repair",
+            },
+        );
     }
     if now.schema != prev.schema {
         ops.insert("schema");
@@ -188,9 +196,11 @@ pub async fn history(snap: &Snapshot, limit: Option<usize>) -> Result<RecordBatc
         .take(shown + 1)
         .map(|v| (v.version, v.timestamp))
         .collect();
-    let states: Vec<State> = stream::iter(wanted.iter().map(|&(version, _)| async move {
-        state(&ds.checkout_version(version).await?).await
-    }))
+    let states: Vec<State> = stream::iter(
+        wanted
+            .iter()
+            .map(|&(version, _)| async move { state(&ds.checkout_version(version).await?).await }),
+    )
     .buffered(CONCURRENCY)
     .try_collect()
     .await?;
@@ -209,14 +219,18 @@ pub async fn history(snap: &Snapshot, limit: Option<usize>) -> Result<RecordBatc
         Field::new("rows", DataType::Int64, true),
     ]);
     let cols: Vec<ArrayRef> = vec![
-        Arc::new(UInt64Array::from_iter_values(entries.iter().map(|e| e.version))),
+        Arc::new(UInt64Array::from_iter_values(
+            entries.iter().map(|e| e.version),
+        )),
         Arc::new(
             TimestampMicrosecondArray::from_iter_values(
                 entries.iter().map(|e| e.timestamp.timestamp_micros()),
             )
             .with_timezone("UTC"),
         ),
-        Arc::new(StringArray::from_iter_values(entries.iter().map(|e| &e.operation))),
+        Arc::new(StringArray::from_iter_values(
+            entries.iter().map(|e| &e.operation),
+        )),
         Arc::new(Int64Array::from_iter(entries.iter().map(|e| e.partitions))),
         Arc::new(Int64Array::from_iter(entries.iter().map(|e| e.rows))),
     ];

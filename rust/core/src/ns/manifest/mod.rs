@@ -45,8 +45,8 @@ pub use format::{
     rows_to_batch, spec_of, Row, BASE_OBJECTS, LOCATION, METADATA, NAMESPACE, OBJECT_ID,
     OBJECT_TYPE, READ_VERSION, ROWS_KEY, TABLE, TABLE_VERSION, WRITE_ID_KEY,
 };
-pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf, TableVersion};
 pub use history::history;
+pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf, TableVersion};
 pub use repair::repair;
 pub use stats::{leaf_stats, LeafDetail, LeafStats};
 // Kept at its old path; field ids live in `crate::field_ids`.

@@ -158,7 +158,11 @@ impl Rewrite {
 async fn written_bytes(ds: &Dataset, groups: &[RewriteGroup]) -> Result<u64> {
     let data = ds.data_dir();
     let mut total = 0;
-    for file in groups.iter().flat_map(|g| &g.new_fragments).flat_map(|f| &f.files) {
+    for file in groups
+        .iter()
+        .flat_map(|g| &g.new_fragments)
+        .flat_map(|f| &f.files)
+    {
         total += match file.file_size_bytes.get() {
             Some(n) => n.get(),
             None => {

@@ -51,7 +51,9 @@ impl OptimizeUpdate<'_> {
             let Some(leaf) = latest.leaf_by_id(&c.object_id)? else {
                 continue; // dropped concurrently: its compaction is moot
             };
-            if leaf.read_version != Some(c.rewrite.base) && !self.follow(&mut c, leaf.read_version).await? {
+            if leaf.read_version != Some(c.rewrite.base)
+                && !self.follow(&mut c, leaf.read_version).await?
+            {
                 continue;
             }
             change.copy_rows.push(leaf.row);
