@@ -177,7 +177,15 @@ def main() -> None:
             "All runs (s): ours "
             + ", ".join(f"{t:.2f}" for t in ours_times)
             + "; pylance "
-            + ", ".join(f"{t:.2f}" for t in peer_times),
+            + ", ".join(f"{t:.2f}" for t in peer_times)
+            + "; ratio per run "
+            + ", ".join(f"{p / o:.2f}x" for o, p in zip(ours_times, peer_times, strict=True))
+            + ".",
+            "",
+            "Where the difference comes from: ours compacts the leaves concurrently and copies "
+            "the pages of files that allow it as they are (Lance's binary copy); pylance's "
+            "`compact_files` (default options) decodes and re-encodes every row, one dataset "
+            "after the other.",
         ]
     )
     print(text)

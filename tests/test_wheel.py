@@ -4,6 +4,7 @@ namespace and runs a kernel. A file missing from the wheel fails this test."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import textwrap
 from pathlib import Path
@@ -36,6 +37,7 @@ SMOKE = textwrap.dedent(
     # Package data: the lineage facet's JSON schema ships in the wheel.
     assert lp.lineage.partitions_schema()["$defs"]["PartitionDatasetFacet"]
     print("smoke ok", lp.__version__)
+    print("root=" + root)
     """
 )
 
@@ -54,6 +56,19 @@ def test_wheel_installs_and_runs_outside_the_source_tree(wheel_python: str, tmp_
     )
     assert out.returncode == 0, out.stderr
     assert "smoke ok" in out.stdout
+    # The console script is installed with the wheel.
+    root = out.stdout.split("root=")[1].strip()
+    cli = subprocess.run(
+        [str(Path(wheel_python).parent / "lance-partitioned"), "info", root, "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert cli.returncode == 0, cli.stderr
+    info = json.loads(cli.stdout)
+    assert (info["rows"], info["partitions"]) == (3, 2), info
     # The base install needs only pyarrow (and its numpy): no pyspark, no pandas.
     listed = subprocess.run(
         [wheel_python, "-m", "pip", "list", "--format=freeze"],
