@@ -4,8 +4,10 @@ they write (tests/ns_writer.py), waiting for a paused process, and the consisten
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +54,42 @@ def check_consistent(ns: lp.PartitionedNamespace, expected_ids: set[int]) -> Non
     parts = ns.partitions(with_rows=False)
     keys = list(zip(parts["country"].to_pylist(), parts["b"].to_pylist(), strict=True))
     assert len(keys) == len(set(keys)), "two partitions with the same values"
+
+
+def rows(start: int, n: int, countries: str = "US,FR,DE") -> pa.Table:
+    """Rows ``start``.. of the namespace ``make_ns`` creates, as tests/ns_writer.py writes
+    them (country by id, ``bucket_src`` = id % 3)."""
+    cs = countries.split(",")
+    ids = list(range(start, start + n))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "country": pa.array([cs[i % len(cs)] for i in ids]),
+            "bucket_src": pa.array([i % 3 for i in ids], pa.int64()),
+        }
+    )
+
+
+def race_writers(
+    root: Path, n: int, rounds: int, meanwhile: Callable[[], int]
+) -> tuple[int, set[int]]:
+    """Two writer processes append ``rounds`` rounds of ``n`` rows to ``root`` (ids from
+    100_000 over US/FR/DE and from 200_000 over US/FR/JP) while ``meanwhile`` runs again and
+    again in this process; returns the sum of what it returned and the ids written."""
+    starts = [(100_000, "US,FR,DE"), (200_000, "US,FR,JP")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, WRITER, str(root), str(start), str(n), str(rounds), cs],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for start, cs in starts
+    ]
+    total = 0
+    while any(p.poll() is None for p in procs):
+        total += meanwhile()
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+    return total, {i for start, _ in starts for i in range(start, start + n * rounds)}

@@ -6,27 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from races import WRITER, check_consistent, make_ns
+from races import check_consistent, make_ns, race_writers, rows
 
 import lance_partitioned as lp
-
-
-def rows(start: int, n: int, countries: str = "US,FR,DE") -> pa.Table:
-    cs = countries.split(",")
-    ids = list(range(start, start + n))
-    return pa.table(
-        {
-            "id": pa.array(ids, pa.int64()),
-            "country": pa.array([cs[i % len(cs)] for i in ids]),
-            "bucket_src": pa.array([i % 3 for i in ids], pa.int64()),
-        }
-    )
 
 
 def listing(root: Path) -> dict[str, int]:
@@ -166,26 +151,15 @@ def test_expire_and_optimize_racing_writers_in_other_processes(tmp_path: Path) -
     root = tmp_path / "ns"
     ns = make_ns(root)
     ns.write(rows(0, 100))
-    n, rounds = 40, 10
-    procs = [
-        subprocess.Popen(
-            [sys.executable, WRITER, str(root), str(start), str(n), str(rounds), cs],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for start, cs in [(100_000, "US,FR,DE"), (200_000, "US,FR,JP")]
-    ]
-    expired = 0
-    while any(p.poll() is None for p in procs):
+
+    def optimize_and_expire() -> int:
         ns.optimize()
-        expired += len(ns.expire(retain_versions=1).manifest_versions)
-    for p in procs:
-        _, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err
+        return len(ns.expire(retain_versions=1).manifest_versions)
+
+    expired, written = race_writers(root, 40, 10, optimize_and_expire)
     assert expired > 0
     ns.refresh()
-    expected = set(range(100)) | {i for s in (100_000, 200_000) for i in range(s, s + n * rounds)}
+    expected = set(range(100)) | written
     check_consistent(ns, expected)
     ns.expire(retain_versions=1)
     check_consistent(ns, expected)

@@ -13,7 +13,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from races import WRITER, check_consistent, make_ns, wait_for_pause
+from races import WRITER, check_consistent, make_ns, race_writers, wait_for_pause
+from races import rows as race_rows
 
 import lance_partitioned as lp
 
@@ -25,15 +26,7 @@ OPTIMIZER = (
 
 
 def rows(start: int, n: int, countries: str = "US,FR") -> pa.Table:
-    cs = countries.split(",")
-    ids = list(range(start, start + n))
-    return pa.table(
-        {
-            "id": pa.array(ids, pa.int64()),
-            "country": pa.array([cs[i % len(cs)] for i in ids]),
-            "bucket_src": pa.array([i % 3 for i in ids], pa.int64()),
-        }
-    )
+    return race_rows(start, n, countries)
 
 
 def files_per_partition(ns: lp.PartitionedNamespace) -> list[int]:
@@ -222,27 +215,11 @@ def test_optimize_racing_writers_in_other_processes(tmp_path: Path) -> None:
     root = tmp_path / "ns"
     ns = make_ns(root)
     ns.write(rows(0, 100, "US,FR,DE"))
-    n, rounds = 40, 10
-    procs = [
-        subprocess.Popen(
-            [sys.executable, WRITER, str(root), str(start), str(n), str(rounds), cs],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for start, cs in [(100_000, "US,FR,DE"), (200_000, "US,FR,JP")]
-    ]
-    compactions = 0
-    while any(p.poll() is None for p in procs):
-        compactions += ns.optimize().partitions
-    for p in procs:
-        _, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err
+    compactions, written = race_writers(root, 40, 10, lambda: ns.optimize().partitions)
     compactions += ns.optimize().partitions
     assert compactions > 0
     ns.refresh()
-    expected = set(range(100)) | {i for s in (100_000, 200_000) for i in range(s, s + n * rounds)}
-    check_consistent(ns, expected)
+    check_consistent(ns, set(range(100)) | written)
     assert files_per_partition(ns) == [1] * len(ns.partitions())
 
 

@@ -15,15 +15,9 @@ use lance::io::ObjectStore;
 use lance::table::format::is_detached_version;
 use object_store::path::Path;
 
-use crate::arrow::array::{Array, ArrayRef, AsArray};
-use crate::arrow::compute::cast;
-use crate::arrow::datatypes::DataType;
-use crate::arrow::datatypes::UInt64Type;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ns::cleanup_marks;
-use crate::ns::manifest::{
-    Snapshot, LOCATION, OBJECT_ID, OBJECT_TYPE, READ_VERSION, TABLE, TABLE_VERSION,
-};
+use crate::ns::manifest::{named_tables, Snapshot};
 use crate::ns::storage::Storage;
 
 /// What a cleanup found and removed.
@@ -65,13 +59,6 @@ struct Referenced {
     versions: HashMap<String, HashSet<u64>>,
 }
 
-fn utf8_column(batch: &crate::arrow::array::RecordBatch, name: &str) -> Result<ArrayRef> {
-    let col = batch
-        .column_by_name(name)
-        .ok_or_else(|| Error::Corrupt(format!("manifest without {name} column")))?;
-    Ok(cast(col, &DataType::Utf8)?)
-}
-
 async fn referenced(snap: &Snapshot) -> Result<Referenced> {
     let mut out = Referenced::default();
     // table object id -> location, and (table object id, version) pairs.
@@ -79,49 +66,24 @@ async fn referenced(snap: &Snapshot) -> Result<Referenced> {
     let mut recorded: Vec<(String, u64)> = Vec::new();
     for v in snap.dataset.versions().await? {
         let ds = snap.dataset.checkout_version(v.version).await?;
-        let has_rv = ds.schema().field(READ_VERSION).is_some();
-        let mut cols = vec![OBJECT_ID, LOCATION, OBJECT_TYPE];
-        if has_rv {
-            cols.push(READ_VERSION);
-        }
-        let mut scan = ds.scan();
-        scan.project(&cols)?;
-        let batch = scan.try_into_batch().await?;
-        let ids = utf8_column(&batch, OBJECT_ID)?;
-        let locs = utf8_column(&batch, LOCATION)?;
-        let types = utf8_column(&batch, OBJECT_TYPE)?;
-        let rvs = match batch.column_by_name(READ_VERSION) {
-            Some(c) => Some(cast(c, &DataType::UInt64)?),
-            None => None,
-        };
-        let (ids, locs, types) = (
-            ids.as_string::<i32>(),
-            locs.as_string::<i32>(),
-            types.as_string::<i32>(),
-        );
-        let rvs = rvs.as_ref().map(|c| c.as_primitive::<UInt64Type>());
-        for r in 0..batch.num_rows() {
-            let rv = rvs.and_then(|c| (!c.is_null(r)).then(|| c.value(r)));
-            match types.value(r) {
-                TABLE if !locs.is_null(r) => {
-                    let loc = locs.value(r).trim_end_matches('/').to_string();
+        for t in named_tables(&ds).await? {
+            if !t.is_version {
+                if let Some(loc) = t.location {
                     out.locations.insert(loc.clone());
-                    loc_of.insert(ids.value(r).to_string(), loc);
-                    if let Some(rv) = rv {
-                        recorded.push((ids.value(r).to_string(), rv));
+                    if let Some(rv) = t.read_version {
+                        recorded.push((t.object_id.clone(), rv));
                     }
+                    loc_of.insert(t.object_id, loc);
                 }
-                TABLE_VERSION => {
-                    let id = ids.value(r);
-                    if let Some((table, version)) = id.rsplit_once('$') {
-                        if let Ok(version) = version.parse::<u64>() {
-                            recorded.push((table.to_string(), version));
-                        } else if let Some(rv) = rv {
-                            recorded.push((table.to_string(), rv));
-                        }
+                continue;
+            }
+            if let Some((table, version)) = t.object_id.rsplit_once('$') {
+                match (version.parse::<u64>(), t.read_version) {
+                    (Ok(version), _) | (Err(_), Some(version)) => {
+                        recorded.push((table.to_string(), version))
                     }
+                    _ => {}
                 }
-                _ => {}
             }
         }
     }

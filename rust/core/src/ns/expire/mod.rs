@@ -24,11 +24,8 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use lance::dataset::cleanup::{cleanup_old_versions, CleanupPolicy, CleanupPolicyBuilder};
 use lance::dataset::Dataset;
 
-use crate::arrow::array::{Array, AsArray};
-use crate::arrow::compute::cast;
-use crate::arrow::datatypes::{DataType, UInt64Type};
 use crate::error::{Error, Result};
-use crate::ns::manifest::{Snapshot, LOCATION, OBJECT_ID, OBJECT_TYPE, READ_VERSION, TABLE};
+use crate::ns::manifest::{named_tables, Snapshot};
 use crate::ns::storage::Storage;
 
 /// Manifest versions read at a time.
@@ -67,33 +64,11 @@ pub struct ExpireSummary {
 type Reads = Vec<(String, Option<u64>)>;
 
 async fn reads_of(ds: &Dataset) -> Result<Reads> {
-    let has_rv = ds.schema().field(READ_VERSION).is_some();
-    let mut cols = vec![OBJECT_ID, LOCATION, OBJECT_TYPE];
-    if has_rv {
-        cols.push(READ_VERSION);
-    }
-    let mut scan = ds.scan();
-    scan.project(&cols)?;
-    scan.filter(&format!("{OBJECT_TYPE} = '{TABLE}'"))?;
-    let batch = scan.try_into_batch().await?;
-    let locs = cast(
-        batch
-            .column_by_name(LOCATION)
-            .ok_or_else(|| Error::Corrupt("manifest without location".into()))?,
-        &DataType::Utf8,
-    )?;
-    let locs = locs.as_string::<i32>();
-    let rvs = match batch.column_by_name(READ_VERSION) {
-        Some(c) => Some(cast(c, &DataType::UInt64)?),
-        None => None,
-    };
-    let rvs = rvs.as_ref().map(|c| c.as_primitive::<UInt64Type>());
-    Ok((0..batch.num_rows())
-        .filter(|&r| !locs.is_null(r))
-        .map(|r| {
-            let rv = rvs.and_then(|c| (!c.is_null(r)).then(|| c.value(r)));
-            (locs.value(r).trim_end_matches('/').to_string(), rv)
-        })
+    Ok(named_tables(ds)
+        .await?
+        .into_iter()
+        .filter(|t| !t.is_version)
+        .filter_map(|t| t.location.map(|loc| (loc, t.read_version)))
         .collect())
 }
 

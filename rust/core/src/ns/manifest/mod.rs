@@ -14,7 +14,8 @@
 //! - `evolution`: adding a partition spec version ([`evolve`]);
 //! - `repair`: recovering manifest columns another tool dropped ([`repair()`]);
 //! - `stats`: per-partition statistics from Lance metadata ([`leaf_stats`]);
-//! - `history`: what each manifest version's commit did ([`history()`]).
+//! - `history`: what each manifest version's commit did ([`history()`]);
+//! - `named`: the tables and versions one manifest version names ([`named_tables`]).
 //!
 //! The manifest depends on the field ids ([`crate::field_ids`]) but never on
 //! [`crate::ns::schema`], which builds on it.
@@ -35,6 +36,7 @@ mod evolution;
 mod format;
 mod history;
 mod index;
+mod named;
 mod repair;
 mod stats;
 
@@ -47,6 +49,7 @@ pub use format::{
 };
 pub use history::history;
 pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf, TableVersion};
+pub use named::{named_tables, NamedTable};
 pub use repair::repair;
 pub use stats::{leaf_stats, LeafDetail, LeafStats};
 // Kept at its old path; field ids live in `crate::field_ids`.
