@@ -3,6 +3,7 @@ they write (tests/ns_writer.py), waiting for a paused process, and the consisten
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -93,3 +94,17 @@ def race_writers(
         _, err = p.communicate(timeout=600)
         assert p.returncode == 0, err
     return total, {i for start, _ in starts for i in range(start, start + n * rounds)}
+
+
+def paused_writer(
+    root: Path, flag: Path, point: str, start: int, n: int, countries: str
+) -> subprocess.Popen[str]:
+    """A writer process appending ``n`` rows from id ``start`` to ``root`` that stops at the
+    test hook ``point`` (creating ``flag``) until ``flag`` is removed."""
+    return subprocess.Popen(
+        [sys.executable, WRITER, str(root), str(start), str(n), "1", countries],
+        env=dict(os.environ, LANCE_PARTITIONED_TEST_PAUSE=f"{point}:{flag}"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from races import WRITER, check_consistent, make_ns, race_writers, wait_for_pause
+from races import check_consistent, make_ns, paused_writer, race_writers, wait_for_pause
 from races import rows as race_rows
 
 import lance_partitioned as lp
@@ -141,6 +141,15 @@ def paused_optimizer(root: Path, flag: Path) -> subprocess.Popen[str]:
     )
 
 
+def three_writes(tmp_path: Path) -> tuple[Path, Path, lp.PartitionedNamespace]:
+    """The namespace root, the pause flag, and the namespace after three writes of 300 rows
+    (ids 0.., 1000.., 2000..): three files in every partition."""
+    ns = make_ns(tmp_path / "ns")
+    for k in range(3):
+        ns.write(rows(k * 1000, 300))
+    return tmp_path / "ns", tmp_path / "paused", ns
+
+
 def finish(p: subprocess.Popen[str], flag: Path) -> list[int]:
     flag.unlink(missing_ok=True)
     out, err = p.communicate(timeout=300)
@@ -149,10 +158,7 @@ def finish(p: subprocess.Popen[str], flag: Path) -> list[int]:
 
 
 def test_append_during_optimize_is_rebased(tmp_path: Path) -> None:
-    root, flag = tmp_path / "ns", tmp_path / "paused"
-    ns = make_ns(root)
-    for k in range(3):
-        ns.write(rows(k * 1000, 300))
+    root, flag, ns = three_writes(tmp_path)
     parts = len(ns.partitions())
     with paused_optimizer(root, flag) as p:
         wait_for_pause(p, flag)
@@ -167,10 +173,7 @@ def test_append_during_optimize_is_rebased(tmp_path: Path) -> None:
 
 
 def test_delete_during_optimize_makes_it_compact_again(tmp_path: Path) -> None:
-    root, flag = tmp_path / "ns", tmp_path / "paused"
-    ns = make_ns(root)
-    for k in range(3):
-        ns.write(rows(k * 1000, 300))
+    root, flag, ns = three_writes(tmp_path)
     parts = len(ns.partitions())
     with paused_optimizer(root, flag) as p:
         wait_for_pause(p, flag)
@@ -188,18 +191,8 @@ def test_delete_during_optimize_makes_it_compact_again(tmp_path: Path) -> None:
 
 
 def test_append_committing_after_optimize_rebases_over_it(tmp_path: Path) -> None:
-    root, flag = tmp_path / "ns", tmp_path / "paused"
-    ns = make_ns(root)
-    for k in range(3):
-        ns.write(rows(k * 1000, 300))
-    env = dict(os.environ, LANCE_PARTITIONED_TEST_PAUSE=f"before_manifest_commit:{flag}")
-    with subprocess.Popen(
-        [sys.executable, WRITER, str(root), "7000", "100", "1", "US,FR"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as p:
+    root, flag, ns = three_writes(tmp_path)
+    with paused_writer(root, flag, "before_manifest_commit", 7000, 100, "US,FR") as p:
         wait_for_pause(p, flag)  # its leaf versions are committed, its manifest commit is not
         assert ns.optimize().partitions == len(ns.partitions())
         flag.unlink()

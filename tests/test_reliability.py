@@ -4,7 +4,6 @@ the same values, readers unaffected by a writer killed mid-commit."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import signal
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from races import WRITER, check_consistent, make_ns, wait_for_pause
+from races import WRITER, check_consistent, make_ns, paused_writer, wait_for_pause
 
 import lance_partitioned as lp
 
@@ -57,13 +56,7 @@ def test_writer_killed_mid_write_leaves_namespace_unchanged(tmp_path: Path, poin
     ns.write(first)
     before = ns.snapshot()
     flag = tmp_path / "paused"
-    env = dict(os.environ, LANCE_PARTITIONED_TEST_PAUSE=f"{point}:{flag}")
-    with subprocess.Popen(
-        [sys.executable, WRITER, str(root), "1000", "100", "1", "US,DE"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    ) as p:
+    with paused_writer(root, flag, point, 1000, 100, "US,DE") as p:
         wait_for_pause(p, flag)
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=30)
@@ -152,15 +145,8 @@ def test_weak_write_failing_after_leaf_commits_names_what_is_visible(tmp_path: P
         )
     )
     flag = tmp_path / "paused"
-    env = dict(os.environ, LANCE_PARTITIONED_TEST_PAUSE=f"before_manifest_commit:{flag}")
     # ids 100..105: US rows land in the existing US partitions, DE rows in new ones.
-    with subprocess.Popen(
-        [sys.executable, WRITER, str(root), "100", "6", "1", "US,DE"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as p:
+    with paused_writer(root, flag, "before_manifest_commit", 100, 6, "US,DE") as p:
         try:
             wait_for_pause(p, flag)
             dn = DirectoryNamespace(root=str(root))
