@@ -115,8 +115,13 @@ class Snapshot:
         """One row per partition kept by pruning ``filter``, from Lance metadata (no data is
         read): ``object_id``, one column per partition field (named by field id), ``rows``,
         ``files``, ``bytes``, ``fragments_with_deletions`` and ``versions`` (versions of the
-        leaf table that exist). Each leaf is opened at its read version (16 at a time) and its
-        ``_versions/`` listed once.
+        leaf table that are kept). In strong mode every commit records these totals in the
+        manifest row of the leaf version it makes, so they come from the manifest alone (one
+        scan of it, however many partitions), and ``versions`` counts the version the oldest
+        existing manifest version reads plus those recorded since (older ones are what
+        :meth:`PartitionedNamespace.expire` removes). Leaves without recorded totals (weak
+        mode, versions committed by other tools) are opened at their read version, 16 at a
+        time, and their ``_versions/`` listed.
         """
         sql, _ = _split_filter(filter)
         table = pa.Table.from_batches([self._s.leaf_stats(sql)])

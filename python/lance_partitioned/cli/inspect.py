@@ -19,7 +19,7 @@ from lance_partitioned.cli.app import (
     namespace_options,
     open_namespace,
 )
-from lance_partitioned.cli.keys import Partition, all_fields, partitions_of
+from lance_partitioned.cli.keys import Partition, all_fields, ordered, partitions_of
 from lance_partitioned.cli.output import (
     count,
     emit_json,
@@ -191,12 +191,9 @@ def info(
 
 # -- partitions -------------------------------------------------------------------------------
 
-SORTS = {
-    "values": lambda p: p.order,
-    "rows": lambda p: (-p.rows, p.order),
-    "bytes": lambda p: (-(p.bytes or 0), p.order),
-    "files": lambda p: (-(p.files or 0), p.order),
-}
+SORTS = ("bytes", "files", "rows", "values")
+TABLE_LIMIT = 100
+"""Partitions the table shows without ``--limit`` (``--json`` lists all of them)."""
 
 
 def _partition_json(p: Partition) -> dict[str, Any]:
@@ -214,11 +211,14 @@ def _partition_json(p: Partition) -> dict[str, Any]:
 @namespace_options
 @filter_option
 @click.option(
-    "--limit", type=click.IntRange(min=0), default=None, help="Show at most N partitions."
+    "--limit",
+    type=click.IntRange(min=0),
+    default=None,
+    help=f"Show at most N partitions (default: {TABLE_LIMIT} in the table, all with --json).",
 )
 @click.option(
     "--sort",
-    type=click.Choice(sorted(SORTS)),
+    type=click.Choice(SORTS),
     default="values",
     show_default=True,
     help="Order: by partition values, or largest first by rows, bytes or files.",
@@ -241,8 +241,9 @@ def partitions(
     ns = open_namespace(uri, storage_options)
     snap = ns.snapshot(as_of)
     stats = snap.stats(filter_)
-    parts = sorted(partitions_of(stats, snap.specs), key=SORTS[sort])
-    shown = parts if limit is None else parts[:limit]
+    if limit is None and not as_json:
+        limit = TABLE_LIMIT
+    shown = partitions_of(ordered(stats, snap.specs, sort, limit), snap.specs)
     total = totals(stats)
     if as_json:
         emit_json(
@@ -272,7 +273,7 @@ def partitions(
         f"{count(total['partitions'])} partitions, {count(total['rows'])} rows, "
         f"{count(total['files'])} files, {human_bytes(total['bytes'])}"
     )
-    if len(shown) < len(parts):
+    if len(shown) < stats.num_rows:
         caption = f"showing {len(shown)} of {caption}"
     stdout_console().print(
         table(

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_partitioned.values import to_strings
 
 __all__ = [
     "Partition",
     "all_fields",
+    "ordered",
     "partitions_of",
     "spec_fields",
     "spec_id_of",
@@ -128,3 +130,50 @@ def partitions_of(stats: pa.Table, specs: Mapping[int, Mapping[str, Any]]) -> li
             )
         )
     return out
+
+
+SPEC_COLUMN = "__spec_id"
+
+
+def ordered(
+    stats: pa.Table, specs: Mapping[int, Mapping[str, Any]], by: str, limit: int | None
+) -> pa.Table:
+    """The first ``limit`` rows (all when ``None``) of ``stats`` in the order the commands
+    show partitions: by ``values`` (spec version, then each spec's own fields in order, NULL
+    last), or largest first by ``rows``, ``bytes`` or ``files`` (ties by spec version and
+    values). Sorted by Arrow (NULL last is its default), so only the rows shown become
+    Python objects."""
+    heads = pc.extract_regex(stats.column("object_id"), r"^v(?P<spec>\d+)\$")
+    sids = pc.cast(pc.struct_field(heads, [0]), pa.int32())
+    table = stats.append_column(SPEC_COLUMN, sids)
+    by_spec = spec_fields(specs)
+    asc: Literal["ascending"] = "ascending"
+    if by == "values":
+        parts = []
+        left = table.num_rows if limit is None else limit
+        # Groups by spec version as contiguous slices (no scalars: pa.scalar imports pandas).
+        table = table.take(pc.sort_indices(table, sort_keys=[(SPEC_COLUMN, asc)]))
+        start = 0
+        counts = pc.value_counts(table.column(SPEC_COLUMN))
+        spec_ids = counts.field("values").to_pylist()
+        for sid, n in zip(spec_ids, counts.field("counts").to_pylist(), strict=True):
+            group = table.slice(start, n or 0)
+            start += n or 0
+            if left <= 0:
+                break
+            own = [(f, asc) for f in by_spec.get(sid or 0, []) if f in group.column_names]
+            if own:
+                group = group.take(pc.sort_indices(group, sort_keys=own))
+            parts.append(group.slice(0, left))
+            left -= min(left, group.num_rows)
+        out = pa.concat_tables(parts) if parts else table.slice(0, 0)
+    else:
+        fields = [f for f in all_fields(specs) if f in table.column_names]
+        keys: list[tuple[str, Literal["ascending", "descending"]]] = [
+            (by, "descending"),
+            (SPEC_COLUMN, asc),
+        ]
+        keys += [(f, asc) for f in fields]
+        out = table.take(pc.sort_indices(table, sort_keys=keys))
+        out = out if limit is None else out.slice(0, limit)
+    return out.drop_columns([SPEC_COLUMN])

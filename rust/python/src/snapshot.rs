@@ -182,33 +182,19 @@ impl ManifestSnapshot {
             let kept = prune(&snap, filter.as_deref())?.leaves;
             let leaves = snap.leaves_batch(&kept)?;
             let stats = block_on(manifest::leaf_stats(&snap, &kept, true))?;
-            let detail: Vec<manifest::LeafDetail> = stats
-                .iter()
-                .map(|s| s.detail.clone().unwrap_or_default())
-                .collect();
-            let num = |v: Vec<u64>| -> ArrayRef { Arc::new(UInt64Array::from(v)) };
+            let num = |f: fn(&manifest::LeafStats) -> u64| -> ArrayRef {
+                Arc::new(UInt64Array::from_iter_values(stats.iter().map(f)))
+            };
             let added: Vec<(&str, ArrayRef)> = vec![
-                ("rows", num(stats.iter().map(|s| s.rows).collect())),
-                (
-                    "fragments",
-                    num(stats.iter().map(|s| s.fragments as u64).collect()),
-                ),
-                (
-                    "files",
-                    num(detail.iter().map(|d| d.files as u64).collect()),
-                ),
-                ("bytes", num(detail.iter().map(|d| d.bytes).collect())),
+                ("rows", num(|s| s.totals.rows)),
+                ("fragments", num(|s| s.totals.fragments)),
+                ("files", num(|s| s.totals.files)),
+                ("bytes", num(|s| s.totals.bytes)),
                 (
                     "fragments_with_deletions",
-                    num(detail
-                        .iter()
-                        .map(|d| d.fragments_with_deletions as u64)
-                        .collect()),
+                    num(|s| s.totals.fragments_with_deletions),
                 ),
-                (
-                    "versions",
-                    num(detail.iter().map(|d| d.versions as u64).collect()),
-                ),
+                ("versions", num(|s| s.versions)),
             ];
             let mut fields: Vec<Field> = leaves
                 .schema()

@@ -17,7 +17,7 @@ use lance::dataset::{CommitBuilder, DeleteBuilder};
 use crate::arrow::array::{RecordBatch, RecordBatchOptions};
 use crate::arrow::datatypes::{Field, Schema};
 use crate::error::{Error, Result};
-use crate::ns::manifest::{Leaf, Snapshot};
+use crate::ns::manifest::{Leaf, LeafVersion, Snapshot};
 use crate::ns::scan::{evaluate_mask, prune, Filter};
 use crate::ns::storage::Storage;
 use crate::ns::touched::TouchedPartition;
@@ -51,7 +51,7 @@ enum Action {
     Rows {
         object_id: String,
         base: Option<u64>,
-        version: u64,
+        committed: LeafVersion,
         rows: u64,
     },
 }
@@ -142,7 +142,7 @@ async fn delete_rows(
     Ok(Some(Action::Rows {
         object_id: leaf.object_id.clone(),
         base: strong.then_some(base),
-        version: committed.version().version,
+        committed: LeafVersion::of(&committed).await?,
         rows: staged.num_deleted_rows,
     }))
 }
@@ -292,9 +292,9 @@ impl DeleteUpdate<'_> {
                 Action::Rows {
                     object_id,
                     base,
-                    version,
+                    committed,
                     rows,
-                } => self.record_rows(latest, object_id, (*base, *version, *rows), &mut change)?,
+                } => self.record_rows(latest, object_id, (*base, committed, *rows), &mut change)?,
             }
         }
         drop_empty_namespaces(latest, &mut change)?;
@@ -338,7 +338,7 @@ impl DeleteUpdate<'_> {
         &self,
         latest: &Snapshot,
         object_id: &str,
-        (base, version, rows): (Option<u64>, u64, u64),
+        (base, committed, rows): (Option<u64>, &LeafVersion, u64),
         change: &mut ManifestChange,
     ) -> Result<()> {
         let Some(now) = read_version_of(latest, object_id)? else {
@@ -351,10 +351,12 @@ impl DeleteUpdate<'_> {
             return Err(self.conflict(object_id, "changed"));
         }
         change.copy_rows.push(latest.keys()?.row_by_id[object_id]);
-        change.read_versions.insert(object_id.to_string(), version);
+        change
+            .read_versions
+            .insert(object_id.to_string(), committed.version);
         change
             .rows
-            .push(version_row(object_id, version, "delete", base, rows));
+            .push(version_row(object_id, committed, "delete", base, rows));
         Ok(())
     }
 }

@@ -432,7 +432,7 @@ pub async fn leaf_sizes(snap: &Snapshot, idx: &[usize]) -> Result<Vec<(u64, usiz
     Ok(super::stats::leaf_stats(snap, idx, false)
         .await?
         .into_iter()
-        .map(|s| (s.rows, s.fragments))
+        .map(|s| (s.totals.rows, s.totals.fragments as usize))
         .collect())
 }
 

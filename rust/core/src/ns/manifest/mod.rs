@@ -13,7 +13,8 @@
 //! - `index`: the leaves and the writers' lookups ([`Keys`]), and the queries on them;
 //! - `evolution`: adding a partition spec version ([`evolve`]);
 //! - `repair`: recovering manifest columns another tool dropped ([`repair()`]);
-//! - `stats`: per-partition statistics from Lance metadata ([`leaf_stats`]);
+//! - `stats`: per-partition statistics, recorded by every commit ([`LeafTotals`]) or read from
+//!   Lance metadata ([`leaf_stats`]);
 //! - `history`: what each manifest version's commit did ([`history()`]);
 //! - `named`: the tables and versions one manifest version names ([`named_tables`]).
 //!
@@ -51,7 +52,7 @@ pub use history::history;
 pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf, TableVersion};
 pub use named::{named_tables, NamedTable};
 pub use repair::repair;
-pub use stats::{leaf_stats, LeafDetail, LeafStats};
+pub use stats::{leaf_stats, LeafStats, LeafTotals, LeafVersion};
 // Kept at its old path; field ids live in `crate::field_ids`.
 pub use crate::field_ids::assign_field_ids;
 

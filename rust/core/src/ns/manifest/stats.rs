@@ -1,60 +1,197 @@
-//! Per-partition statistics from Lance metadata (no data read): what `stats()`, the pruned
-//! row counts of `partitions()` and the task planning of Spark reads are made of.
+//! Per-partition statistics without reading data: what `stats()`, the row counts of
+//! `partitions()` and the task planning of Spark reads are made of.
+//!
+//! Every commit records the totals of the leaf version it makes ([`LeafTotals`]) in that
+//! version's `table_version` row, so in strong mode the statistics of any manifest version come
+//! from the manifest alone: one scan of its `metadata` column, however many partitions there
+//! are. Leaves without recorded totals (weak mode, versions committed by other tools or by
+//! older releases) are opened and measured from their Lance metadata.
+
+use std::collections::HashMap;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 use lance::dataset::Dataset;
+use lance_table::format::is_detached_version;
 
+use crate::arrow::array::{Array, StringArray};
 use crate::error::{Error, Result};
 
-use super::Snapshot;
+use super::format::string_column;
+use super::{
+    parse_props, parse_version, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE, TABLE_VERSION,
+};
 
-/// Leaves opened at a time.
+/// Leaves opened at a time when their totals are not recorded.
 const CONCURRENCY: usize = 16;
 
-/// One leaf at its read version.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LeafStats {
+/// Property keys of the totals in a `table_version` row.
+const TOTAL_KEYS: [&str; 5] = [
+    "total_rows",
+    "total_fragments",
+    "total_files",
+    "total_bytes",
+    "total_fragments_with_deletions",
+];
+
+/// What one leaf version holds, from its Lance metadata.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LeafTotals {
     /// Rows (deleted rows excluded).
     pub rows: u64,
     /// Fragments.
-    pub fragments: usize,
-    /// Files, bytes, deletions and versions (when asked for).
-    pub detail: Option<LeafDetail>,
-}
-
-/// What `stats()` adds to the sizes a reader plans with; it may cost requests (the size of a
-/// file Lance did not record, one listing of `_versions/`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LeafDetail {
+    pub fragments: u64,
     /// Data files.
-    pub files: usize,
+    pub files: u64,
     /// Bytes of the data files.
     pub bytes: u64,
     /// Fragments with a deletion file.
-    pub fragments_with_deletions: usize,
-    /// Versions of the leaf table that exist.
-    pub versions: usize,
+    pub fragments_with_deletions: u64,
 }
 
-/// The statistics of the leaves `idx` of `snap`, `CONCURRENCY` leaves at a time, with their
-/// [`LeafDetail`] when `detail`.
+impl LeafTotals {
+    /// The totals of the opened version `ds`: from its fragment metadata; the store is asked
+    /// only for the size of a file Lance did not record, and the rows are counted by Lance
+    /// only when a fragment lacks its row or deletion counts.
+    ///
+    /// # Errors
+    /// `Lance` when a size or count cannot be read.
+    pub async fn of(ds: &Dataset) -> Result<Self> {
+        let mut t = Self::default();
+        let mut rows_known = true;
+        let data = ds.data_dir();
+        for f in ds.fragments().iter() {
+            t.fragments += 1;
+            t.files += f.files.len() as u64;
+            if let Some(d) = &f.deletion_file {
+                t.fragments_with_deletions += 1;
+                rows_known &= d.num_deleted_rows.is_some();
+            }
+            match f.physical_rows {
+                Some(n) => {
+                    let deleted = f
+                        .deletion_file
+                        .as_ref()
+                        .and_then(|d| d.num_deleted_rows)
+                        .unwrap_or(0);
+                    t.rows += n.saturating_sub(deleted) as u64;
+                }
+                None => rows_known = false,
+            }
+            for file in &f.files {
+                t.bytes += match file.file_size_bytes.get() {
+                    Some(n) => n.get(),
+                    // Written by a tool that did not record sizes: ask the store.
+                    None => {
+                        let store = ds.object_store(file.base_id).await?;
+                        store.size(&data.clone().join(file.path.as_str())).await?
+                    }
+                };
+            }
+        }
+        if !rows_known {
+            t.rows = ds.count_rows(None).await? as u64;
+        }
+        Ok(t)
+    }
+
+    /// Adds the totals to the properties of the version's `table_version` row.
+    pub fn record(&self, props: &mut HashMap<String, String>) {
+        let values = [
+            self.rows,
+            self.fragments,
+            self.files,
+            self.bytes,
+            self.fragments_with_deletions,
+        ];
+        for (k, v) in TOTAL_KEYS.iter().zip(values) {
+            props.insert((*k).to_string(), v.to_string());
+        }
+    }
+
+    /// The totals recorded in `props`; `None` unless all of them are there.
+    pub fn recorded(props: &HashMap<String, String>) -> Option<Self> {
+        let mut v = [0u64; 5];
+        for (slot, k) in v.iter_mut().zip(TOTAL_KEYS) {
+            *slot = props.get(k)?.parse().ok()?;
+        }
+        Some(Self {
+            rows: v[0],
+            fragments: v[1],
+            files: v[2],
+            bytes: v[3],
+            fragments_with_deletions: v[4],
+        })
+    }
+}
+
+/// A committed leaf version and what it holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LeafVersion {
+    /// The version.
+    pub version: u64,
+    /// Its totals.
+    pub totals: LeafTotals,
+}
+
+impl LeafVersion {
+    /// The version `ds` is at, with its totals.
+    ///
+    /// # Errors
+    /// As [`LeafTotals::of`].
+    pub async fn of(ds: &Dataset) -> Result<Self> {
+        Ok(Self {
+            version: ds.version().version,
+            totals: LeafTotals::of(ds).await?,
+        })
+    }
+}
+
+/// One leaf at its read version.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LeafStats {
+    /// What the version holds.
+    pub totals: LeafTotals,
+    /// Versions of the leaf that are kept (0 unless asked for): in strong mode the version
+    /// the oldest existing manifest version reads and those the manifest recorded since (the
+    /// older ones are expired); in weak mode the versions in the leaf's `_versions/`.
+    pub versions: u64,
+}
+
+/// The statistics of the leaves `idx` of `snap`, with their kept versions when `versions`.
 ///
 /// # Errors
-/// `Lance` when a leaf cannot be opened or listed.
-pub async fn leaf_stats(snap: &Snapshot, idx: &[usize], detail: bool) -> Result<Vec<LeafStats>> {
-    stream::iter(idx.iter().map(|&i| {
-        let leaf = &snap.leaves[i];
+/// `Lance` when the manifest or a leaf whose totals are not recorded cannot be read.
+pub async fn leaf_stats(snap: &Snapshot, idx: &[usize], versions: bool) -> Result<Vec<LeafStats>> {
+    let recorded = recorded_stats(snap, idx, versions).await?;
+    let missing: Vec<usize> = (0..idx.len()).filter(|&k| recorded[k].is_none()).collect();
+    let opened = measure(snap, &missing, idx, versions).await?;
+    let mut out: Vec<LeafStats> = recorded
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect();
+    for (k, s) in missing.into_iter().zip(opened) {
+        out[k] = s;
+    }
+    Ok(out)
+}
+
+/// Opens the leaves `idx[k]` for `k` in `which` and measures them.
+async fn measure(
+    snap: &Snapshot,
+    which: &[usize],
+    idx: &[usize],
+    versions: bool,
+) -> Result<Vec<LeafStats>> {
+    stream::iter(which.iter().map(|&k| {
+        let leaf = &snap.leaves[idx[k]];
         async move {
             let ds = snap.storage.open(&leaf.location, leaf.read_version).await?;
-            let detail = match detail {
-                true => Some(leaf_detail(snap, &ds, &leaf.location).await?),
-                false => None,
+            let totals = LeafTotals::of(&ds).await?;
+            let versions = match versions {
+                true => listed_versions(snap, &leaf.location).await?,
+                false => 0,
             };
-            Ok::<LeafStats, Error>(LeafStats {
-                rows: ds.count_rows(None).await? as u64,
-                fragments: ds.fragments().len(),
-                detail,
-            })
+            Ok::<LeafStats, Error>(LeafStats { totals, versions })
         }
     }))
     .buffered(CONCURRENCY)
@@ -62,29 +199,140 @@ pub async fn leaf_stats(snap: &Snapshot, idx: &[usize], detail: bool) -> Result<
     .await
 }
 
-async fn leaf_detail(snap: &Snapshot, ds: &Dataset, location: &str) -> Result<LeafDetail> {
-    let mut d = LeafDetail::default();
-    let data = ds.data_dir();
-    for f in ds.fragments().iter() {
-        d.files += f.files.len();
-        d.fragments_with_deletions += usize::from(f.deletion_file.is_some());
-        for file in &f.files {
-            d.bytes += match file.file_size_bytes.get() {
-                Some(n) => n.get(),
-                // Written by a tool that did not record sizes: ask the store.
-                None => {
-                    let store = ds.object_store(file.base_id).await?;
-                    store.size(&data.clone().join(file.path.as_str())).await?
-                }
-            };
-        }
-    }
+/// The manifest files in a leaf's `_versions/`.
+async fn listed_versions(snap: &Snapshot, location: &str) -> Result<u64> {
     let (store, root) = snap.storage.object_store().await?;
     let dir = root.join(location).join("_versions");
     let listed: Vec<_> = store.list(Some(dir)).try_collect().await?;
-    d.versions = listed
+    Ok(listed
         .iter()
         .filter(|m| m.location.extension() == Some("manifest"))
-        .count();
-    Ok(d)
+        .count() as u64)
+}
+
+/// The statistics the manifest records for the leaves `idx` at their read versions (`None`
+/// for a leaf whose version row has no totals, and for every leaf in weak mode).
+async fn recorded_stats(
+    snap: &Snapshot,
+    idx: &[usize],
+    versions: bool,
+) -> Result<Vec<Option<LeafStats>>> {
+    let mut out = vec![None; idx.len()];
+    if idx.is_empty() || !snap.strong_mode(None)? {
+        return Ok(out);
+    }
+    // Leaf object id -> (position in idx, read version).
+    let mut wanted: HashMap<&str, (usize, u64)> = HashMap::with_capacity(idx.len());
+    for (k, &i) in idx.iter().enumerate() {
+        let leaf = &snap.leaves[i];
+        if let Some(v) = leaf.read_version {
+            wanted.insert(leaf.object_id.as_str(), (k, v));
+        }
+    }
+    let (ids, types, metadata) = version_columns(snap).await?;
+    let mut recorded = vec![0u64; idx.len()];
+    for r in 0..ids.len() {
+        if types.value(r) != TABLE_VERSION {
+            continue;
+        }
+        let Some((table, ver)) = ids.value(r).rsplit_once('$') else {
+            continue;
+        };
+        let (Some(&(k, read_version)), Some(ver)) = (wanted.get(table), parse_version(ver)) else {
+            continue;
+        };
+        recorded[k] += 1;
+        if ver != read_version || metadata.is_null(r) {
+            continue;
+        }
+        if let Some(totals) = LeafTotals::recorded(&parse_props(Some(metadata.value(r)))?) {
+            out[k] = Some(LeafStats {
+                totals,
+                versions: 0,
+            });
+        }
+    }
+    if versions {
+        // Versions recorded by the oldest manifest version other than the one it reads are
+        // expired (or will be).
+        let expired = expired_versions(snap).await?;
+        for (k, &i) in idx.iter().enumerate() {
+            let gone = expired.get(snap.leaves[i].object_id.as_str()).copied();
+            if let Some(s) = out[k].as_mut() {
+                s.versions = recorded[k].saturating_sub(gone.unwrap_or(0));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The `object_id`, `object_type` and `metadata` columns of `snap` (a light snapshot did not
+/// load `metadata`: it is read now, at the snapshot's version).
+async fn version_columns(snap: &Snapshot) -> Result<(StringArray, StringArray, StringArray)> {
+    let batch = match snap.batch.column_by_name(METADATA) {
+        Some(_) => snap.batch.clone(),
+        None => {
+            let mut scan = snap.dataset.scan();
+            scan.project(&[OBJECT_ID, OBJECT_TYPE, METADATA])?;
+            scan.filter(&format!("{OBJECT_TYPE} = '{TABLE_VERSION}'"))?;
+            scan.try_into_batch().await?
+        }
+    };
+    let column = |name: &str| {
+        string_column(&batch, name)?
+            .ok_or_else(|| Error::Corrupt(format!("the manifest has no {name} column")))
+    };
+    Ok((column(OBJECT_ID)?, column(OBJECT_TYPE)?, column(METADATA)?))
+}
+
+/// Per leaf of the oldest manifest version that still exists, the versions it records that
+/// no kept manifest version reads: what `expire()` removes, all but the version that manifest
+/// version reads and the leaf's latest main-line version (Lance's `latest`). Recorded versions
+/// leave the manifest only with their partition.
+async fn expired_versions(snap: &Snapshot) -> Result<HashMap<String, u64>> {
+    let listed = snap.dataset.version_refs().await?;
+    let Some(oldest) = listed.iter().map(|v| v.version).min() else {
+        return Ok(HashMap::new());
+    };
+    if oldest >= snap.version {
+        return Ok(HashMap::new());
+    }
+    let first = match Snapshot::load_with(&snap.storage, Some(oldest), true).await {
+        Ok(first) => first,
+        // The manifest's first version, written before the namespace's properties.
+        Err(Error::NotFound(_)) => return Ok(HashMap::new()),
+        Err(e) => return Err(e),
+    };
+    // Leaf -> (the version read, versions recorded, newest main-line version recorded).
+    let mut leaves: HashMap<&str, (u64, u64, Option<u64>)> = first
+        .leaves
+        .iter()
+        .filter_map(|l| Some((l.object_id.as_str(), (l.read_version?, 0, None))))
+        .collect();
+    let ids = string_column(&first.batch, OBJECT_ID)?;
+    let types = string_column(&first.batch, OBJECT_TYPE)?;
+    if let (Some(ids), Some(types)) = (ids, types) {
+        for r in 0..ids.len() {
+            if types.value(r) != TABLE_VERSION {
+                continue;
+            }
+            let Some((table, ver)) = ids.value(r).rsplit_once('$') else {
+                continue;
+            };
+            let (Some(entry), Some(ver)) = (leaves.get_mut(table), parse_version(ver)) else {
+                continue;
+            };
+            entry.1 += 1;
+            if !is_detached_version(ver) {
+                entry.2 = entry.2.max(Some(ver));
+            }
+        }
+    }
+    Ok(leaves
+        .into_iter()
+        .map(|(oid, (read, recorded, main))| {
+            let kept = 1 + u64::from(main.is_some_and(|m| m != read));
+            (oid.to_string(), recorded.saturating_sub(kept))
+        })
+        .collect())
 }

@@ -12,6 +12,7 @@ use lance::index::DatasetIndexExt;
 use lance::table::format::Fragment;
 
 use crate::error::Result;
+use crate::ns::manifest::LeafVersion;
 use crate::ns::storage::Storage;
 use crate::ns::txn::manifest_commit::is_retryable;
 
@@ -28,8 +29,11 @@ pub(crate) enum LeafOutcome {
     Indexed,
     /// The compaction a dry run would do.
     Planned(Rewrite),
-    /// Committed as `version` (detached in strong mode) on top of `base`.
-    Committed { rewrite: Rewrite, version: u64 },
+    /// Committed (detached in strong mode) on top of the rewrite's `base`.
+    Committed {
+        rewrite: Rewrite,
+        committed: LeafVersion,
+    },
 }
 
 /// The files one leaf's compaction replaces and writes.
@@ -123,8 +127,8 @@ impl LeafCompaction {
         }
         let mut rewrite = Rewrite::of(base, groups);
         rewrite.bytes = written_bytes(&ds, &rewrite.groups).await?;
-        let version = commit_rewrite(ds, &rewrite.groups, self.strong).await?;
-        Ok(LeafOutcome::Committed { rewrite, version })
+        let committed = commit_rewrite(ds, &rewrite.groups, self.strong).await?;
+        Ok(LeafOutcome::Committed { rewrite, committed })
     }
 }
 
@@ -194,12 +198,12 @@ fn live_rows(fragments: &[Fragment]) -> u64 {
 }
 
 /// Commits `groups` as one Lance `Rewrite` on top of `ds` (detached when `strong`); returns
-/// the new version.
+/// the new version with its totals.
 pub(crate) async fn commit_rewrite(
     ds: Arc<Dataset>,
     groups: &[RewriteGroup],
     strong: bool,
-) -> Result<u64> {
+) -> Result<LeafVersion> {
     let read_version = ds.version().version;
     let op = Operation::Rewrite {
         groups: groups.to_vec(),
@@ -211,5 +215,5 @@ pub(crate) async fn commit_rewrite(
         .with_skip_auto_cleanup(true)
         .execute(Transaction::new(read_version, op, None))
         .await?;
-    Ok(committed.version().version)
+    LeafVersion::of(&committed).await
 }

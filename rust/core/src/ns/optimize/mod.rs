@@ -126,11 +126,11 @@ pub async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Result<Optim
             LeafOutcome::Unchanged => {}
             LeafOutcome::Indexed => summary.skipped_indexed += 1,
             LeafOutcome::Planned(r) => summary.add(&r),
-            LeafOutcome::Committed { rewrite, version } => compacted.push(Compacted {
+            LeafOutcome::Committed { rewrite, committed } => compacted.push(Compacted {
                 object_id: snap.leaves[i].object_id.clone(),
                 location: snap.leaves[i].location.clone(),
                 rewrite,
-                version,
+                committed,
             }),
         }
     }

@@ -6,7 +6,7 @@
 use futures::future::BoxFuture;
 
 use crate::error::Result;
-use crate::ns::manifest::Snapshot;
+use crate::ns::manifest::{LeafVersion, Snapshot};
 use crate::ns::storage::Storage;
 use crate::ns::txn::conflict::version_row;
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
@@ -20,7 +20,7 @@ pub(crate) struct Compacted {
     pub(crate) location: String,
     pub(crate) rewrite: Rewrite,
     /// The detached version holding the rewrite.
-    pub(crate) version: u64,
+    pub(crate) committed: LeafVersion,
 }
 
 /// See the module docs.
@@ -57,10 +57,12 @@ impl OptimizeUpdate<'_> {
                 continue;
             }
             change.copy_rows.push(leaf.row);
-            change.read_versions.insert(c.object_id.clone(), c.version);
+            change
+                .read_versions
+                .insert(c.object_id.clone(), c.committed.version);
             change.rows.push(version_row(
                 &c.object_id,
-                c.version,
+                &c.committed,
                 "compact",
                 Some(c.rewrite.base),
                 c.rewrite.rows,
@@ -76,16 +78,16 @@ impl OptimizeUpdate<'_> {
         let ds = self.storage.open(&c.location, now).await?;
         if c.rewrite.applies_to(&ds) {
             let base = ds.version().version;
-            c.version = commit_rewrite(ds, &c.rewrite.groups, true).await?;
+            c.committed = commit_rewrite(ds, &c.rewrite.groups, true).await?;
             c.rewrite.base = base;
             self.rebased += 1;
             return Ok(true);
         }
         self.recompacted += 1;
         match self.compaction.compact(ds).await? {
-            LeafOutcome::Committed { rewrite, version } => {
+            LeafOutcome::Committed { rewrite, committed } => {
                 c.rewrite = rewrite;
-                c.version = version;
+                c.committed = committed;
                 Ok(true)
             }
             _ => Ok(false),

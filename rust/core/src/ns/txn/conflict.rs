@@ -22,7 +22,8 @@ use crate::arrow::array::RecordBatch;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 use crate::ns::manifest::{
-    describe_key, Row, Snapshot, NAMESPACE, ROWS_KEY, TABLE, TABLE_VERSION, WRITE_ID_KEY,
+    describe_key, LeafVersion, Row, Snapshot, NAMESPACE, ROWS_KEY, TABLE, TABLE_VERSION,
+    WRITE_ID_KEY,
 };
 use crate::ns::storage::Storage;
 use crate::ns::txn::leaf::Pending;
@@ -128,7 +129,7 @@ impl WriteUpdate<'_> {
             )));
         }
         let p = &self.pending[i];
-        let (version, copied) = copy_into(
+        let (committed, copied) = copy_into(
             self.storage,
             (&p.location, p.version),
             (&leaf.location, leaf.read_version),
@@ -140,7 +141,8 @@ impl WriteUpdate<'_> {
         p.object_id = Some(leaf.object_id.clone());
         p.location = leaf.location.clone();
         p.base = leaf.read_version;
-        p.version = version;
+        p.version = committed.version;
+        p.totals = committed.totals;
         p.operation = "append";
         // Later rebases re-append exactly the copied rows.
         p.fragments = copied;
@@ -171,7 +173,7 @@ impl WriteUpdate<'_> {
                 .collect(),
         });
         if self.strong {
-            rows.push(version_row(&oid, p.version, "create", None, p.rows()));
+            rows.push(version_row(&oid, &p.committed(), "create", None, p.rows()));
         }
         self.pending[i].object_id = Some(oid);
         Ok(())
@@ -200,9 +202,13 @@ impl WriteUpdate<'_> {
         }
         let p = &self.pending[i];
         change.copy_rows.push(row);
-        change
-            .rows
-            .push(version_row(&oid, p.version, p.operation, p.base, p.rows()));
+        change.rows.push(version_row(
+            &oid,
+            &p.committed(),
+            p.operation,
+            p.base,
+            p.rows(),
+        ));
         Ok(())
     }
 
@@ -237,6 +243,7 @@ impl WriteUpdate<'_> {
             .await?;
         p.base = Some(read_version);
         p.version = committed.version().version;
+        p.totals = LeafVersion::of(&committed).await?.totals;
         Ok(())
     }
 
@@ -282,13 +289,13 @@ async fn copy_into(
     (from_location, from_version): (&str, u64),
     (to_location, base): (&str, Option<u64>),
     strong: bool,
-) -> Result<(u64, Vec<Fragment>)> {
+) -> Result<(LeafVersion, Vec<Fragment>)> {
     let src = storage.open(from_location, Some(from_version)).await?;
     let batches: Vec<RecordBatch> = src.scan().try_into_stream().await?.try_collect().await?;
     let dst = storage.open(to_location, base).await?;
     let read_version = dst.version().version;
     if batches.iter().all(|b| b.num_rows() == 0) {
-        return Ok((read_version, Vec::new()));
+        return Ok((LeafVersion::of(&dst).await?, Vec::new()));
     }
     let txn = InsertBuilder::new(Arc::clone(&dst))
         .with_params(&write_params(storage, WriteMode::Append)?)
@@ -300,7 +307,7 @@ async fn copy_into(
         .with_skip_auto_cleanup(true)
         .execute(Transaction::new(read_version, txn.operation, None))
         .await?;
-    Ok((committed.version().version, fragments))
+    Ok((LeafVersion::of(&committed).await?, fragments))
 }
 
 /// The namespace rows a new partition needs, reusing namespaces that exist (in the latest
@@ -351,10 +358,11 @@ fn plan_namespaces(
 }
 
 /// The `table_version` row recording `version` of `table`, made by `operation` from `base`;
-/// `rows` are the rows it wrote (appended, rewritten) or deleted, for `history()`.
+/// `rows` are the rows it wrote (appended, rewritten) or deleted, for `history()`, and
+/// `totals` what the version holds, for `stats()`.
 pub(crate) fn version_row(
     table: &str,
-    version: u64,
+    leaf: &LeafVersion,
     operation: &str,
     base: Option<u64>,
     rows: u64,
@@ -363,15 +371,16 @@ pub(crate) fn version_row(
         ("operation".to_string(), operation.to_string()),
         (ROWS_KEY.to_string(), rows.to_string()),
     ]);
+    leaf.totals.record(&mut props);
     if let Some(b) = base {
         props.insert("base_version".into(), b.to_string());
     }
     Row {
-        object_id: format!("{table}${version}"),
+        object_id: format!("{table}${}", leaf.version),
         object_type: TABLE_VERSION.into(),
         location: None,
         props,
-        read_version: Some(version),
+        read_version: Some(leaf.version),
         values: Vec::new(),
     }
 }

@@ -13,7 +13,7 @@ use lance::table::format::Fragment;
 use crate::arrow::array::RecordBatch;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
-use crate::ns::manifest::Snapshot;
+use crate::ns::manifest::{LeafTotals, LeafVersion, Snapshot};
 use crate::ns::session::session;
 use crate::ns::storage::Storage;
 use crate::ns::write::flush::{op_fragments, read_adapted, write_params, Schemas};
@@ -44,6 +44,8 @@ pub(crate) struct Pending {
     pub(crate) rewritten: bool,
     /// The fragments we wrote (for rebasing).
     pub(crate) fragments: Vec<Fragment>,
+    /// What [`Pending::version`] holds.
+    pub(crate) totals: LeafTotals,
 }
 
 impl Pending {
@@ -53,6 +55,14 @@ impl Pending {
             .iter()
             .map(|f| f.physical_rows.unwrap_or(0) as u64)
             .sum()
+    }
+
+    /// The version holding our change, with its totals.
+    pub(crate) fn committed(&self) -> LeafVersion {
+        LeafVersion {
+            version: self.version,
+            totals: self.totals,
+        }
     }
 }
 
@@ -92,6 +102,7 @@ pub(crate) async fn commit_leaf(
                 operation: "create",
                 rewritten: false,
                 fragments: part.fragments,
+                totals: LeafTotals::of(&ds).await?,
             })
         }
         Target::Existing {
@@ -124,6 +135,7 @@ pub(crate) async fn commit_leaf(
                 operation: if part.rewrite { "overwrite" } else { "append" },
                 rewritten: part.rewrite && !replaces,
                 fragments: part.fragments,
+                totals: LeafTotals::of(&committed).await?,
             })
         }
     }
