@@ -105,11 +105,8 @@ class Snapshot:
         ``with_rows``, ``rows`` (the row count at ``read_version``).
         """
         sql, _ = _split_filter(filter)
-        _, batch, rows = self._s.partitions(sql, with_rows)
-        table = pa.Table.from_batches([batch])
-        if rows is not None:
-            table = table.append_column("rows", pa.array(rows, pa.uint64()))
-        return table
+        _, batch = self._s.partitions(sql, with_rows)
+        return pa.Table.from_batches([batch])
 
     def stats(self, filter: Filter = None) -> pa.Table:
         """One row per partition kept by pruning ``filter``, from Lance metadata (no data is
@@ -138,7 +135,7 @@ class Snapshot:
         reads nothing but the manifest.
         """
         sql, post = _split_filter(filter)
-        plan, _, _ = self._s.partitions(sql, False)
+        plan, _ = self._s.partitions(sql, False)
         lines = [f"filter: {filter!s}" if filter is not None else "filter: (none)"]
         if post is not None:
             lines.append("  (pyarrow expression: applied after reading, no pruning)")
@@ -171,7 +168,7 @@ class Snapshot:
     def plan(self, filter: Filter = None) -> list[dict[str, Any]]:
         """:meth:`explain` as data: one dict per spec version."""
         sql, _ = _split_filter(filter)
-        plan, _, _ = self._s.partitions(sql, False)
+        plan, _ = self._s.partitions(sql, False)
         return list(plan)
 
     def scan(

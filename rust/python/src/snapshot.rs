@@ -11,9 +11,31 @@ use pyo3::types::PyDict;
 
 use crate::args::{ArrowBatch, ArrowSchema};
 use crate::errors::run;
+use lance_partitioned_core::arrow::array::{ArrayRef, RecordBatch, UInt64Array};
+use lance_partitioned_core::arrow::datatypes::{DataType, Field, Schema};
+use lance_partitioned_core::error::Result as CoreResult;
 
-/// `partitions()` result: (pruning plan, leaves batch, row counts when asked for).
-type Partitions<'py> = (Bound<'py, PyAny>, ArrowBatch, Option<Vec<u64>>);
+/// `partitions()` result: (pruning plan, leaves batch).
+type Partitions<'py> = (Bound<'py, PyAny>, ArrowBatch);
+
+/// `batch` followed by the non-null UInt64 columns `added`.
+fn with_columns(batch: &RecordBatch, added: Vec<(&str, ArrayRef)>) -> CoreResult<RecordBatch> {
+    let mut fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    let mut columns = batch.columns().to_vec();
+    for (name, col) in added {
+        fields.push(Field::new(name, DataType::UInt64, false));
+        columns.push(col);
+    }
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
+}
 
 /// A manifest snapshot (one version of `__manifest`, indexed).
 #[pyclass(module = "lance_partitioned._native", frozen)]
@@ -89,7 +111,7 @@ impl ManifestSnapshot {
         Ok(ArrowBatch(self.full(py)?.batch.clone()))
     }
 
-    /// Pruned leaves: (plan, leaves batch, row counts or None).
+    /// Pruned leaves: (plan, leaves batch, with a last `rows` column when `with_rows`).
     #[pyo3(signature = (filter = None, with_rows = false))]
     fn partitions<'py>(
         &self,
@@ -98,17 +120,17 @@ impl ManifestSnapshot {
         with_rows: bool,
     ) -> PyResult<Partitions<'py>> {
         let snap = Arc::clone(&self.snap);
-        let (plan, batch, rows) = run(py, || {
+        let (plan, batch) = run(py, || {
             let pruned = prune(&snap, filter.as_deref())?;
-            let batch = snap.leaves_batch(&pruned.leaves)?;
-            let rows = if with_rows {
-                Some(block_on(manifest::count_rows(&snap, &pruned.leaves))?)
-            } else {
-                None
-            };
-            Ok((pruned.specs, batch, rows))
+            let mut batch = snap.leaves_batch(&pruned.leaves)?;
+            if with_rows {
+                let rows = block_on(manifest::count_rows(&snap, &pruned.leaves))?;
+                let rows: ArrayRef = Arc::new(UInt64Array::from(rows));
+                batch = with_columns(&batch, vec![("rows", rows)])?;
+            }
+            Ok((pruned.specs, batch))
         })?;
-        Ok((plan_to_py(py, &plan)?, ArrowBatch(batch), rows))
+        Ok((plan_to_py(py, &plan)?, ArrowBatch(batch)))
     }
 
     /// Row counts of at most `sample` pruned leaves, evenly spaced over all kept leaves
@@ -175,8 +197,6 @@ impl ManifestSnapshot {
     /// `fragments_with_deletions` and `versions`.
     #[pyo3(signature = (filter = None))]
     fn leaf_stats(&self, py: Python<'_>, filter: Option<String>) -> PyResult<ArrowBatch> {
-        use lance_partitioned_core::arrow::array::{ArrayRef, UInt64Array};
-        use lance_partitioned_core::arrow::datatypes::{DataType, Field, Schema};
         let snap = Arc::clone(&self.snap);
         run(py, || {
             let kept = prune(&snap, filter.as_deref())?.leaves;
@@ -196,23 +216,7 @@ impl ManifestSnapshot {
                 ),
                 ("versions", num(|s| s.versions)),
             ];
-            let mut fields: Vec<Field> = leaves
-                .schema()
-                .fields()
-                .iter()
-                .map(|f| f.as_ref().clone())
-                .collect();
-            let mut columns = leaves.columns().to_vec();
-            for (name, col) in added {
-                fields.push(Field::new(name, DataType::UInt64, false));
-                columns.push(col);
-            }
-            Ok(ArrowBatch(
-                lance_partitioned_core::arrow::array::RecordBatch::try_new(
-                    Arc::new(Schema::new(fields)),
-                    columns,
-                )?,
-            ))
+            Ok(ArrowBatch(with_columns(&leaves, added)?))
         })
     }
 
