@@ -162,6 +162,33 @@ proptest! {
         }
     }
 
+    /// Named zones through the transition-table path: clustered instants around the months
+    /// daylight saving changes in (1900-2100), every unit, NULLs (with values under them
+    /// far outside the range), sliced; against DataFusion's `date_part`.
+    #[test]
+    fn named_zones_across_dst_edges(year in 1900i64..2100, month in prop::sample::select(vec![3i64, 4, 9, 10, 11]),
+                                    day in 0i64..30, deltas in opt_vec(-2 * 86_400i64..2 * 86_400),
+                                    zone in prop::sample::select(vec!["America/New_York", "Europe/London",
+                                        "Australia/Lord_Howe", "Pacific/Chatham", "Africa/Casablanca",
+                                        "Europe/Dublin", "America/Sao_Paulo", "Asia/Kolkata"]),
+                                    off in 0usize..3) {
+        // Around one day of the month (days since the epoch, roughly).
+        let base = ((year - 1970) * 36_524 / 100 + (month - 1) * 30 + day) * 86_400;
+        let secs: Vec<Option<i64>> = deltas.iter().map(|d| d.map(|d| base + d)).collect();
+        for (unit, per_sec) in [(TimeUnit::Second, 1i64), (TimeUnit::Millisecond, 1_000),
+                                (TimeUnit::Microsecond, 1_000_000), (TimeUnit::Nanosecond, 1_000_000_000)] {
+            // Values under NULLs far away: they must not widen the zone table or the result.
+            let vals: Vec<i64> = secs.iter().map(|s| s.map_or(i64::MIN / 2, |s| s * per_sec + 7)).collect();
+            let valid: Vec<bool> = secs.iter().map(Option::is_some).collect();
+            let a: ArrayRef = Arc::new(Int64Array::new(vals.into(), Some(valid.into())));
+            let a = cast(&a, &DataType::Timestamp(unit, Some(zone.into()))).unwrap();
+            let a = sliced(a, off);
+            for t in [Transform::Year, Transform::Month, Transform::Day, Transform::Hour] {
+                check_transform(&t, a.clone())?;
+            }
+        }
+    }
+
     #[test]
     fn decimals(v in opt_vec(-10_000_000_000i64..10_000_000_000), w in 1i32..1000, n in 1i32..50) {
         let a: ArrayRef = Arc::new(Decimal128Array::from(v.iter().map(|x| x.map(|x| x as i128)).collect::<Vec<_>>())

@@ -17,6 +17,7 @@
 
 mod temporal;
 mod truncate;
+mod zoned;
 
 use std::sync::Arc;
 

@@ -2,16 +2,20 @@
 //! the timezone of the timestamp type (naive timestamps as UTC); see docs/design.md,
 //! "Temporal transforms".
 //!
-//! Dates and naive or fixed-offset timestamps take an integer-arithmetic fast path
-//! ([`temporal_fast`]); named zones with daylight-saving rules and values far outside the
-//! usual range use arrow's `date_part` kernel.
+//! Dates and timestamps take an integer-arithmetic fast path ([`temporal_fast`]): naive and
+//! fixed-offset timestamps add a constant, named zones with daylight-saving rules look their
+//! offsets up in a table of the zone's transitions (`zoned`). Values far outside the usual
+//! range use arrow's `date_part` kernel.
 
 use std::sync::Arc;
 
 use crate::arrow::array::{Array, ArrayRef, AsArray};
+use crate::arrow::compute::kernels::aggregate::{max, min};
 use crate::arrow::compute::kernels::temporal::{date_part, DatePart};
-use crate::arrow::datatypes::DataType;
+use crate::arrow::datatypes::{ArrowPrimitiveType, DataType};
 use crate::error::{unsupported, Result};
+
+use super::zoned::Intervals;
 
 /// Whether `t` is a date or a timestamp.
 pub(super) fn is_temporal(t: &DataType) -> bool {
@@ -77,17 +81,18 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 /// results equal arrow's (and DataFusion's) `date_part`, which the property tests check.
 const FAST_DAYS: std::ops::RangeInclusive<i64> = -90_000_000..=90_000_000;
 
-/// The fast `date_part` loop, monomorphised per unit so every division is by a constant.
+/// The fast `date_part` loop, monomorphised per unit so every division is by a constant;
+/// `local(i, v)` is value `i` (`v`) in local time (`None`: use the general kernel).
 #[inline]
 fn fast_loop<T: Copy, const PER_DAY: i64, const PER_HOUR: i64>(
     vals: &[T],
     to_i64: impl Fn(T) -> i64,
-    offset: i64,
+    mut local: impl FnMut(usize, i64) -> Option<i64>,
     part: DatePart,
 ) -> Option<Vec<i32>> {
     let mut out = vec![0i32; vals.len()];
-    for (o, v) in out.iter_mut().zip(vals) {
-        let local = to_i64(*v).checked_add(offset)?;
+    for (i, (o, v)) in out.iter_mut().zip(vals).enumerate() {
+        let local = local(i, to_i64(*v))?;
         let days = local.div_euclid(PER_DAY);
         if !FAST_DAYS.contains(&days) {
             return None;
@@ -103,8 +108,51 @@ fn fast_loop<T: Copy, const PER_DAY: i64, const PER_HOUR: i64>(
     Some(out)
 }
 
-/// Integer-arithmetic `date_part` for dates and for naive or fixed-offset timestamps (no
-/// per-value timezone lookup). `None` when the type or a value needs the general kernel.
+/// `date_part` of a timestamp array of type `T` (`PER_SEC` values per second) in timezone
+/// `tz`: naive and fixed-offset ones add a constant; named zones look their offsets up in a
+/// table of the zone's transitions ([`Intervals`]), once per run of values in one interval.
+fn timestamp_loop<T, const PER_DAY: i64, const PER_HOUR: i64, const PER_SEC: i64>(
+    a: &dyn Array,
+    tz: Option<&str>,
+    part: DatePart,
+) -> Option<Vec<i32>>
+where
+    T: ArrowPrimitiveType<Native = i64>,
+{
+    let arr = a.as_primitive::<T>();
+    let vals = arr.values();
+    let id = |x: i64| x;
+    let fixed = match tz {
+        None => Some(0),
+        Some(name) => fixed_offset_seconds(name),
+    };
+    if let Some(off) = fixed {
+        let off = off.checked_mul(PER_SEC)?;
+        return fast_loop::<i64, PER_DAY, PER_HOUR>(vals, id, |_, v| v.checked_add(off), part);
+    }
+    let (Some(min), Some(max)) = (min(arr), max(arr)) else {
+        return Some(vec![0; vals.len()]); // every value is NULL
+    };
+    let zone = Intervals::of(tz?, min, max, PER_SEC)?;
+    let nulls = arr.nulls();
+    // The interval of the previous value: (start, end, offset); empty at first.
+    let mut cur = (1i64, 0i64, 0i64);
+    let local = |i: usize, v: i64| {
+        if v < cur.0 || v >= cur.1 {
+            match zone.find(v) {
+                Some(found) => cur = found,
+                // A value under a NULL, outside the valid values' range: any result.
+                None if nulls.is_some_and(|n| n.is_null(i)) => return Some(0),
+                None => return None,
+            }
+        }
+        v.checked_add(cur.2)
+    };
+    fast_loop::<i64, PER_DAY, PER_HOUR>(vals, id, local, part)
+}
+
+/// Integer-arithmetic `date_part` for dates and timestamps (no per-value timezone
+/// conversion). `None` when the type or a value needs the general kernel.
 fn temporal_fast(a: &dyn Array, part: DatePart) -> Option<ArrayRef> {
     use crate::arrow::array::Int32Array;
     use crate::arrow::datatypes::{
@@ -113,54 +161,43 @@ fn temporal_fast(a: &dyn Array, part: DatePart) -> Option<ArrayRef> {
     };
     const DAY: i64 = 86_400;
     const HOUR: i64 = 3_600;
-    let id = |x: i64| x;
     let out = match a.data_type() {
         DataType::Date32 => fast_loop::<i32, 1, 0>(
             a.as_primitive::<Date32Type>().values(),
             |x| x as i64,
-            0,
+            |_, v| Some(v),
             part,
         )?,
         DataType::Date64 => fast_loop::<i64, { DAY * 1_000 }, 0>(
             a.as_primitive::<Date64Type>().values(),
-            id,
-            0,
+            |x| x,
+            |_, v| Some(v),
             part,
         )?,
         DataType::Timestamp(unit, tz) => {
-            let off = match tz {
-                None => 0,
-                Some(tz) => fixed_offset_seconds(tz)?,
-            };
+            let tz = tz.as_deref();
             match unit {
-                TimeUnit::Second => fast_loop::<i64, DAY, HOUR>(
-                    a.as_primitive::<TimestampSecondType>().values(),
-                    id,
-                    off,
-                    part,
-                )?,
-                TimeUnit::Millisecond => fast_loop::<i64, { DAY * 1_000 }, { HOUR * 1_000 }>(
-                    a.as_primitive::<TimestampMillisecondType>().values(),
-                    id,
-                    off.checked_mul(1_000)?,
-                    part,
-                )?,
-                TimeUnit::Microsecond => {
-                    fast_loop::<i64, { DAY * 1_000_000 }, { HOUR * 1_000_000 }>(
-                        a.as_primitive::<TimestampMicrosecondType>().values(),
-                        id,
-                        off.checked_mul(1_000_000)?,
-                        part,
-                    )?
+                TimeUnit::Second => {
+                    timestamp_loop::<TimestampSecondType, DAY, HOUR, 1>(a, tz, part)?
                 }
-                TimeUnit::Nanosecond => {
-                    fast_loop::<i64, { DAY * 1_000_000_000 }, { HOUR * 1_000_000_000 }>(
-                        a.as_primitive::<TimestampNanosecondType>().values(),
-                        id,
-                        off.checked_mul(1_000_000_000)?,
-                        part,
-                    )?
-                }
+                TimeUnit::Millisecond => timestamp_loop::<
+                    TimestampMillisecondType,
+                    { DAY * 1_000 },
+                    { HOUR * 1_000 },
+                    1_000,
+                >(a, tz, part)?,
+                TimeUnit::Microsecond => timestamp_loop::<
+                    TimestampMicrosecondType,
+                    { DAY * 1_000_000 },
+                    { HOUR * 1_000_000 },
+                    1_000_000,
+                >(a, tz, part)?,
+                TimeUnit::Nanosecond => timestamp_loop::<
+                    TimestampNanosecondType,
+                    { DAY * 1_000_000_000 },
+                    { HOUR * 1_000_000_000 },
+                    1_000_000_000,
+                >(a, tz, part)?,
             }
         }
         _ => return None,
@@ -242,9 +279,27 @@ mod tests {
             let fast = temporal_fast(&days, part).unwrap();
             assert_eq!(fast.as_ref(), date_part(&days, part).unwrap().as_ref());
         }
-        // named zones and out-of-range values use arrow's kernel
-        let ny = ms.clone().with_timezone("America/New_York");
-        assert!(temporal_fast(&ny, DatePart::Year).is_none());
+        // Named zones take the fast path (a table of their transitions), across the
+        // 2024 changes of New York and Lord Howe (30-minute daylight saving).
+        let edges = TimestampMillisecondArray::from(
+            (0..2_000)
+                .map(|i| Some(1_710_050_000_000 + i * 7_000))
+                .chain([None, Some(1_730_610_000_000), Some(1_712_415_600_000)])
+                .collect::<Vec<_>>(),
+        );
+        for zone in ["America/New_York", "Australia/Lord_Howe"] {
+            let ts = edges.clone().with_timezone(zone);
+            for part in [
+                DatePart::Year,
+                DatePart::Month,
+                DatePart::Day,
+                DatePart::Hour,
+            ] {
+                let fast = temporal_fast(&ts, part).expect("named zones take the fast path");
+                assert_eq!(fast.as_ref(), date_part(&ts, part).unwrap().as_ref());
+            }
+        }
+        // out-of-range values use arrow's kernel
         let far = Date32Array::from(vec![i32::MAX]);
         assert!(temporal_fast(&far, DatePart::Year).is_none());
         assert_eq!(
