@@ -115,6 +115,7 @@ fn bench_route(c: &mut Criterion) {
 
 fn bench_transforms(c: &mut Criterion) {
     use lance_partitioned_core::arrow::array::{Array, TimestampMicrosecondArray};
+    use lance_partitioned_core::arrow::compute::kernels::temporal::{date_part, DatePart};
     use lance_partitioned_core::expr;
     use lance_partitioned_core::spec::{CompiledSpec, PartitionSpec};
     use lance_partitioned_core::transform;
@@ -139,6 +140,31 @@ fn bench_transforms(c: &mut Criterion) {
     g.bench_function("year_ts_named_zone", |b| {
         b.iter(|| transform::year(black_box(ts_ny.as_ref())).unwrap())
     });
+    // Event times as they arrive: one year from 2024-01-01, increasing with jitter (crosses
+    // both New York daylight-saving changes).
+    let mut r = Rng(7);
+    let year_us = 366 * 86_400_000_000i64;
+    let events: ArrayRef = Arc::new(
+        TimestampMicrosecondArray::from_iter_values((0..N as i64).map(|k| {
+            1_704_067_200_000_000 + k * (year_us / N as i64) + (r.next() % 60_000_000) as i64
+        }))
+        .with_timezone("America/New_York"),
+    );
+    for (name, a) in [("events", &events), ("random", &ts_ny)] {
+        for (part_name, part) in [("year", DatePart::Year), ("hour", DatePart::Hour)] {
+            g.bench_function(format!("{part_name}_ts_named_zone_{name}"), |b| {
+                b.iter(|| match part {
+                    DatePart::Year => transform::year(black_box(a.as_ref())).unwrap(),
+                    _ => transform::hour(black_box(a.as_ref())).unwrap(),
+                })
+            });
+            // The peer: arrow's date_part, one timezone conversion per value (what DataFusion
+            // runs, and what this crate ran before its transition tables).
+            g.bench_function(format!("{part_name}_ts_named_zone_{name}_arrow"), |b| {
+                b.iter(|| date_part(black_box(a.as_ref()), part).unwrap())
+            });
+        }
+    }
     let s: ArrayRef = Arc::new(strings(N, 1 << 40, 11));
     g.bench_function("truncate_utf8_w4", |b| {
         b.iter(|| transform::truncate(black_box(s.as_ref()), 4).unwrap())

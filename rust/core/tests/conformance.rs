@@ -189,6 +189,21 @@ proptest! {
         }
     }
 
+    /// Named zones, instants scattered over 1900-2100 (each value in another interval).
+    #[test]
+    fn named_zones_scattered(secs in opt_vec(-2_208_988_800i64..4_102_444_800),
+                             zone in prop::sample::select(vec!["America/New_York", "Europe/Dublin",
+                                 "Australia/Lord_Howe", "Africa/Casablanca", "Asia/Tehran"])) {
+        for (unit, per_sec) in [(TimeUnit::Second, 1i64), (TimeUnit::Millisecond, 1_000),
+                                (TimeUnit::Microsecond, 1_000_000), (TimeUnit::Nanosecond, 1_000_000_000)] {
+            let raw = Int64Array::from(secs.iter().map(|s| s.map(|s| s * per_sec - 1)).collect::<Vec<_>>());
+            let a = cast(&raw, &DataType::Timestamp(unit, Some(zone.into()))).unwrap();
+            for t in [Transform::Year, Transform::Month, Transform::Day, Transform::Hour] {
+                check_transform(&t, a.clone())?;
+            }
+        }
+    }
+
     #[test]
     fn decimals(v in opt_vec(-10_000_000_000i64..10_000_000_000), w in 1i32..1000, n in 1i32..50) {
         let a: ArrayRef = Arc::new(Decimal128Array::from(v.iter().map(|x| x.map(|x| x as i128)).collect::<Vec<_>>())

@@ -77,6 +77,38 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + (m <= 2) as i64, m, d)
 }
 
+/// The first day of [`civil_table`]: 1900-01-01.
+const CIVIL_FIRST: i64 = -25_567;
+/// Days in [`civil_table`]: 1900-01-01 to 2100-12-31.
+const CIVIL_DAYS: usize = 73_414;
+
+/// `(year << 9) | (month << 5) | day` of every day from 1900 to 2100, so that the dates
+/// values usually have cost one lookup instead of [`civil_from_days`]'s divisions.
+fn civil_table() -> &'static [u32] {
+    static TABLE: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0..CIVIL_DAYS as i64)
+            .map(|k| {
+                let (y, m, d) = civil_from_days(CIVIL_FIRST + k);
+                ((y as u32) << 9) | ((m as u32) << 5) | d as u32
+            })
+            .collect()
+    })
+}
+
+/// [`civil_from_days`], from `table` ([`civil_table`]) when the day is in it.
+#[inline(always)]
+fn civil(table: &[u32], days: i64) -> (i64, i64, i64) {
+    match table.get(days.wrapping_sub(CIVIL_FIRST) as u64 as usize) {
+        Some(&p) => (
+            i64::from(p >> 9),
+            i64::from((p >> 5) & 15),
+            i64::from(p & 31),
+        ),
+        None => civil_from_days(days),
+    }
+}
+
 /// Day counts inside which the fast path is used: well within chrono's date range, so the
 /// results equal arrow's (and DataFusion's) `date_part`, which the property tests check.
 const FAST_DAYS: std::ops::RangeInclusive<i64> = -90_000_000..=90_000_000;
@@ -91,6 +123,7 @@ fn fast_loop<T: Copy, const PER_DAY: i64, const PER_HOUR: i64>(
     part: DatePart,
 ) -> Option<Vec<i32>> {
     let mut out = vec![0i32; vals.len()];
+    let table = civil_table();
     for (i, (o, v)) in out.iter_mut().zip(vals).enumerate() {
         let local = local(i, to_i64(*v))?;
         let days = local.div_euclid(PER_DAY);
@@ -99,9 +132,9 @@ fn fast_loop<T: Copy, const PER_DAY: i64, const PER_HOUR: i64>(
         }
         *o = match part {
             DatePart::Hour if PER_HOUR > 0 => (local.rem_euclid(PER_DAY) / PER_HOUR) as i32,
-            DatePart::Year => civil_from_days(days).0 as i32,
-            DatePart::Month => civil_from_days(days).1 as i32,
-            DatePart::Day => civil_from_days(days).2 as i32,
+            DatePart::Year => civil(table, days).0 as i32,
+            DatePart::Month => civil(table, days).1 as i32,
+            DatePart::Day => civil(table, days).2 as i32,
             _ => return None,
         };
     }
@@ -109,8 +142,8 @@ fn fast_loop<T: Copy, const PER_DAY: i64, const PER_HOUR: i64>(
 }
 
 /// `date_part` of a timestamp array of type `T` (`PER_SEC` values per second) in timezone
-/// `tz`: naive and fixed-offset ones add a constant; named zones look their offsets up in a
-/// table of the zone's transitions ([`Intervals`]), once per run of values in one interval.
+/// `tz`: naive and fixed-offset ones add a constant; named zones look their offset up per
+/// UTC day in a table of the zone's transitions ([`Intervals`]).
 fn timestamp_loop<T, const PER_DAY: i64, const PER_HOUR: i64, const PER_SEC: i64>(
     a: &dyn Array,
     tz: Option<&str>,
@@ -135,20 +168,49 @@ where
     };
     let zone = Intervals::of(tz?, min, max, PER_SEC)?;
     let nulls = arr.nulls();
-    // The interval of the previous value: (start, end, offset); empty at first.
+    let day = |v: i64| v.div_euclid(PER_DAY);
+    let outside = |i: usize| nulls.is_some_and(|n| n.is_null(i));
+    if !clustered::<PER_SEC, PER_DAY>(vals, &zone) {
+        // Scattered values: every value looks its UTC day up.
+        let local = |i: usize, v: i64| match zone.interval::<PER_SEC>(v, day(v)) {
+            Some((_, _, off)) => v.checked_add(off),
+            // A value under a NULL, outside the valid values' range: any result.
+            None if outside(i) => Some(0),
+            None => None,
+        };
+        return fast_loop::<i64, PER_DAY, PER_HOUR>(vals, id, local, part);
+    }
+    // Clustered values (event times) mostly stay in the interval of the value before: (start,
+    // end, offset), empty at first.
     let mut cur = (1i64, 0i64, 0i64);
     let local = |i: usize, v: i64| {
         if v < cur.0 || v >= cur.1 {
-            match zone.find(v) {
+            match zone.interval::<PER_SEC>(v, day(v)) {
                 Some(found) => cur = found,
-                // A value under a NULL, outside the valid values' range: any result.
-                None if nulls.is_some_and(|n| n.is_null(i)) => return Some(0),
+                None if outside(i) => return Some(0),
                 None => return None,
             }
         }
         v.checked_add(cur.2)
     };
     fast_loop::<i64, PER_DAY, PER_HOUR>(vals, id, local, part)
+}
+
+/// Whether consecutive values of `vals` mostly share an offset interval of `zone` (judged on
+/// the first 256): then remembering the last interval beats looking every value up.
+fn clustered<const PER_SEC: i64, const PER_DAY: i64>(vals: &[i64], zone: &Intervals) -> bool {
+    let probe = &vals[..vals.len().min(256)];
+    let mut cur = (1i64, 0i64);
+    let mut changes = 0usize;
+    for &v in probe {
+        if v < cur.0 || v >= cur.1 {
+            changes += 1;
+            if let Some((start, end, _)) = zone.interval::<PER_SEC>(v, v.div_euclid(PER_DAY)) {
+                cur = (start, end);
+            }
+        }
+    }
+    changes * 8 <= probe.len()
 }
 
 /// Integer-arithmetic `date_part` for dates and timestamps (no per-value timezone
@@ -232,6 +294,19 @@ pub fn hour(a: &dyn Array) -> Result<ArrayRef> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_civil_table_equals_the_arithmetic() {
+        let table = civil_table();
+        assert_eq!(civil(table, CIVIL_FIRST), (1900, 1, 1));
+        assert_eq!(
+            civil(table, CIVIL_FIRST + CIVIL_DAYS as i64 - 1),
+            (2100, 12, 31)
+        );
+        for days in (CIVIL_FIRST - 400..CIVIL_FIRST + CIVIL_DAYS as i64 + 400).step_by(7) {
+            assert_eq!(civil(table, days), civil_from_days(days), "{days}");
+        }
+    }
 
     #[test]
     fn temporal_fast_path_equals_arrow_date_part() {

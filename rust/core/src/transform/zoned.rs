@@ -1,7 +1,7 @@
-//! Offsets of a named timezone (daylight-saving rules) as a table of transitions, so that
-//! `year`/`month`/`day`/`hour` in that zone cost one comparison per value while values stay
-//! inside one offset interval, and a binary search when they leave it, instead of a timezone
-//! conversion per value.
+//! Offsets of a named timezone (daylight-saving rules) as a table of transitions with one
+//! entry per UTC day (its offset, and the second it changes at, if it does), so that
+//! `year`/`month`/`day`/`hour` in that zone cost one lookup per value instead of a timezone
+//! conversion.
 //!
 //! The offsets come from the same source as arrow's and DataFusion's `date_part`
 //! (chrono-tz's `offset_from_utc_datetime`), so the results are equal. A table is found by
@@ -28,7 +28,10 @@ const YEAR: i64 = 366 * 86_400;
 /// zone); arrays reaching further use the general kernel.
 const MAX_SPAN: i64 = 400 * YEAR;
 
-/// The offset intervals of a zone over `[lo, hi)` seconds since the epoch.
+/// Seconds in a day.
+const DAY: i64 = 86_400;
+
+/// The offset intervals of a zone over `[lo, hi)` seconds since the epoch (whole days).
 #[derive(Debug)]
 struct ZoneTable {
     lo: i64,
@@ -37,7 +40,23 @@ struct ZoneTable {
     starts: Vec<i64>,
     /// The offset of each interval from UTC, in seconds.
     offsets: Vec<i64>,
+    /// Every UTC day from `lo`: see [`Day`].
+    days: Arc<Vec<Day>>,
 }
+
+/// One UTC day of a zone table: the interval holding its first second, and when the offset
+/// changes during the day.
+#[derive(Debug, Clone, Copy)]
+struct Day {
+    /// Index of the interval holding the day's first second.
+    first: u32,
+    /// Second of the day at which the next interval starts; [`DAY`] when the offset does not
+    /// change that day, [`SEVERAL`] when it changes more than once.
+    change: u32,
+}
+
+/// [`Day::change`] of a day with more than one change.
+const SEVERAL: u32 = u32::MAX;
 
 /// The offset in seconds at `t` seconds since the epoch.
 fn offset_at(tz: &Tz, t: i64) -> Option<i64> {
@@ -83,11 +102,31 @@ impl ZoneTable {
             }
             t = next;
         }
+        let n = (hi - lo) / DAY;
+        let mut days = Vec::with_capacity(n as usize);
+        let mut i = 0usize;
+        for d in 0..n {
+            let t = lo + d * DAY;
+            while i + 1 < starts.len() && starts[i + 1] <= t {
+                i += 1;
+            }
+            let changes = starts[i + 1..].iter().take_while(|&&s| s < t + DAY).count();
+            let change = match changes {
+                0 => DAY as u32,
+                1 => u32::try_from(starts[i + 1] - t).ok()?,
+                _ => SEVERAL,
+            };
+            days.push(Day {
+                first: u32::try_from(i).ok()?,
+                change,
+            });
+        }
         Some(Self {
             lo,
             hi,
             starts,
             offsets,
+            days: Arc::new(days),
         })
     }
 }
@@ -135,6 +174,12 @@ pub(super) struct Intervals {
     offsets: Vec<i64>,
     /// One past the last value covered.
     end: i64,
+    /// Values per second.
+    per_sec: i64,
+    /// The UTC day (since the epoch) of `days[0]`.
+    first_day: i64,
+    /// See [`ZoneTable::days`].
+    days: Arc<Vec<Day>>,
 }
 
 impl Intervals {
@@ -156,16 +201,41 @@ impl Intervals {
             starts,
             offsets,
             end: t.hi.checked_mul(per_sec)?,
+            per_sec,
+            first_day: t.lo / DAY,
+            days: Arc::clone(&t.days),
         })
     }
 
-    /// The interval holding `v`: (its start, its end, its offset); `None` outside.
+    /// The interval holding `v` (`PER_SEC` values per second, the unit of the table), whose
+    /// UTC day since the epoch is `day`: (its start, its end, its offset), from one lookup of
+    /// the day; `None` outside the table.
+    #[inline(always)]
+    pub(super) fn interval<const PER_SEC: i64>(&self, v: i64, day: i64) -> Option<(i64, i64, i64)> {
+        debug_assert_eq!(PER_SEC, self.per_sec);
+        let d = *self.days.get(usize::try_from(day - self.first_day).ok()?)?;
+        if d.change == SEVERAL {
+            return self.find(v, day);
+        }
+        // Within the day: the interval of its first second, or the next one.
+        let i = d.first as usize
+            + usize::from(v - day * DAY * PER_SEC >= i64::from(d.change) * PER_SEC);
+        let end = self.starts.get(i + 1).copied().unwrap_or(self.end);
+        Some((self.starts[i], end, self.offsets[i]))
+    }
+
+    /// The interval holding `v`, whose UTC day since the epoch is `day`: (its start, its
+    /// end, its offset); `None` outside the table.
     #[inline]
-    pub(super) fn find(&self, v: i64) -> Option<(i64, i64, i64)> {
+    pub(super) fn find(&self, v: i64, day: i64) -> Option<(i64, i64, i64)> {
         if v < self.starts[0] || v >= self.end {
             return None;
         }
-        let i = self.starts.partition_point(|&s| s <= v) - 1;
+        let d = usize::try_from(day - self.first_day).ok()?;
+        let mut i = self.days.get(d)?.first as usize;
+        while i + 1 < self.starts.len() && self.starts[i + 1] <= v {
+            i += 1;
+        }
         let end = self.starts.get(i + 1).copied().unwrap_or(self.end);
         Some((self.starts[i], end, self.offsets[i]))
     }
@@ -181,18 +251,31 @@ mod tests {
         let (lo, hi) = (1_704_067_200, 1_735_689_599);
         let t = Intervals::of("America/New_York", lo, hi, 1).unwrap();
         // 2024-03-10 07:00:00Z (02:00 EST -> 03:00 EDT) and 2024-11-03 06:00:00Z.
-        let spring = t.find(1_710_054_000).unwrap();
-        assert_eq!(spring, (1_710_054_000, 1_730_613_600, -14_400));
-        assert_eq!(t.find(1_710_053_999).unwrap().2, -18_000);
-        assert_eq!(t.find(1_730_613_600).unwrap().2, -18_000);
+        let day = |s: i64| s.div_euclid(86_400);
+        let find = |s: i64| t.find(s, day(s)).unwrap();
+        assert_eq!(find(1_710_054_000), (1_710_054_000, 1_730_613_600, -14_400));
+        assert_eq!(find(1_710_053_999).2, -18_000);
+        assert_eq!(find(1_730_613_600).2, -18_000);
+        assert_eq!(find(1_730_613_599).2, -14_400);
+        for s in [
+            1_710_053_999,
+            1_710_054_000,
+            1_730_613_599,
+            1_730_613_600,
+            lo,
+            hi,
+        ] {
+            assert_eq!(t.interval::<1>(s, day(s)), Some(find(s)), "{s}");
+        }
+        assert_eq!(t.interval::<1>(0, i64::MAX / 86_400), None);
         // Milliseconds: the same instants, scaled.
         let ms = Intervals::of("America/New_York", lo * 1000, hi * 1000 + 999, 1000).unwrap();
         assert_eq!(
-            ms.find(1_710_054_000_000).unwrap(),
+            ms.find(1_710_054_000_000, day(1_710_054_000)).unwrap(),
             (1_710_054_000_000, 1_730_613_600_000, -14_400_000)
         );
-        assert!(ms.find(i64::MAX).is_none());
-        assert!(ms.find(i64::MIN).is_none());
+        assert!(ms.find(i64::MAX, i64::MAX / 86_400_000).is_none());
+        assert!(ms.find(i64::MIN, i64::MIN / 86_400_000).is_none());
     }
 
     #[test]
