@@ -130,6 +130,45 @@ pub(super) fn string_column(batch: &RecordBatch, name: &str) -> Result<Option<St
     }
 }
 
+/// The string column `name` of `batch` (cast to Utf8).
+///
+/// # Errors
+/// `Corrupt` when the manifest lacks it.
+pub(super) fn required_string(batch: &RecordBatch, name: &str) -> Result<StringArray> {
+    string_column(batch, name)?
+        .ok_or_else(|| Error::Corrupt(format!("the manifest has no {name} column")))
+}
+
+/// The `table_version` rows among the columns `ids` and `types`: (row, table object id,
+/// version).
+pub(super) fn version_rows<'a>(
+    ids: &'a StringArray,
+    types: &'a StringArray,
+) -> impl Iterator<Item = (usize, &'a str, u64)> + 'a {
+    (0..ids.len()).filter_map(move |r| {
+        if types.value(r) != TABLE_VERSION {
+            return None;
+        }
+        let (table, ver) = ids.value(r).rsplit_once('$')?;
+        Some((r, table, parse_version(ver)?))
+    })
+}
+
+/// The `columns` of the rows of the manifest version `ds` that match `filter`.
+///
+/// # Errors
+/// `Lance` for I/O errors or columns the manifest lacks.
+pub(super) async fn scan_rows(
+    ds: &lance::dataset::Dataset,
+    columns: &[&str],
+    filter: &str,
+) -> Result<RecordBatch> {
+    let mut scan = ds.scan();
+    scan.project(columns)?;
+    scan.filter(filter)?;
+    Ok(scan.try_into_batch().await?)
+}
+
 /// Parses a version segment (`7`, or zero-padded to 20 digits).
 pub fn parse_version(s: &str) -> Option<u64> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {

@@ -11,14 +11,13 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use lance::dataset::Dataset;
 
 use crate::arrow::array::{
-    Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
-    UInt64Array,
+    Array, ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt64Array,
 };
-use crate::arrow::compute::cast;
 use crate::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ns::{SCHEMA_KEY, SPEC_KEY_PREFIX};
 
+use super::format::{required_string, scan_rows};
 use super::{
     parse_props, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE, ROWS_KEY, TABLE, TABLE_VERSION,
 };
@@ -44,25 +43,14 @@ struct State {
 }
 
 async fn state(ds: &Dataset) -> Result<State> {
-    let mut scan = ds.scan();
-    scan.project(&[OBJECT_ID, OBJECT_TYPE, METADATA])?;
-    scan.filter(&format!(
+    let filter = format!(
         "{OBJECT_TYPE} = '{TABLE}' OR {OBJECT_TYPE} = '{TABLE_VERSION}' \
          OR {OBJECT_ID} NOT LIKE '%$%'"
-    ))?;
-    let batch = scan.try_into_batch().await?;
-    let utf8 = |name: &str| -> Result<ArrayRef> {
-        let col = batch
-            .column_by_name(name)
-            .ok_or_else(|| Error::Corrupt(format!("manifest without {name}")))?;
-        Ok(cast(col, &DataType::Utf8)?)
-    };
-    let (ids, types, meta) = (utf8(OBJECT_ID)?, utf8(OBJECT_TYPE)?, utf8(METADATA)?);
-    let (ids, types, meta) = (
-        ids.as_string::<i32>(),
-        types.as_string::<i32>(),
-        meta.as_string::<i32>(),
     );
+    let batch = scan_rows(ds, &[OBJECT_ID, OBJECT_TYPE, METADATA], &filter).await?;
+    let ids = required_string(&batch, OBJECT_ID)?;
+    let types = required_string(&batch, OBJECT_TYPE)?;
+    let meta = required_string(&batch, METADATA)?;
     let mut out = State::default();
     for r in 0..batch.num_rows() {
         match types.value(r) {

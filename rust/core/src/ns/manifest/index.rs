@@ -20,9 +20,9 @@ use crate::spec::PartitionSpec;
 
 use super::create::Root;
 use super::format::{
-    manifest_schema, parse_props, parse_version, partition_column, spec_of, string_column,
-    BASE_OBJECTS, LOCATION, METADATA, NAMESPACE, OBJECT_ID, OBJECT_TYPE, READ_VERSION, TABLE,
-    TABLE_VERSION, WRITE_ID_KEY,
+    manifest_schema, parse_props, parse_version, partition_column, required_string, spec_of,
+    string_column, BASE_OBJECTS, LOCATION, METADATA, NAMESPACE, OBJECT_ID, OBJECT_TYPE,
+    READ_VERSION, TABLE, TABLE_VERSION, WRITE_ID_KEY,
 };
 use super::Snapshot;
 
@@ -96,10 +96,8 @@ impl Snapshot {
         light: bool,
     ) -> Result<Self> {
         let version = dataset.version().version;
-        let ids = string_column(&batch, OBJECT_ID)?
-            .ok_or_else(|| Error::Corrupt("the manifest has no object_id column".into()))?;
-        let types = string_column(&batch, OBJECT_TYPE)?
-            .ok_or_else(|| Error::Corrupt("the manifest has no object_type column".into()))?;
+        let ids = required_string(&batch, OBJECT_ID)?;
+        let types = required_string(&batch, OBJECT_TYPE)?;
         let locations = string_column(&batch, LOCATION)?;
         let read_versions = read_version_column(&batch)?;
         let missing_columns = absent_columns(&batch, &root_props, light)?;
@@ -144,10 +142,8 @@ impl Snapshot {
 
     fn build_keys(&self) -> Result<Keys> {
         let batch = &self.batch;
-        let ids = string_column(batch, OBJECT_ID)?
-            .ok_or_else(|| Error::Corrupt("the manifest has no object_id column".into()))?;
-        let types = string_column(batch, OBJECT_TYPE)?
-            .ok_or_else(|| Error::Corrupt("the manifest has no object_type column".into()))?;
+        let ids = required_string(batch, OBJECT_ID)?;
+        let types = required_string(batch, OBJECT_TYPE)?;
         let metadata = string_column(batch, METADATA)?;
         let mut row_by_id = HashMap::with_capacity(batch.num_rows());
         for r in 0..batch.num_rows() {
@@ -271,8 +267,7 @@ impl Snapshot {
         let Some(&r) = self.keys()?.row_by_id.get(object_id) else {
             return Ok(None);
         };
-        let t = string_column(&self.batch, OBJECT_TYPE)?
-            .ok_or_else(|| Error::Corrupt("no object_type column".into()))?;
+        let t = required_string(&self.batch, OBJECT_TYPE)?;
         Ok(Some(t.value(r).to_string()))
     }
 

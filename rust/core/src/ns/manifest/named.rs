@@ -7,8 +7,9 @@ use lance::dataset::Dataset;
 use crate::arrow::array::{Array, AsArray};
 use crate::arrow::compute::cast;
 use crate::arrow::datatypes::{DataType, UInt64Type};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
+use super::format::{required_string, scan_rows};
 use super::{LOCATION, OBJECT_ID, OBJECT_TYPE, READ_VERSION, TABLE, TABLE_VERSION};
 
 /// A `table` or `table_version` row of one manifest version.
@@ -32,24 +33,11 @@ pub async fn named_tables(ds: &Dataset) -> Result<Vec<NamedTable>> {
     if has_rv {
         cols.push(READ_VERSION);
     }
-    let mut scan = ds.scan();
-    scan.project(&cols)?;
-    scan.filter(&format!(
-        "{OBJECT_TYPE} = '{TABLE}' OR {OBJECT_TYPE} = '{TABLE_VERSION}'"
-    ))?;
-    let batch = scan.try_into_batch().await?;
-    let utf8 = |name: &str| -> Result<_> {
-        let col = batch
-            .column_by_name(name)
-            .ok_or_else(|| Error::Corrupt(format!("manifest without {name} column")))?;
-        Ok(cast(col, &DataType::Utf8)?)
-    };
-    let (ids, locs, types) = (utf8(OBJECT_ID)?, utf8(LOCATION)?, utf8(OBJECT_TYPE)?);
-    let (ids, locs, types) = (
-        ids.as_string::<i32>(),
-        locs.as_string::<i32>(),
-        types.as_string::<i32>(),
-    );
+    let filter = format!("{OBJECT_TYPE} = '{TABLE}' OR {OBJECT_TYPE} = '{TABLE_VERSION}'");
+    let batch = scan_rows(ds, &cols, &filter).await?;
+    let ids = required_string(&batch, OBJECT_ID)?;
+    let locs = required_string(&batch, LOCATION)?;
+    let types = required_string(&batch, OBJECT_TYPE)?;
     let rvs = match batch.column_by_name(READ_VERSION) {
         Some(c) => Some(cast(c, &DataType::UInt64)?),
         None => None,

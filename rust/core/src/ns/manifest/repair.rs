@@ -12,7 +12,7 @@ use crate::ns::storage::Storage;
 use crate::ns::PARTITION_COLUMN_PREFIX;
 
 use super::format::{
-    manifest_schema, parse_version, string_column, OBJECT_ID, OBJECT_TYPE, READ_VERSION, TABLE,
+    manifest_schema, parse_version, required_string, OBJECT_ID, OBJECT_TYPE, READ_VERSION, TABLE,
     TABLE_VERSION,
 };
 use super::Snapshot;
@@ -95,10 +95,8 @@ impl Snapshot {
     fn restore_columns(&self) -> Result<Vec<(Field, ArrayRef)>> {
         let mut out = Vec::new();
         let expected = manifest_schema(self.root_props.specs.values())?;
-        let ids = string_column(&self.batch, OBJECT_ID)?
-            .ok_or_else(|| Error::Corrupt("no object_id column".into()))?;
-        let types = string_column(&self.batch, OBJECT_TYPE)?
-            .ok_or_else(|| Error::Corrupt("no object_type column".into()))?;
+        let ids = required_string(&self.batch, OBJECT_ID)?;
+        let types = required_string(&self.batch, OBJECT_TYPE)?;
         let values_of = self.partition_values_by_object()?;
         for name in &self.missing_columns {
             let f = expected.field_with_name(name)?.clone();

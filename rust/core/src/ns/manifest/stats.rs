@@ -16,10 +16,8 @@ use lance_table::format::is_detached_version;
 use crate::arrow::array::{Array, StringArray};
 use crate::error::{Error, Result};
 
-use super::format::string_column;
-use super::{
-    parse_props, parse_version, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE, TABLE_VERSION,
-};
+use super::format::{required_string, scan_rows, version_rows};
+use super::{parse_props, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE, TABLE_VERSION};
 
 /// Leaves opened at a time when their totals are not recorded.
 const CONCURRENCY: usize = 16;
@@ -231,14 +229,8 @@ async fn recorded_stats(
     }
     let (ids, types, metadata) = version_columns(snap).await?;
     let mut recorded = vec![0u64; idx.len()];
-    for r in 0..ids.len() {
-        if types.value(r) != TABLE_VERSION {
-            continue;
-        }
-        let Some((table, ver)) = ids.value(r).rsplit_once('$') else {
-            continue;
-        };
-        let (Some(&(k, read_version)), Some(ver)) = (wanted.get(table), parse_version(ver)) else {
+    for (r, table, ver) in version_rows(&ids, &types) {
+        let Some(&(k, read_version)) = wanted.get(table) else {
             continue;
         };
         recorded[k] += 1;
@@ -272,17 +264,16 @@ async fn version_columns(snap: &Snapshot) -> Result<(StringArray, StringArray, S
     let batch = match snap.batch.column_by_name(METADATA) {
         Some(_) => snap.batch.clone(),
         None => {
-            let mut scan = snap.dataset.scan();
-            scan.project(&[OBJECT_ID, OBJECT_TYPE, METADATA])?;
-            scan.filter(&format!("{OBJECT_TYPE} = '{TABLE_VERSION}'"))?;
-            scan.try_into_batch().await?
+            let columns = [OBJECT_ID, OBJECT_TYPE, METADATA];
+            let filter = format!("{OBJECT_TYPE} = '{TABLE_VERSION}'");
+            scan_rows(&snap.dataset, &columns, &filter).await?
         }
     };
-    let column = |name: &str| {
-        string_column(&batch, name)?
-            .ok_or_else(|| Error::Corrupt(format!("the manifest has no {name} column")))
-    };
-    Ok((column(OBJECT_ID)?, column(OBJECT_TYPE)?, column(METADATA)?))
+    Ok((
+        required_string(&batch, OBJECT_ID)?,
+        required_string(&batch, OBJECT_TYPE)?,
+        required_string(&batch, METADATA)?,
+    ))
 }
 
 /// Per leaf of the oldest manifest version that still exists, the versions it records that
@@ -309,19 +300,10 @@ async fn expired_versions(snap: &Snapshot) -> Result<HashMap<String, u64>> {
         .iter()
         .filter_map(|l| Some((l.object_id.as_str(), (l.read_version?, 0, None))))
         .collect();
-    let ids = string_column(&first.batch, OBJECT_ID)?;
-    let types = string_column(&first.batch, OBJECT_TYPE)?;
-    if let (Some(ids), Some(types)) = (ids, types) {
-        for r in 0..ids.len() {
-            if types.value(r) != TABLE_VERSION {
-                continue;
-            }
-            let Some((table, ver)) = ids.value(r).rsplit_once('$') else {
-                continue;
-            };
-            let (Some(entry), Some(ver)) = (leaves.get_mut(table), parse_version(ver)) else {
-                continue;
-            };
+    let ids = required_string(&first.batch, OBJECT_ID)?;
+    let types = required_string(&first.batch, OBJECT_TYPE)?;
+    for (_, table, ver) in version_rows(&ids, &types) {
+        if let Some(entry) = leaves.get_mut(table) {
             entry.1 += 1;
             if !is_detached_version(ver) {
                 entry.2 = entry.2.max(Some(ver));
