@@ -78,15 +78,7 @@ def race_writers(
     100_000 over US/FR/DE and from 200_000 over US/FR/JP) while ``meanwhile`` runs again and
     again in this process; returns the sum of what it returned and the ids written."""
     starts = [(100_000, "US,FR,DE"), (200_000, "US,FR,JP")]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, WRITER, str(root), str(start), str(n), str(rounds), cs],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for start, cs in starts
-    ]
+    procs = [writer(root, start, n, rounds, cs) for start, cs in starts]
     total = 0
     while any(p.poll() is None for p in procs):
         total += meanwhile()
@@ -96,15 +88,26 @@ def race_writers(
     return total, {i for start, _ in starts for i in range(start, start + n * rounds)}
 
 
+def writer(
+    root: Path, start: int, n: int, rounds: int, countries: str, pause: str | None = None
+) -> subprocess.Popen[str]:
+    """A process appending ``rounds`` rounds of ``n`` rows from id ``start`` over
+    ``countries`` to ``root`` (stopping at the test hook ``pause``, ``point:flag``, if given)."""
+    env = dict(os.environ)
+    if pause is not None:
+        env["LANCE_PARTITIONED_TEST_PAUSE"] = pause
+    return subprocess.Popen(
+        [sys.executable, WRITER, str(root), str(start), str(n), str(rounds), countries],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def paused_writer(
     root: Path, flag: Path, point: str, start: int, n: int, countries: str
 ) -> subprocess.Popen[str]:
     """A writer process appending ``n`` rows from id ``start`` to ``root`` that stops at the
     test hook ``point`` (creating ``flag``) until ``flag`` is removed."""
-    return subprocess.Popen(
-        [sys.executable, WRITER, str(root), str(start), str(n), "1", countries],
-        env=dict(os.environ, LANCE_PARTITIONED_TEST_PAUSE=f"{point}:{flag}"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return writer(root, start, n, 1, countries, pause=f"{point}:{flag}")

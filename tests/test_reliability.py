@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from races import WRITER, check_consistent, make_ns, paused_writer, wait_for_pause
+from races import check_consistent, make_ns, paused_writer, wait_for_pause, writer
 
 import lance_partitioned as lp
 
@@ -23,12 +21,7 @@ def test_two_processes_append_concurrently(tmp_path: Path) -> None:
     rows, rounds = 50, 8
     # Writer A and B share US/FR (same partitions, created concurrently) and each has its own.
     procs = [
-        subprocess.Popen(
-            [sys.executable, WRITER, str(root), str(start), str(rows), str(rounds), cs],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        writer(root, start, rows, rounds, cs)
         for start, cs in [(0, "US,FR,DE"), (1_000_000, "US,FR,JP")]
     ]
     for p in procs:
