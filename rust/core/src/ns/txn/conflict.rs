@@ -106,7 +106,7 @@ impl WriteUpdate<'_> {
                 .pending
                 .iter()
                 .filter(|p| !p.created)
-                .filter_map(|p| p.object_id.clone().map(|o| (o, p.version)))
+                .filter_map(|p| p.object_id.clone().map(|o| (o, p.committed.version)))
                 .collect();
         }
         Ok(Some(change))
@@ -131,7 +131,7 @@ impl WriteUpdate<'_> {
         let p = &self.pending[i];
         let (committed, copied) = copy_into(
             self.storage,
-            (&p.location, p.version),
+            (&p.location, p.committed.version),
             (&leaf.location, leaf.read_version),
             self.strong,
         )
@@ -141,8 +141,7 @@ impl WriteUpdate<'_> {
         p.object_id = Some(leaf.object_id.clone());
         p.location = leaf.location.clone();
         p.base = leaf.read_version;
-        p.version = committed.version;
-        p.totals = committed.totals;
+        p.committed = committed;
         p.operation = "append";
         // Later rebases re-append exactly the copied rows.
         p.fragments = copied;
@@ -164,7 +163,7 @@ impl WriteUpdate<'_> {
             object_type: TABLE.into(),
             location: Some(p.location.clone()),
             props: HashMap::new(),
-            read_version: self.strong.then_some(p.version),
+            read_version: self.strong.then_some(p.committed.version),
             values: self
                 .field_ids
                 .iter()
@@ -173,7 +172,7 @@ impl WriteUpdate<'_> {
                 .collect(),
         });
         if self.strong {
-            rows.push(version_row(&oid, &p.committed(), "create", None, p.rows()));
+            rows.push(version_row(&oid, &p.committed, "create", None, p.rows()));
         }
         self.pending[i].object_id = Some(oid);
         Ok(())
@@ -204,7 +203,7 @@ impl WriteUpdate<'_> {
         change.copy_rows.push(row);
         change.rows.push(version_row(
             &oid,
-            &p.committed(),
+            &p.committed,
             p.operation,
             p.base,
             p.rows(),
@@ -242,8 +241,7 @@ impl WriteUpdate<'_> {
             .execute(Transaction::new(read_version, op, None))
             .await?;
         p.base = Some(read_version);
-        p.version = committed.version().version;
-        p.totals = LeafVersion::of(&committed).await?.totals;
+        p.committed = LeafVersion::of(&committed).await?;
         Ok(())
     }
 

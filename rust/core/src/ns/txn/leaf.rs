@@ -13,7 +13,7 @@ use lance::table::format::Fragment;
 use crate::arrow::array::RecordBatch;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
-use crate::ns::manifest::{LeafTotals, LeafVersion, Snapshot};
+use crate::ns::manifest::{LeafVersion, Snapshot};
 use crate::ns::session::session;
 use crate::ns::storage::Storage;
 use crate::ns::write::flush::{op_fragments, read_adapted, write_params, Schemas};
@@ -36,16 +36,14 @@ pub(crate) struct Pending {
     pub(crate) created: bool,
     /// The version our change was based on (None: created, or weak mode).
     pub(crate) base: Option<u64>,
-    /// The version holding our change.
-    pub(crate) version: u64,
+    /// The version holding our change, with its totals.
+    pub(crate) committed: LeafVersion,
     /// `append` or `overwrite` (`create` for new leaves).
     pub(crate) operation: &'static str,
     /// Whether an append rewrote the partition (its leaf had an older schema).
     pub(crate) rewritten: bool,
     /// The fragments we wrote (for rebasing).
     pub(crate) fragments: Vec<Fragment>,
-    /// What [`Pending::version`] holds.
-    pub(crate) totals: LeafTotals,
 }
 
 impl Pending {
@@ -55,14 +53,6 @@ impl Pending {
             .iter()
             .map(|f| f.physical_rows.unwrap_or(0) as u64)
             .sum()
-    }
-
-    /// The version holding our change, with its totals.
-    pub(crate) fn committed(&self) -> LeafVersion {
-        LeafVersion {
-            version: self.version,
-            totals: self.totals,
-        }
     }
 }
 
@@ -98,11 +88,10 @@ pub(crate) async fn commit_leaf(
                 path: path.clone(),
                 created: true,
                 base: None,
-                version: ds.version().version,
                 operation: "create",
                 rewritten: false,
                 fragments: part.fragments,
-                totals: LeafTotals::of(&ds).await?,
+                committed: LeafVersion::of(&ds).await?,
             })
         }
         Target::Existing {
@@ -131,11 +120,10 @@ pub(crate) async fn commit_leaf(
                 path: Vec::new(),
                 created: false,
                 base: Some(read_version),
-                version: committed.version().version,
                 operation: if part.rewrite { "overwrite" } else { "append" },
                 rewritten: part.rewrite && !replaces,
                 fragments: part.fragments,
-                totals: LeafTotals::of(&committed).await?,
+                committed: LeafVersion::of(&committed).await?,
             })
         }
     }
