@@ -25,7 +25,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 
 DIST := $(ROOT)/dist
 
-.PHONY: all venv build wheel test test-rust test-python lint stubtest fmt demo bench bench-rust java-check clean
+.PHONY: all venv jar build wheel test test-rust test-python lint stubtest fmt demo bench bench-rust java-check clean
 
 all: test
 
@@ -38,12 +38,28 @@ $(VENV)/.installed: requirements-dev.txt
 
 venv: $(VENV)/.installed
 
+# The Spark key functions (java/): compiled against the pyspark jars of the venv into the
+# package, so wheels carry them and Spark loads them with ADD JAR (see _spark_key.py).
+JAR := $(ROOT)/python/lance_partitioned/jars/lance-partitioned-spark.jar
+JAVA_SOURCES := $(wildcard $(ROOT)/java/io/lancepartitioned/spark/*.java)
+JDK_BIN := $(if $(JAVA_HOME),$(JAVA_HOME)/bin/,)
+
+$(JAR): $(JAVA_SOURCES) $(VENV)/.installed
+	@command -v $(JDK_BIN)javac >/dev/null || { echo "javac (a JDK 17+) is required: apt-get install openjdk-17-jdk-headless"; exit 1; }
+	rm -rf $(CACHE)/java-classes && mkdir -p $(CACHE)/java-classes $(dir $@)
+	$(JDK_BIN)javac --release 17 -Xlint:all,-path -Werror -d $(CACHE)/java-classes \
+		-cp "$$($(PY) -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')/jars/*" \
+		$(JAVA_SOURCES)
+	$(JDK_BIN)jar --create --file $@ -C $(CACHE)/java-classes .
+
+jar: $(JAR)
+
 # One build profile (release) for tests, benchmarks and the demo.
-build: venv
+build: venv jar
 	cd $(ROOT) && maturin develop --release -q --features test-hooks
 
 # The installable wheel (abi3, release, no test hooks) into dist/, as users get it.
-wheel: venv
+wheel: venv jar
 	rm -f $(DIST)/lance_partitioned-*.whl
 	cd $(ROOT) && maturin build --release -q -o $(DIST)
 	@ls -l $(DIST)/lance_partitioned-*.whl
@@ -96,4 +112,4 @@ fmt: venv
 	ruff check --fix python tests benches
 
 clean:
-	rm -rf $(VENV) python/lance_partitioned/*.so
+	rm -rf $(VENV) python/lance_partitioned/*.so python/lance_partitioned/jars

@@ -186,12 +186,15 @@ def test_spark_writes_and_reads_struct_sources(spark: Any, tmp_path: Path) -> No
     locs = [{"city": c, "zip": z} for c in ("Paris", "Lyon", None) for z in range(20)] + [None]
     t = table(locs)
     df = spark.createDataFrame(t.to_pandas()).repartition(3)
-    from lance_partitioned.spark import _native_key_columns
+    from lance_partitioned._spark_key import key_columns
 
-    # identity(loc.city) is a Spark-native key column; bucket(loc.zip) needs our kernel.
-    cols, complete = _native_key_columns(lp.PartitionedNamespace.open(uri), df)
+    # identity(loc.city) is a Spark-native key column; bucket(loc.zip) needs our JVM function
+    # (or, without it, our kernel in Python).
+    ns = lp.PartitionedNamespace.open(uri)
+    cols, complete = key_columns(ns, df, jvm=False)
     assert not complete
     assert len(cols) == 1
+    assert key_columns(ns, df, jvm=True)[1]
     got_cities = {r[0] for r in df.select(cols[0]).distinct().collect()}
     assert got_cities == {"Paris", "Lyon", None}
     for clustered in (True, False):

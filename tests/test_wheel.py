@@ -36,6 +36,12 @@ SMOKE = textwrap.dedent(
         raise AssertionError("expected NamespaceNotFoundError")
     # Package data: the lineage facet's JSON schema ships in the wheel.
     assert lp.lineage.partitions_schema()["$defs"]["PartitionDatasetFacet"]
+    # ... and so does the jar of the JVM key functions for Spark.
+    import zipfile
+    from lance_partitioned._spark_key import jar_path
+    assert "site-packages" in jar_path(), jar_path()
+    names = zipfile.ZipFile(jar_path()).namelist()
+    assert "io/lancepartitioned/spark/Bucket.class" in names, names
     print("smoke ok", lp.__version__)
     print("root=" + root)
     """

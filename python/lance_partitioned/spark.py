@@ -5,8 +5,10 @@ Requires PySpark >= 4.1 (Java 17+). The workers must be able to import ``lance_p
 
 Write pipeline (:func:`write`):
 
-1. an Arrow UDF computes each row's partition key in Rust, reading only the partition source
-   columns (``clustered`` mode);
+1. each row's partition key is computed in Spark: identity, date and truncate fields with
+   Spark's own functions, bucket fields with this package's JVM murmur3 functions, and what
+   neither can compute (custom expressions) with the Rust kernel in an Arrow UDF
+   (``clustered`` mode; see ``_spark_key``);
 2. ``repartition`` by that key, so each partition's rows meet in one task (few files);
 3. ``mapInArrow`` routes each task's rows and writes uncommitted Lance fragments in Rust; it
    returns one small message per task;
@@ -37,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from lance_partitioned import _native
+from lance_partitioned._spark_key import cluster
 from lance_partitioned._spark_tasks import MAX_ROWS_PER_TASK
 from lance_partitioned._spark_workers import check_workers
 from lance_partitioned.distributed import DistributedWrite, TaskLimits, stage_task
@@ -57,7 +59,7 @@ from lance_partitioned.options import (
     storage_options_arg,
     write_args,
 )
-from lance_partitioned.spec import PartitionSpec, source_fields
+from lance_partitioned.spec import PartitionSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -66,7 +68,6 @@ log = logging.getLogger("lance_partitioned.spark")
 
 FORMAT = SPARK_FORMAT
 """The Spark data source name (``df.write.format(FORMAT)``)."""
-_KEY = "__lance_partitioned_key"
 
 
 def register(spark: SparkSession) -> None:
@@ -79,30 +80,6 @@ def register(spark: SparkSession) -> None:
     check_workers(spark)
     spark.dataSource.register(LancePartitionedDataSource)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-
-
-_HASHERS: dict[str, _native.KeyHasher] = {}
-
-
-def _hasher(dw: DistributedWrite) -> _native.KeyHasher:
-    """The key hasher of one write (by its nonce), built once per worker process."""
-    h = _HASHERS.get(dw.nonce)
-    if h is None:
-        h = dw.key_hasher()
-        _HASHERS.clear()
-        _HASHERS[dw.nonce] = h
-    return h
-
-
-def _key_function(dw: DistributedWrite, names: list[str]) -> Any:
-    """The Arrow UDF body: partition keys from the source columns (passed one argument per
-    column; a struct argument measured ~20% slower)."""
-
-    def partition_key(*sources: pa.Array) -> pa.Array:  # type: ignore[type-arg]
-        batch = pa.RecordBatch.from_arrays(list(sources), names=names)
-        return _hasher(dw).hash(batch)
-
-    return partition_key
 
 
 class _Stage:
@@ -121,68 +98,6 @@ class _Stage:
             yield pa.record_batch(
                 {"message": pa.array([msg], pa.binary()), "rows": pa.array([rows], pa.int64())}
             )
-
-
-def _native_key_columns(ns: PartitionedNamespace, df: DataFrame) -> tuple[list[Any], bool]:
-    """Spark expressions for the current spec's partition fields that Spark can compute
-    exactly itself, and whether that covers every field.
-
-    Identity fields are their source column; year/month/day/hour of a DATE, or of a TIMESTAMP
-    (an instant, evaluated in UTC from ``unix_micros``, so the session time zone plays no
-    part), are computed with date functions. Other transforms (bucket, truncate, expressions)
-    are not: a key without them is coarser, which still keeps every partition in one task.
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import DateType, StructType, TimestampType
-
-    sources = {fid: (name, t) for name, (fid, t) in source_fields(ns.schema).items()}
-
-    def spark_type(path: list[str]) -> Any:
-        """The Spark type at a source path (``["loc", "city"]``), None when ``df`` lacks it."""
-        t: Any = df.schema
-        for part in path:
-            if not isinstance(t, StructType) or part not in t.fieldNames():
-                return None
-            t = t[part].dataType
-        return t
-
-    specs = ns.specs
-    cols: list[Any] = []
-    complete = True
-    for f in specs[max(specs)]["fields"]:
-        kind = (f.get("transform") or {}).get("type")
-        found = sources.get(f["source_ids"][0]) if len(f["source_ids"]) == 1 else None
-        src, ns_type = found if found is not None else (None, None)
-        # A top-level column (its name may hold dots), or a struct child (`loc.city`).
-        path = [] if src is None else [src] if src in ns.schema.names else src.split(".")
-        st = spark_type(path) if path else None
-        ref = ".".join(f"`{p}`" for p in path)
-        col = None
-        if kind == "identity" and st is not None:
-            col = F.col(ref)
-        elif kind in ("year", "month", "day", "hour") and st is not None and ns_type is not None:
-            date = None
-            if isinstance(st, DateType) and pa.types.is_date(ns_type) and kind != "hour":
-                date = F.col(ref)
-            elif (
-                isinstance(st, TimestampType)
-                and pa.types.is_timestamp(ns_type)
-                and getattr(ns_type, "tz", None) in ("UTC", "Etc/UTC", "+00:00", "Z")
-            ):
-                micros = F.unix_micros(F.col(ref))
-                day_us = F.lit(86_400_000_000)
-                if kind == "hour":
-                    col = F.floor(F.pmod(micros, day_us) / 3_600_000_000)
-                else:
-                    days = ((micros - F.pmod(micros, day_us)) / day_us).cast("int")
-                    date = F.date_from_unix_date(days)
-            if date is not None:
-                col = {"year": F.year, "month": F.month, "day": F.dayofmonth}[kind](date)
-        if col is None:
-            complete = False
-        else:
-            cols.append(col)
-    return cols, complete
 
 
 def write(
@@ -218,14 +133,16 @@ def write(
     one file per task. ``max_new_partitions`` is the most partitions one task may create
     (``None``: no limit); past it the write fails before anything is committed.
 
-    ``key`` (clustered writes): ``"exact"`` shuffles by the exact partition key: Spark
-    computes it itself when every partition field allows (identity, and year/month/day/hour
-    of a DATE or of a UTC TIMESTAMP, evaluated in UTC), otherwise a Rust Arrow UDF over the
-    partition source columns does (one extra pass of those columns through Python).
-    ``"native"`` shuffles by the fields Spark computes itself and ignores the others (e.g.
-    bucket): a coarser key with no Python pass; each partition still meets in one task, but
-    tasks only balance as well as those fields' values do, so use it when they have many
-    more distinct values than ``num_tasks`` (a spec with no such field falls back to
+    ``key`` (clustered writes): ``"exact"`` shuffles by the exact partition key, computed in
+    Spark when every partition field allows: identity, truncate of strings and integers,
+    year/month/day/hour of a DATE or of a UTC TIMESTAMP (evaluated in UTC), and bucket /
+    multi_bucket of integers, floats, strings, binary, dates and microsecond timestamps (JVM
+    murmur3 functions shipped in this package's jar, bit-exact with the Rust kernels).
+    Otherwise (custom expressions, other hashed types, the jar not loadable) a Rust Arrow UDF
+    over the partition source columns computes it (one extra pass of those columns through
+    Python). ``"native"`` shuffles by the fields Spark computes itself and ignores the others:
+    a coarser key with no Python pass; each partition still meets in one task, but tasks only
+    balance as well as those fields' values do (a spec with no such field falls back to
     ``"exact"``).
 
     Values are cast to the namespace schema before partitioning, so where a row lands never
@@ -247,7 +164,7 @@ def write(
     ns = ensure_namespace(uri, df.schema, spec, properties, storage_options_arg(storage_options))
     dw = ns.distributed_write(mode, transaction_mode=transaction_mode, lineage_job=lineage_job)
     log.info("lance-partitioned: writing to %s (%s, clustered=%s)", ns.root, dw, clustered)
-    out = _cluster(df, ns, dw, key, num_tasks) if clustered else df
+    out = cluster(df, ns, dw, key, num_tasks) if clustered else df
     t1 = time.perf_counter()
     rows = out.mapInArrow(_Stage(dw, limits, _after_stage), "message binary, rows long").collect()
     t2 = time.perf_counter()
@@ -271,25 +188,6 @@ def _check_shuffle(clustered: bool, key: str, num_tasks: int | None) -> None:
         )
     if key not in ("exact", "native"):
         raise InvalidArgumentError(f"key must be 'exact' or 'native', not {key!r}")
-
-
-def _cluster(
-    df: DataFrame, ns: PartitionedNamespace, dw: DistributedWrite, key: str, num_tasks: int | None
-) -> DataFrame:
-    """``df`` repartitioned so that every partition's rows meet in one task."""
-    from pyspark.sql.pandas.functions import arrow_udf
-
-    n = num_tasks or int(df.sparkSession.conf.get("spark.sql.shuffle.partitions", "200") or "200")
-    native, complete = _native_key_columns(ns, df)
-    if native and (complete or key == "native"):
-        log.info("lance-partitioned: clustering by a Spark-native key (exact: %s)", complete)
-        return df.repartition(n, *native)
-    sources = [c for c in dw.key_hasher().source_columns if c in df.columns]
-    if not sources:
-        return df
-    udf = arrow_udf(_key_function(dw, sources), "int")  # type: ignore[call-overload]
-    log.info("lance-partitioned: clustering by the exact key (Rust Arrow UDF)")
-    return df.withColumn(_KEY, udf(*[df[c] for c in sources])).repartition(n, _KEY).drop(_KEY)
 
 
 def _log_commit(result: WriteResult, *, t3: float, t2: float, t0: float) -> None:
