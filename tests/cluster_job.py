@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 
 import lance_partitioned as lp
 import lance_partitioned.spark as lps
+from lance_partitioned import _spark_key
 
 COUNTRIES = ["US", "FR", "DE", "IN", "BR"]
 SPEC = lp.PartitionSpec(
@@ -170,6 +171,14 @@ def main() -> None:
     uri = f"s3://{bucket}/clustered"
     r = lps.write(events(spark, 0, n, 4), uri, spec=SPEC, storage_options=options)
     out["clustered"] = {"written": r.rows, **check(uri, options, 0, n)}
+    # The bucket key ran in the executors' JVMs (the jar shipped by ADD JAR): one file per
+    # partition, and no Python key function in the plan.
+    ns = lp.PartitionedNamespace.open(uri, storage_options=options)
+    plan = _spark_key.cluster(
+        events(spark, 0, 10, 4), ns, ns.distributed_write("append"), "exact", 4
+    )
+    out["clustered"]["jvm_key"] = "ArrowEvalPython" not in plan._jdf.queryExecution().toString()
+    out["clustered"]["files_per_partition"] = r.files / r.partitions
 
     # 2. One-pass write into its own namespace.
     uri2 = f"s3://{bucket}/one-pass"

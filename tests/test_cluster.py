@@ -64,6 +64,8 @@ def test_ingest_pipeline_on_a_standalone_cluster(
         assert (got["rows"], got["unique"], got["min"], got["max"]) == (n, n, 0, n - 1), step
         assert got["partitions"] == 20, step
     assert res["clustered"]["written"] == res["one_pass"]["written"] == n
+    assert res["clustered"]["jvm_key"] is True
+    assert res["clustered"]["files_per_partition"] == 1
     # 'FR' is every fifth id: 4 buckets of it, nothing else read.
     assert res["pruned_read"]["tasks"] <= 4  # small leaves share read tasks
     del res["pruned_read"]["tasks"]
