@@ -94,30 +94,81 @@ fn hash_u32x4(v: __m128i) -> __m128i {
 fn bucket(h: __m128i, r: &Rem) -> __m128i {
     let sign = _mm_srai_epi32::<31>(h);
     let n = _mm_sub_epi32(_mm_xor_si128(h, sign), sign);
-    if r.pow2 {
-        return _mm_and_si128(n, r.mask);
+    match r.kind {
+        Kind::Pow2 => _mm_and_si128(n, r.mask),
+        Kind::Short => rem_short(n, r),
+        Kind::Long => {
+            let q = mulhi(n, r.magic);
+            let t = _mm_add_epi32(_mm_srli_epi32::<1>(_mm_sub_epi32(n, q)), q);
+            let quot = _mm_srl_epi32(t, r.shift);
+            _mm_sub_epi32(n, mullo(quot, r.d))
+        }
     }
-    let q = mulhi(n, r.magic);
-    let t = _mm_add_epi32(_mm_srli_epi32::<1>(_mm_sub_epi32(n, q)), q);
-    let quot = _mm_srl_epi32(t, r.shift);
-    _mm_sub_epi32(n, mullo(quot, r.d))
+}
+
+/// `n mod d` for `n <= 2^31` with a 32-bit multiplier, lanes kept in their 64-bit halves:
+/// the even lanes and the odd lanes (shifted down) each get one `pmuludq` for the quotient
+/// (the whole 64-bit product, shifted by `31 + l`: no add-and-halve step) and one for
+/// quotient x d, and the two halves are merged once at the end.
+#[inline]
+#[target_feature(enable = "sse2")]
+fn rem_short(n: __m128i, r: &Rem) -> __m128i {
+    let odd = _mm_srli_epi64::<32>(n);
+    let q_even = _mm_srl_epi64(_mm_mul_epu32(n, r.magic), r.shift);
+    let q_odd = _mm_srl_epi64(_mm_mul_epu32(odd, r.magic), r.shift);
+    let r_even = _mm_sub_epi32(n, _mm_mul_epu32(q_even, r.d));
+    let r_odd = _mm_sub_epi32(odd, _mm_mul_epu32(q_odd, r.d));
+    _mm_or_si128(
+        _mm_and_si128(r_even, _mm_set_epi32(0, -1, 0, -1)),
+        _mm_slli_epi64::<32>(r_odd),
+    )
+}
+
+/// How [`bucket`] reduces `|h|` by the divisor.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// A mask.
+    Pow2,
+    /// [`rem_short`]: a 32-bit multiplier exact for every dividend up to 2^31.
+    Short,
+    /// The [`FastRem`] 33-bit multiplier (add-and-halve), exact for every u32.
+    Long,
 }
 
 /// A [`FastRem`] broadcast to 4 lanes.
 struct Rem {
-    pow2: bool,
+    kind: Kind,
     mask: __m128i,
     magic: __m128i,
     shift: __m128i,
     d: __m128i,
 }
 
+/// The multiplier `ceil(2^(31+l) / d)` (`2^l` the next power of two above `d`) and its shift,
+/// when they divide every `n <= 2^31` exactly: every `n < 2^31` by the round-up reciprocal
+/// bound (`m d - 2^(31+l) < d <= 2^l`), and `n = 2^31` (`|i32::MIN|`) is checked.
+fn short_magic(d: u32) -> Option<(u32, u32)> {
+    if d < 3 || d.is_power_of_two() {
+        return None;
+    }
+    let l = 32 - (d - 1).leading_zeros();
+    let shift = 31 + l;
+    let m = (1u64 << shift).div_ceil(d as u64);
+    let m32 = u32::try_from(m).ok()?;
+    ((1u64 << 31) * m >> shift == (1u64 << 31) / d as u64).then_some((m32, shift))
+}
+
 impl Rem {
     #[target_feature(enable = "sse2")]
     fn new(r: &FastRem) -> Self {
         let (d, magic, shift, pow2) = r.parts();
+        let (kind, magic, shift) = match short_magic(d) {
+            _ if pow2 => (Kind::Pow2, magic, shift),
+            Some((m, s)) => (Kind::Short, m, s),
+            None => (Kind::Long, magic, shift),
+        };
         Rem {
-            pow2,
+            kind,
             mask: _mm_set1_epi32(d.wrapping_sub(1) as i32),
             magic: _mm_set1_epi32(magic as i32),
             shift: _mm_cvtsi32_si128(shift as i32),
@@ -224,6 +275,53 @@ pub(super) fn bucket_u32(src: &[u32], r: &FastRem) -> Vec<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bucket_is_exact_at_every_edge() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut divisors: Vec<u32> = vec![3, 5, 6, 7, 10, 11, 100, 641, 1000, 6700417];
+        divisors.extend([65_535, 65_537, (1 << 30) + 1, (1 << 31) - 1, (1 << 31) + 1, u32::MAX]);
+        for _ in 0..200 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            divisors.push((x as u32 >> (x % 31)).max(1));
+        }
+        let mut short = 0;
+        for d in divisors {
+            let r = FastRem::new(d).unwrap();
+            // SAFETY: SSE2 is part of the x86-64 baseline.
+            let rv = unsafe { Rem::new(&r) };
+            short += matches!(rv.kind, Kind::Short) as usize;
+            let mut hs: Vec<i32> = vec![i32::MIN, i32::MIN + 1, i32::MAX, -1, 0, 1];
+            for k in [1u64, 2, 3, 1000, (1u64 << 31) / d as u64] {
+                let m = (k * d as u64).min(1 << 31) as i64;
+                for v in [m - 1, m, m + 1] {
+                    hs.extend([v, -v].map(|v| v.clamp(i32::MIN as i64, i32::MAX as i64) as i32));
+                }
+            }
+            for _ in 0..64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                hs.push(x as i32);
+            }
+            for c in hs.chunks(4) {
+                let mut lanes = [0i32; 4];
+                lanes[..c.len()].copy_from_slice(c);
+                let mut got = [0i32; 4];
+                // SAFETY: 16-byte unaligned load and store of local arrays; SSE2 is baseline.
+                unsafe {
+                    let v = _mm_loadu_si128(lanes.as_ptr() as *const __m128i);
+                    _mm_storeu_si128(got.as_mut_ptr() as *mut __m128i, bucket(v, &rv));
+                }
+                for (h, g) in lanes.iter().zip(got) {
+                    assert_eq!(g as u32, h.unsigned_abs() % d, "d={d} h={h}");
+                }
+            }
+        }
+        assert!(short > 100, "the 32-bit multiplier applies to most divisors ({short})");
+    }
 
     #[test]
     fn sse2_equals_scalar() {
