@@ -412,3 +412,20 @@ def test_writes_on_object_storage_default_to_more_concurrency() -> None:
     assert write_concurrency("file:///data/ns", None) == 8
     assert write_concurrency("memory://ns", None) == 8
     assert write_concurrency("s3://b/ns", 3) == 3
+
+
+def test_a_new_partition_costs_three_requests(
+    s3_uri: tuple[str, dict[str, str]], s3_server: Any
+) -> None:
+    """A new leaf is written with three PUTs (data file, transaction file, version manifest)
+    and nothing else: no listing to see whether it exists (its location is fresh and random;
+    the create-only manifest put refuses an existing one) and no version hint file."""
+    uri, options = s3_uri
+    ns = create(uri, options)
+    ns.write(rows(range(10), ["US"]))
+    mark = s3_server.log_mark()
+    res = ns.write(rows(range(10, 70), ["FR", "DE", "JP"]))
+    assert res.created == 6  # 3 countries x 2 buckets
+    leaves = s3_server.requests(mark, "dataset")
+    assert leaves == {"PUT": 3 * 6}, leaves
+    assert ids_of(ns, "country = 'JP'") == list(range(11, 70, 3))

@@ -280,7 +280,14 @@ mod tests {
     fn bucket_is_exact_at_every_edge() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let mut divisors: Vec<u32> = vec![3, 5, 6, 7, 10, 11, 100, 641, 1000, 6700417];
-        divisors.extend([65_535, 65_537, (1 << 30) + 1, (1 << 31) - 1, (1 << 31) + 1, u32::MAX]);
+        divisors.extend([
+            65_535,
+            65_537,
+            (1 << 30) + 1,
+            (1 << 31) - 1,
+            (1 << 31) + 1,
+            u32::MAX,
+        ]);
         for _ in 0..200 {
             x ^= x << 13;
             x ^= x >> 7;
@@ -320,7 +327,10 @@ mod tests {
                 }
             }
         }
-        assert!(short > 100, "the 32-bit multiplier applies to most divisors ({short})");
+        assert!(
+            short > 100,
+            "the 32-bit multiplier applies to most divisors ({short})"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::ns::manifest::{LeafVersion, Snapshot};
 use crate::ns::session::session;
 use crate::ns::storage::Storage;
+use crate::ns::txn::new_leaf::NewLeafCommit;
 use crate::ns::write::flush::{op_fragments, read_adapted, write_params, Schemas};
 use crate::ns::write::staged::StagedPart;
 use crate::ns::write::target::Target;
@@ -74,11 +75,15 @@ pub(crate) async fn commit_leaf(
     match &part.target {
         Target::New { location, path } => {
             let uri = storage.uri(location);
-            let ds = CommitBuilder::new(uri.as_str())
+            let mut commit = CommitBuilder::new(uri.as_str())
                 .with_session(session()?)
                 .with_store_params(storage.store_params())
                 .enable_v2_manifest_paths(true)
-                .with_skip_auto_cleanup(true)
+                .with_skip_auto_cleanup(true);
+            if let Some(handler) = NewLeafCommit::for_uri(&uri) {
+                commit = commit.with_commit_handler(handler);
+            }
+            let ds = commit
                 .execute(Transaction::new(0, overwrite(part.fragments.clone()), None))
                 .await?;
             Ok(Pending {

@@ -12,11 +12,13 @@
 //! - [`conflict`]: a write's manifest change, with conflict resolution against concurrent
 //!   commits.
 //! - [`manifest_commit`]: the retried atomic manifest commit every change goes through.
+//! - [`new_leaf`]: the commit handler of new leaf tables (no existence listing, no hint).
 
 pub(crate) mod conflict;
 pub(crate) mod hooks;
 pub(crate) mod leaf;
 pub(crate) mod manifest_commit;
+pub(crate) mod new_leaf;
 
 use std::sync::Arc;
 
