@@ -155,7 +155,7 @@ fn short_magic(d: u32) -> Option<(u32, u32)> {
     let shift = 31 + l;
     let m = (1u64 << shift).div_ceil(d as u64);
     let m32 = u32::try_from(m).ok()?;
-    ((1u64 << 31) * m >> shift == (1u64 << 31) / d as u64).then_some((m32, shift))
+    ((((1u64 << 31) * m) >> shift) == (1u64 << 31) / d as u64).then_some((m32, shift))
 }
 
 impl Rem {
