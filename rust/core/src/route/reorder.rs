@@ -212,14 +212,21 @@ pub(super) fn reorder_columns(
             .map(|c| reorder(c, dest, g, offsets, &perm))
             .collect::<Result<Vec<_>>>();
     }
+    // Largest columns first (by the bytes they move), so that a wide string column taken
+    // last does not leave the other threads idle while it is moved.
+    let mut order: Vec<usize> = (0..cols.len()).collect();
+    order.sort_by_key(|&i| {
+        std::cmp::Reverse(cols[i].to_data().get_slice_memory_size().unwrap_or(0))
+    });
     let next = AtomicUsize::new(0);
     let done: Vec<Mutex<Option<Result<ArrayRef>>>> =
         cols.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(c) = cols.get(i) else { break };
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = order.get(k) else { break };
+                let c = &cols[i];
                 let r = reorder(c, dest, g, offsets, &perm);
                 if let Ok(mut slot) = done[i].lock() {
                     *slot = Some(r);
