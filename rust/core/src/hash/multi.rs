@@ -91,8 +91,9 @@ fn undictionary(array: &dyn Array) -> Result<ArrayRef> {
     }
 }
 
-/// Rows hashed together: their states (16 bytes each) stay in the L1 cache while every
-/// column feeds them, instead of streaming one state per row through memory per column.
+/// Rows hashed together by the streaming path: their states (16 bytes each) stay in the L1
+/// cache while every column feeds them, and the memory for states is bounded (16 KB instead
+/// of 16 bytes per row of the whole array).
 const BLOCK: usize = 1024;
 
 /// Feeds the bytes of every non-NULL value of rows `start..start + states.len()` of a

@@ -215,7 +215,7 @@ pub(super) fn reorder_columns(
     // Largest columns first (by the bytes they move), so that a wide string column taken
     // last does not leave the other threads idle while it is moved.
     let mut order: Vec<usize> = (0..cols.len()).collect();
-    order.sort_by_key(|&i| {
+    order.sort_by_cached_key(|&i| {
         std::cmp::Reverse(cols[i].to_data().get_slice_memory_size().unwrap_or(0))
     });
     let next = AtomicUsize::new(0);

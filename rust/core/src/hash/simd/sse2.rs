@@ -25,16 +25,6 @@ fn mullo(a: __m128i, b: __m128i) -> __m128i {
     )
 }
 
-/// High 32 bits of the lane-wise unsigned product with a broadcast `m`.
-#[inline]
-#[target_feature(enable = "sse2")]
-fn mulhi(a: __m128i, m: __m128i) -> __m128i {
-    let even = _mm_mul_epu32(a, m);
-    let odd = _mm_mul_epu32(_mm_srli_epi64::<32>(a), m);
-    let hi_mask = _mm_set_epi32(-1, 0, -1, 0);
-    _mm_or_si128(_mm_srli_epi64::<32>(even), _mm_and_si128(odd, hi_mask))
-}
-
 #[inline]
 #[target_feature(enable = "sse2")]
 fn rotl<const L: i32, const R: i32>(x: __m128i) -> __m128i {
@@ -94,15 +84,10 @@ fn hash_u32x4(v: __m128i) -> __m128i {
 fn bucket(h: __m128i, r: &Rem) -> __m128i {
     let sign = _mm_srai_epi32::<31>(h);
     let n = _mm_sub_epi32(_mm_xor_si128(h, sign), sign);
-    match r.kind {
-        Kind::Pow2 => _mm_and_si128(n, r.mask),
-        Kind::Short => rem_short(n, r),
-        Kind::Long => {
-            let q = mulhi(n, r.magic);
-            let t = _mm_add_epi32(_mm_srli_epi32::<1>(_mm_sub_epi32(n, q)), q);
-            let quot = _mm_srl_epi32(t, r.shift);
-            _mm_sub_epi32(n, mullo(quot, r.d))
-        }
+    if r.pow2 {
+        _mm_and_si128(n, r.mask)
+    } else {
+        rem_short(n, r)
     }
 }
 
@@ -124,51 +109,34 @@ fn rem_short(n: __m128i, r: &Rem) -> __m128i {
     )
 }
 
-/// How [`bucket`] reduces `|h|` by the divisor.
-#[derive(Clone, Copy)]
-enum Kind {
-    /// A mask.
-    Pow2,
-    /// [`rem_short`]: a 32-bit multiplier exact for every dividend up to 2^31.
-    Short,
-    /// The [`FastRem`] 33-bit multiplier (add-and-halve), exact for every u32.
-    Long,
-}
-
 /// A [`FastRem`] broadcast to 4 lanes.
 struct Rem {
-    kind: Kind,
+    pow2: bool,
     mask: __m128i,
     magic: __m128i,
     shift: __m128i,
     d: __m128i,
 }
 
-/// The multiplier `ceil(2^(31+l) / d)` (`2^l` the next power of two above `d`) and its shift,
-/// when they divide every `n <= 2^31` exactly: every `n < 2^31` by the round-up reciprocal
-/// bound (`m d - 2^(31+l) < d <= 2^l`), and `n = 2^31` (`|i32::MIN|`) is checked.
-fn short_magic(d: u32) -> Option<(u32, u32)> {
-    if d < 3 || d.is_power_of_two() {
-        return None;
-    }
-    let l = 32 - (d - 1).leading_zeros();
+/// The multiplier `m = ceil(2^(31+l) / d)` (`2^l` the next power of two above `d`, which is
+/// not a power of two) and its shift `31 + l`. It divides every `n <= 2^31` exactly: with
+/// `e = m d - 2^(31+l) < d <= 2^l`, `n m / 2^(31+l) = n / d + n e / (d 2^(31+l))` and the error
+/// term is below `1/d` for `n <= 2^31`, too small to reach the next integer. `m < 2^32`
+/// because `d > 2^(l-1)`.
+fn short_magic(d: u32) -> (u32, u32) {
+    let l = 32 - d.saturating_sub(1).leading_zeros();
     let shift = 31 + l;
-    let m = (1u64 << shift).div_ceil(d as u64);
-    let m32 = u32::try_from(m).ok()?;
-    ((((1u64 << 31) * m) >> shift) == (1u64 << 31) / d as u64).then_some((m32, shift))
+    let m = (1u64 << shift).div_ceil(d.max(1) as u64);
+    (m as u32, shift)
 }
 
 impl Rem {
     #[target_feature(enable = "sse2")]
     fn new(r: &FastRem) -> Self {
-        let (d, magic, shift, pow2) = r.parts();
-        let (kind, magic, shift) = match short_magic(d) {
-            _ if pow2 => (Kind::Pow2, magic, shift),
-            Some((m, s)) => (Kind::Short, m, s),
-            None => (Kind::Long, magic, shift),
-        };
+        let (d, _, _, pow2) = r.parts();
+        let (magic, shift) = short_magic(d);
         Rem {
-            kind,
+            pow2,
             mask: _mm_set1_epi32(d.wrapping_sub(1) as i32),
             magic: _mm_set1_epi32(magic as i32),
             shift: _mm_cvtsi32_si128(shift as i32),
@@ -294,12 +262,10 @@ mod tests {
             x ^= x << 17;
             divisors.push((x as u32 >> (x % 31)).max(1));
         }
-        let mut short = 0;
         for d in divisors {
             let r = FastRem::new(d).unwrap();
             // SAFETY: SSE2 is part of the x86-64 baseline.
             let rv = unsafe { Rem::new(&r) };
-            short += matches!(rv.kind, Kind::Short) as usize;
             let mut hs: Vec<i32> = vec![i32::MIN, i32::MIN + 1, i32::MAX, -1, 0, 1];
             for k in [1u64, 2, 3, 1000, (1u64 << 31) / d as u64] {
                 let m = (k * d as u64).min(1 << 31) as i64;
@@ -327,10 +293,6 @@ mod tests {
                 }
             }
         }
-        assert!(
-            short > 100,
-            "the 32-bit multiplier applies to most divisors ({short})"
-        );
     }
 
     #[test]
