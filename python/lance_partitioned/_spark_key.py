@@ -94,15 +94,22 @@ def _spark_type(df: DataFrame, path: list[str]) -> Any:
     return t
 
 
-_INTEGRAL = ("ByteType", "ShortType", "IntegerType", "LongType")
 _SPARK_INTEGRAL = {8: "tinyint", 16: "smallint", 32: "int", 64: "bigint"}
+
+
+def _is_text(ns_type: pa.DataType) -> bool:
+    t = pa.types
+    return bool(t.is_string(ns_type) or t.is_large_string(ns_type) or t.is_string_view(ns_type))
 
 
 def _signed_integral(ns_type: pa.DataType, st: Any) -> str | None:
     """The Spark name of ``ns_type`` when it is a signed integer and ``st`` an integral Spark
     type, else None. Narrowing casts use ``try_cast``: a value out of the namespace type's
     range gets a NULL key and then fails the write with the cast error of staging."""
-    if type(st).__name__ not in _INTEGRAL or not pa.types.is_signed_integer(ns_type):
+    from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
+
+    integral = isinstance(st, (ByteType, ShortType, IntegerType, LongType))
+    if not integral or not pa.types.is_signed_integer(ns_type):
         return None
     return _SPARK_INTEGRAL[ns_type.bit_width]
 
@@ -122,9 +129,7 @@ def _hash_input(col: Column, ns_type: pa.DataType, st: Any) -> Column | None:
         return col
     if t.is_float64(ns_type) and isinstance(st, (T.FloatType, T.DoubleType)):
         return col.cast("double")
-    if (
-        t.is_string(ns_type) or t.is_large_string(ns_type) or t.is_string_view(ns_type)
-    ) and isinstance(st, T.StringType):
+    if _is_text(ns_type) and isinstance(st, T.StringType):
         return col.cast("binary")
     if (
         t.is_binary(ns_type) or t.is_large_binary(ns_type) or t.is_binary_view(ns_type)
@@ -168,10 +173,7 @@ def _truncate(width: int, col: Column, ns_type: pa.DataType, st: Any) -> Column 
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
-    t = pa.types
-    if (
-        t.is_string(ns_type) or t.is_large_string(ns_type) or t.is_string_view(ns_type)
-    ) and isinstance(st, StringType):
+    if _is_text(ns_type) and isinstance(st, StringType):
         return F.substring(col, 1, width)
     if _signed_integral(ns_type, st) is None:
         return None
