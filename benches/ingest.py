@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import tempfile
@@ -64,59 +65,57 @@ SPEC = lp.PartitionSpec(
 )
 
 
-def timed(fn: Callable[[], Any], repeat: int, setup: Callable[[], None]) -> float:
+def timed(fn: Callable[[Path], Any], repeat: int, fresh: Callable[[], Path]) -> tuple[float, Path]:
+    """Best time of ``fn`` over ``repeat`` runs, each into a directory ``fresh`` made new, and
+    the directory of the last run. Nothing is deleted between runs: ext4 without a journal
+    skips inodes deleted in the last minutes when it allocates new ones, so deleting the
+    previous run's thousands of files would slow the file creation of the next one."""
     times = []
     for _ in range(repeat):
-        setup()
+        path = fresh()
         t0 = time.perf_counter()
-        fn()
+        fn(path)
         times.append(time.perf_counter() - t0)
-    return min(times)
+    return min(times), path
 
 
 def ingest(n: int, repeat: int, work: Path) -> list[tuple[str, float, int]]:
     table = make_table(n)
     out: list[tuple[str, float, int]] = []
+    runs = iter(range(1 << 30))
 
-    def fresh(name: str) -> Path:
-        p = work / name
-        shutil.rmtree(p, ignore_errors=True)
-        return p
+    def fresh_dir(name: str) -> Callable[[], Path]:
+        return lambda: work / f"{name}-{next(runs)}"
 
     def count_files(p: Path, suffix: str) -> int:
         return sum(1 for _ in p.rglob(f"*{suffix}"))
 
     # ours
-    root = work / "ours"
-
-    def ours_setup() -> None:
-        shutil.rmtree(root, ignore_errors=True)
+    def ours_fresh() -> Path:
+        root = fresh_dir("ours")()
         lp.PartitionedNamespace.create(str(root), table.schema, SPEC)
+        return root
 
-    def ours() -> None:
+    def ours(root: Path) -> None:
         lp.PartitionedNamespace.open(str(root)).write(table)
 
-    t = timed(ours, repeat, ours_setup)
+    t, root = timed(ours, repeat, ours_fresh)
     ns = lp.PartitionedNamespace.open(str(root))
     parts = ns.partitions(with_rows=False).num_rows
     out.append(("ours: PartitionedNamespace.write (strong)", t, count_files(root, ".lance")))
     print(f"ours {n / t / 1e6:.2f} M rows/s, {parts} partitions", flush=True)
 
     # pyarrow write_to_dataset
-    pq_root = work / "parquet"
-
-    def pyarrow_write() -> None:
+    def pyarrow_write(pq_root: Path) -> None:
         keyed = table.append_column("city_bucket", k.bucket(table["city"], 16))
         pq.write_to_dataset(keyed, str(pq_root), partition_cols=["country", "city_bucket"])
 
-    t = timed(pyarrow_write, repeat, lambda: fresh("parquet") and None)
+    t, pq_root = timed(pyarrow_write, repeat, fresh_dir("parquet"))
     out.append(("pyarrow pq.write_to_dataset(partition_cols)", t, count_files(pq_root, ".parquet")))
     print(f"pyarrow {n / t / 1e6:.2f} M rows/s", flush=True)
 
     # pylance, one dataset per partition
-    pl_root = work / "pylance_parts"
-
-    def pylance_parts() -> None:
+    def pylance_parts(pl_root: Path) -> None:
         keys = pa.record_batch(
             {
                 "country": table["country"].combine_chunks(),
@@ -128,15 +127,12 @@ def ingest(n: int, repeat: int, work: Path) -> list[tuple[str, float, int]]:
         for i, part in enumerate(routed.batches):
             lance.write_dataset(part, str(pl_root / f"p{i}"))
 
-    t = timed(pylance_parts, repeat, lambda: fresh("pylance_parts") and None)
+    t, pl_root = timed(pylance_parts, repeat, fresh_dir("pylance_parts"))
     out.append(("pylance: lance.write_dataset per partition", t, count_files(pl_root, ".lance")))
     print(f"pylance per partition {n / t / 1e6:.2f} M rows/s", flush=True)
 
     # pylance unpartitioned
-    un = work / "pylance_flat"
-    t = timed(
-        lambda: lance.write_dataset(table, str(un)), repeat, lambda: fresh("pylance_flat") and None
-    )
+    t, un = timed(lambda p: lance.write_dataset(table, str(p)), repeat, fresh_dir("pylance_flat"))
     out.append(
         ("pylance: lance.write_dataset, unpartitioned (ceiling)", t, count_files(un, ".lance"))
     )
@@ -274,8 +270,16 @@ def main() -> None:
     try:
         res = ingest(args.rows, args.repeat, work)
         ours_t = res[0][1]
+        env = os.environ.get("LANCE_CPU_THREADS")
+        pools = (
+            f"`LANCE_CPU_THREADS={env}` for every Lance in the process"
+            if env
+            else f"Lance compute pool: ours {k.lance_compute_threads()} threads, pylance its "
+            f"default ({os.cpu_count()} cores minus 2 reserved for I/O, at least 1)"
+        )
+        command = f"{'LANCE_CPU_THREADS=' + env + ' ' if env else ''}python benches/ingest.py"
         lines = [
-            f"`python benches/ingest.py --rows {args.rows}` (best of {args.repeat}, one process):",
+            f"`{command} --rows {args.rows}` (best of {args.repeat}, one process; {pools}):",
             "",
             "| writer | M rows/s | files | ours vs this |",
             "|---|---:|---:|---:|",

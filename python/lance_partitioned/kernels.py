@@ -27,7 +27,6 @@ Semantics (see docs/design.md):
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -46,6 +45,7 @@ __all__ = [
     "expression_type",
     "hour",
     "identity",
+    "lance_compute_threads",
     "month",
     "multi_bucket",
     "murmur3",
@@ -290,9 +290,9 @@ def route(
         key_batch = pa.RecordBatch.from_arrays(
             arrays, names=[f"key{i}" for i in range(len(arrays))]
         )
-    if threads is None:
-        threads = (os.cpu_count() or 1) if batch.num_rows >= 100_000 else 1
-    elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
         raise InvalidArgumentError(f"threads must be a positive int or None, got {threads!r}")
     key_out, permuted, offsets = _native.route_batch(batch, key_batch, threads)
     batches = [
@@ -313,6 +313,16 @@ def simd_level() -> str:
     """The SIMD level the hashing loops run at here: ``"avx2"`` or ``"portable"``."""
     level: str = _native.simd_level()
     return level
+
+
+def lance_compute_threads() -> int:
+    """The threads of Lance's compute pool in this process (the pool that encodes the pages
+    of every file a write makes): every core, unless ``LANCE_CPU_THREADS`` was set before the
+    package was imported. Lance's own default holds two cores back for I/O, which leaves one
+    thread on a two-core machine; this package sizes its copy of Lance's pool at import, and
+    another Lance in the process (pylance) keeps its own default."""
+    threads: int = _native.lance_compute_threads()
+    return threads
 
 
 def _check_positive(name: str, value: int) -> None:

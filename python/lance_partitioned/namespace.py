@@ -272,7 +272,7 @@ class PartitionedNamespace:
         transaction_mode: TransactionMode | None = None,
         max_rows_per_file: int = MAX_ROWS_PER_FILE,
         concurrency: int | None = None,
-        route_threads: int = ROUTE_THREADS,
+        route_threads: int | None = ROUTE_THREADS,
         max_buffer_bytes: int = WRITE_BUFFER_BYTES,
         max_new_partitions: int | None = DEFAULT_MAX_NEW_PARTITIONS,
         lineage_job: Job = None,
@@ -294,7 +294,8 @@ class PartitionedNamespace:
         ``InvalidArgumentError`` before committing anything (``None``: no limit).
 
         ``concurrency`` partitions are written at once (default: 8 on a local disk, 64 on
-        object storage, where requests wait on the network).
+        object storage, where requests wait on the network). ``route_threads`` threads route
+        one batch (default ``None``: every core for batches of 100,000 rows or more).
 
         ``lineage_job`` names the OpenLineage job (see :mod:`lance_partitioned.lineage`).
 
@@ -310,7 +311,7 @@ class PartitionedNamespace:
             max_rows_per_file=max_rows_per_file,
             max_buffer_bytes=max_buffer_bytes,
             concurrency=concurrency,
-            route_threads=route_threads,
+            **({} if route_threads is None else {"route_threads": route_threads}),
         )
         shown = WriteProgress(progress)
         with shown, operation("write", lineage_job, outputs=self._lineage_outputs) as scope:

@@ -179,15 +179,17 @@ pub fn assign_field_ids(py: Python<'_>, schema: ArrowSchema, floor: i32) -> PyRe
     })
 }
 
-/// route(batch, keys, threads) -> (keys RecordBatch, permuted RecordBatch, offsets)
+/// route(batch, keys, threads) -> (keys RecordBatch, permuted RecordBatch, offsets);
+/// `threads=None`: `route::auto_threads`.
 #[pyfunction]
-#[pyo3(signature = (batch, keys, threads = 1))]
+#[pyo3(signature = (batch, keys, threads = None))]
 pub fn route_batch(
     py: Python<'_>,
     batch: ArrowBatch,
     keys: ArrowBatch,
-    threads: usize,
+    threads: Option<usize>,
 ) -> PyResult<(ArrowBatch, ArrowBatch, Vec<usize>)> {
+    let threads = threads.unwrap_or_else(|| route::auto_threads(batch.0.num_rows()));
     let routed = run(py, || {
         route::route_with_threads(&batch.0, keys.0.columns(), keys.0.schema(), threads)
     })?;

@@ -30,10 +30,19 @@ fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
     })
 }
 
+/// The threads of Lance's compute pool (page encoding) in this process: every core unless
+/// `LANCE_CPU_THREADS` says otherwise (see `size_lance_compute_pool`).
+#[pyfunction]
+fn lance_compute_threads() -> usize {
+    lance_partitioned_core::ns::session::size_lance_compute_pool()
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    lance_partitioned_core::ns::session::size_lance_compute_pool();
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(lance_compute_threads, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::murmur3, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::murmur3_multi, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::bucket, m)?)?;

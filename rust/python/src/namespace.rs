@@ -125,7 +125,7 @@ impl Namespace {
         strong: Option<bool>,
         max_rows_per_file: usize,
         concurrency: usize,
-        route_threads: usize,
+        route_threads: Option<usize>,
         max_buffer_bytes: usize,
         max_new_partitions: Option<usize>,
     ) -> PyResult<WriteResult> {

@@ -18,12 +18,13 @@ use crate::errors::{invalid_arg, run, to_py};
 use crate::ffi::BatchInput;
 use crate::results::WriteResult;
 
-/// How much a write may buffer and create (every default lives in the Python package).
+/// How much a write may buffer and create (every default lives in the Python package;
+/// `route_threads: None` asks the router to decide per batch, `route::auto_threads`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
     pub max_rows_per_file: usize,
     pub concurrency: usize,
-    pub route_threads: usize,
+    pub route_threads: Option<usize>,
     pub max_buffer_bytes: usize,
     pub max_new_partitions: Option<usize>,
 }
@@ -35,7 +36,7 @@ impl Limits {
             strong,
             max_rows_per_file: self.max_rows_per_file.max(1),
             concurrency: self.concurrency.max(1),
-            route_threads: self.route_threads.max(1),
+            route_threads: self.route_threads.map(|t| t.max(1)),
             max_buffer_bytes: self.max_buffer_bytes.max(1),
             max_new_partitions: self.max_new_partitions.unwrap_or(usize::MAX),
             ..Default::default()
@@ -161,7 +162,7 @@ impl DistributedWrite {
         let limits = Limits {
             max_rows_per_file,
             concurrency,
-            route_threads: 1,
+            route_threads: Some(1),
             max_buffer_bytes,
             max_new_partitions,
         };

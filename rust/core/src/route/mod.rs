@@ -59,6 +59,19 @@ pub fn route(batch: &RecordBatch, keys: &[ArrayRef], key_schema: Arc<Schema>) ->
     route_with_threads(batch, keys, key_schema, 1)
 }
 
+/// Rows from which [`auto_threads`] moves columns on every core.
+const PARALLEL_ROUTE_ROWS: usize = 100_000;
+
+/// The threads to route a batch of `rows` rows with when the caller did not choose: every
+/// core for batches of [`PARALLEL_ROUTE_ROWS`] rows or more, else the calling thread.
+pub fn auto_threads(rows: usize) -> usize {
+    if rows >= PARALLEL_ROUTE_ROWS {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        1
+    }
+}
+
 /// [`route`], moving the columns on up to `threads` threads (columns are independent; the
 /// grouping itself is one pass). `threads <= 1` does everything on the calling thread: use
 /// that where one task per core already runs (Spark executors).

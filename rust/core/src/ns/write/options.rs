@@ -66,8 +66,9 @@ pub struct WriteOptions {
     pub max_rows_per_file: usize,
     /// Partitions written (and committed) concurrently.
     pub concurrency: usize,
-    /// Threads used to route one batch (1 inside Spark tasks).
-    pub route_threads: usize,
+    /// Threads used to route one batch (1 inside Spark tasks); `None`:
+    /// [`crate::route::auto_threads`].
+    pub route_threads: Option<usize>,
     /// Manifest commit attempts before giving up with `CommitConflict`.
     pub max_attempts: u32,
     /// Most partitions one write (one task of a distributed write) may create: a guard
@@ -91,7 +92,7 @@ impl Default for WriteOptions {
             strong: None,
             max_rows_per_file: 1 << 20,
             concurrency: 8,
-            route_threads: 1,
+            route_threads: None,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             max_new_partitions: DEFAULT_MAX_NEW_PARTITIONS,
             write_id: None,

@@ -21,7 +21,7 @@ use crate::ns::write::flush::{flush, PartOutput, Schemas};
 use crate::ns::write::options::WriteOptions;
 use crate::ns::write::staged::{check_fresh_schema, fresh_lance_schema, StagedPart};
 use crate::ns::write::target::{IdPlan, Target};
-use crate::route::route_with_threads;
+use crate::route::{auto_threads, route_with_threads};
 use crate::spec::{CompiledSpec, PartitionSpec};
 
 /// One partition's rows routed but not yet written.
@@ -115,7 +115,10 @@ impl PartitionWriter {
             &aligned,
             keys.columns(),
             keys.schema(),
-            self.opts.route_threads.max(1),
+            self.opts
+                .route_threads
+                .unwrap_or_else(|| auto_threads(aligned.num_rows()))
+                .max(1),
         )?;
         let batch_rows = routed.batch.num_rows().max(1);
         let batch_bytes = routed.batch.get_array_memory_size();
