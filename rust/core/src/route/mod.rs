@@ -11,10 +11,12 @@
 //! bytes for strings and binaries, dictionary keys for dictionaries, Arrow's row format for
 //! anything else); the per-column codes are then combined into one group id.
 //!
-//! `group` assigns the group ids; `reorder` computes the destinations and moves the columns.
-//! `reorder` uses `group`'s [`Grouping`], never the other way round.
+//! `group` assigns the group ids; `reorder` computes the destinations and moves the columns;
+//! `parallel` runs the grouping and the destinations over chunks of rows on several threads.
+//! `reorder` uses `group`'s [`Grouping`], `parallel` uses both, never the other way round.
 
 mod group;
+mod parallel;
 mod reorder;
 
 use std::sync::Arc;
@@ -25,6 +27,7 @@ use crate::arrow::datatypes::Schema;
 use crate::error::{invalid_arg, Result};
 
 pub use group::{group_rows, Grouping};
+pub use parallel::{destinations_with_threads, group_rows_with_threads};
 pub use reorder::destinations;
 
 /// A batch grouped by partition key: `batch` holds the rows reordered so that each group is
@@ -72,8 +75,8 @@ pub fn auto_threads(rows: usize) -> usize {
     }
 }
 
-/// [`route`], moving the columns on up to `threads` threads (columns are independent; the
-/// grouping itself is one pass). `threads <= 1` does everything on the calling thread: use
+/// [`route`] on up to `threads` threads: the grouping and the destinations over chunks of
+/// rows, the moves column by column (columns are independent). `threads <= 1` does everything on the calling thread: use
 /// that where one task per core already runs (Spark executors).
 ///
 /// # Errors
@@ -92,7 +95,7 @@ pub fn route_with_threads(
             offsets: vec![0],
         });
     }
-    let g = group_rows(keys)?;
+    let g = group_rows_with_threads(keys, threads)?;
     let firsts = UInt32Array::from(g.first_row.clone());
     let key_cols = keys
         .iter()
@@ -106,7 +109,7 @@ pub fn route_with_threads(
             offsets: vec![0, batch.num_rows()],
         });
     }
-    let (dest, offsets) = destinations(&g);
+    let (dest, offsets) = destinations_with_threads(&g, threads)?;
     let columns = reorder::reorder_columns(batch.columns(), &dest, &g, &offsets, threads)?;
     let permuted = RecordBatch::try_new_with_options(
         batch.schema(),
