@@ -294,8 +294,9 @@ class PartitionedNamespace:
         ``InvalidArgumentError`` before committing anything (``None``: no limit).
 
         ``concurrency`` partitions are written at once (default: 8 on a local disk, 64 on
-        object storage, where requests wait on the network). ``route_threads`` threads route
-        one batch (default ``None``: every core for batches of 100,000 rows or more).
+        object storage, where requests wait on the network). ``route_threads`` threads compute
+        the partition values of one batch and route it (default ``None``: every core for
+        batches of 100,000 rows or more).
 
         ``lineage_job`` names the OpenLineage job (see :mod:`lance_partitioned.lineage`).
 

@@ -40,8 +40,9 @@ def write_concurrency(root: str, concurrency: int | None) -> int:
 STAGE_CONCURRENCY = 4
 """Partitions one staged part (a Spark task) writes concurrently."""
 ROUTE_THREADS: int | None = None
-"""Threads that route one batch of a local write. ``None``: every core for batches of 100,000
-rows or more, else the calling thread (decided by the native router, which sees each batch)."""
+"""Threads that compute the partition values of one batch of a local write and route it.
+``None``: every core for batches of 100,000 rows or more, else the calling thread (decided by
+the native router, which sees each batch)."""
 WRITE_BUFFER_BYTES = 1 << 30
 """Memory budget of a local write's buffers."""
 TASK_BUFFER_BYTES = 256 << 20

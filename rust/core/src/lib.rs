@@ -17,6 +17,7 @@ pub mod hash;
 pub mod lineage;
 mod mem;
 pub mod ns;
+mod par;
 pub mod route;
 pub mod spec;
 pub mod transform;

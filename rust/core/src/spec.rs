@@ -269,6 +269,19 @@ impl CompiledSpec {
     /// `InvalidArgument` when a column cannot be cast losslessly to its namespace type;
     /// `Expression` when an expression fails.
     pub fn partition_values(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        self.partition_values_with_threads(batch, 1)
+    }
+
+    /// [`CompiledSpec::partition_values`], computing the transforms on up to `threads`
+    /// threads ([`Transform::apply_with_threads`]); the same result.
+    ///
+    /// # Errors
+    /// As [`CompiledSpec::partition_values`].
+    pub fn partition_values_with_threads(
+        &self,
+        batch: &RecordBatch,
+        threads: usize,
+    ) -> Result<RecordBatch> {
         let rows = batch.num_rows();
         let mut cache: HashMap<&[String], ArrayRef> = HashMap::new();
         let mut columns = Vec::with_capacity(self.fields.len());
@@ -292,7 +305,7 @@ impl CompiledSpec {
                 inputs.push(arr);
             }
             let out = match &f.compute {
-                Compute::Transform(t) => t.apply(&inputs)?,
+                Compute::Transform(t) => t.apply_with_threads(&inputs, threads)?,
                 Compute::Expression(e) => {
                     if inputs.iter().any(|a| a.data_type() == &DataType::Null) {
                         // A dropped source: compile for the runtime types.

@@ -12,7 +12,8 @@
 
 use crate::arrow::array::{ArrayRef, UInt32Array};
 use crate::arrow::compute::take;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::par::on_threads;
 
 use super::group::{group_rows, Grouping};
 use super::reorder::destinations;
@@ -20,26 +21,9 @@ use super::reorder::destinations;
 /// Fewest rows a chunk gets: below that, a thread costs more than it saves.
 const MIN_CHUNK_ROWS: usize = 1 << 16;
 
-/// Contiguous row ranges, one per thread (at most `threads`, each at least
-/// [`MIN_CHUNK_ROWS`] rows but the last).
+/// Contiguous row ranges of at least [`MIN_CHUNK_ROWS`], one per thread.
 fn chunks(len: usize, threads: usize) -> Vec<(usize, usize)> {
-    let n = threads.min(len / MIN_CHUNK_ROWS).max(1);
-    (0..n).map(|c| (c * len / n, (c + 1) * len / n)).collect()
-}
-
-/// Runs `f` on every item on its own scoped thread, keeping the order of `items`.
-fn on_threads<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Result<Vec<R>> {
-    let f = &f;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items.into_iter().map(|it| s.spawn(move || f(it))).collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .map_err(|_| Error::Internal("a routing thread failed".into()))
-            })
-            .collect()
-    })
+    crate::par::chunks(len, threads, MIN_CHUNK_ROWS)
 }
 
 /// [`group_rows`] on up to `threads` threads; the same result.
@@ -204,12 +188,5 @@ mod tests {
             prop_assert_eq!(&one.first_row, &many.first_row);
             prop_assert_eq!(destinations(&one), destinations_with_threads(&many, threads).unwrap());
         }
-    }
-
-    #[test]
-    fn small_batches_stay_on_one_thread() {
-        assert_eq!(chunks(1000, 8), vec![(0, 1000)]);
-        assert_eq!(chunks(4 * MIN_CHUNK_ROWS, 2).len(), 2);
-        assert_eq!(chunks(0, 4), vec![(0, 0)]);
     }
 }

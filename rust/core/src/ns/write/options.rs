@@ -66,8 +66,8 @@ pub struct WriteOptions {
     pub max_rows_per_file: usize,
     /// Partitions written (and committed) concurrently.
     pub concurrency: usize,
-    /// Threads used to route one batch (1 inside Spark tasks); `None`:
-    /// [`crate::route::auto_threads`].
+    /// Threads that compute the partition values of one batch and route it (1 inside Spark
+    /// tasks); `None`: [`crate::route::auto_threads`].
     pub route_threads: Option<usize>,
     /// Manifest commit attempts before giving up with `CommitConflict`.
     pub max_attempts: u32,

@@ -110,16 +110,15 @@ impl PartitionWriter {
             return Ok(());
         }
         let aligned = align(&batch, &self.schemas.ns, &self.schemas.leaf)?;
-        let keys = self.compiled.partition_values(&aligned)?;
-        let routed = route_with_threads(
-            &aligned,
-            keys.columns(),
-            keys.schema(),
-            self.opts
-                .route_threads
-                .unwrap_or_else(|| auto_threads(aligned.num_rows()))
-                .max(1),
-        )?;
+        let threads = self
+            .opts
+            .route_threads
+            .unwrap_or_else(|| auto_threads(aligned.num_rows()))
+            .max(1);
+        let keys = self
+            .compiled
+            .partition_values_with_threads(&aligned, threads)?;
+        let routed = route_with_threads(&aligned, keys.columns(), keys.schema(), threads)?;
         let batch_rows = routed.batch.num_rows().max(1);
         let batch_bytes = routed.batch.get_array_memory_size();
         for g in 0..routed.keys.num_rows() {
