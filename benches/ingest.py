@@ -27,7 +27,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import lance
 import pyarrow as pa
@@ -65,32 +65,26 @@ SPEC = lp.PartitionSpec(
 )
 
 
-def timed(fn: Callable[[Path], Any], repeat: int, fresh: Callable[[], Path]) -> tuple[float, Path]:
-    """Best time of ``fn`` over ``repeat`` runs, each into a directory ``fresh`` made new, and
-    the directory of the last run. Nothing is deleted between runs: ext4 without a journal
-    skips inodes deleted in the last minutes when it allocates new ones, so deleting the
-    previous run's thousands of files would slow the file creation of the next one."""
-    times = []
-    for _ in range(repeat):
-        path = fresh()
-        t0 = time.perf_counter()
-        fn(path)
-        times.append(time.perf_counter() - t0)
-    return min(times), path
+class Writer(NamedTuple):
+    name: str
+    fresh: Callable[[], Path]
+    write: Callable[[Path], Any]
+    suffix: str
 
 
 def ingest(n: int, repeat: int, work: Path) -> list[tuple[str, float, int]]:
+    """Each writer ``repeat`` times, in turn (one run of each per round, so that a slow phase
+    of the machine hits all of them alike), each run into a new directory after the page
+    cache was written back (``os.sync``); the best time of each. Nothing is deleted between
+    runs: ext4 without a journal skips inodes deleted in the last minutes when it allocates
+    new ones, so deleting a previous run's thousands of files would slow the file creation
+    of the next one."""
     table = make_table(n)
-    out: list[tuple[str, float, int]] = []
     runs = iter(range(1 << 30))
 
     def fresh_dir(name: str) -> Callable[[], Path]:
         return lambda: work / f"{name}-{next(runs)}"
 
-    def count_files(p: Path, suffix: str) -> int:
-        return sum(1 for _ in p.rglob(f"*{suffix}"))
-
-    # ours
     def ours_fresh() -> Path:
         root = fresh_dir("ours")()
         lp.PartitionedNamespace.create(str(root), table.schema, SPEC)
@@ -99,22 +93,10 @@ def ingest(n: int, repeat: int, work: Path) -> list[tuple[str, float, int]]:
     def ours(root: Path) -> None:
         lp.PartitionedNamespace.open(str(root)).write(table)
 
-    t, root = timed(ours, repeat, ours_fresh)
-    ns = lp.PartitionedNamespace.open(str(root))
-    parts = ns.partitions(with_rows=False).num_rows
-    out.append(("ours: PartitionedNamespace.write (strong)", t, count_files(root, ".lance")))
-    print(f"ours {n / t / 1e6:.2f} M rows/s, {parts} partitions", flush=True)
-
-    # pyarrow write_to_dataset
     def pyarrow_write(pq_root: Path) -> None:
         keyed = table.append_column("city_bucket", k.bucket(table["city"], 16))
         pq.write_to_dataset(keyed, str(pq_root), partition_cols=["country", "city_bucket"])
 
-    t, pq_root = timed(pyarrow_write, repeat, fresh_dir("parquet"))
-    out.append(("pyarrow pq.write_to_dataset(partition_cols)", t, count_files(pq_root, ".parquet")))
-    print(f"pyarrow {n / t / 1e6:.2f} M rows/s", flush=True)
-
-    # pylance, one dataset per partition
     def pylance_parts(pl_root: Path) -> None:
         keys = pa.record_batch(
             {
@@ -127,17 +109,44 @@ def ingest(n: int, repeat: int, work: Path) -> list[tuple[str, float, int]]:
         for i, part in enumerate(routed.batches):
             lance.write_dataset(part, str(pl_root / f"p{i}"))
 
-    t, pl_root = timed(pylance_parts, repeat, fresh_dir("pylance_parts"))
-    out.append(("pylance: lance.write_dataset per partition", t, count_files(pl_root, ".lance")))
-    print(f"pylance per partition {n / t / 1e6:.2f} M rows/s", flush=True)
-
-    # pylance unpartitioned
-    t, un = timed(lambda p: lance.write_dataset(table, str(p)), repeat, fresh_dir("pylance_flat"))
-    out.append(
-        ("pylance: lance.write_dataset, unpartitioned (ceiling)", t, count_files(un, ".lance"))
-    )
-    print(f"pylance unpartitioned {n / t / 1e6:.2f} M rows/s", flush=True)
-    return out
+    writers = [
+        Writer("ours: PartitionedNamespace.write (strong)", ours_fresh, ours, ".lance"),
+        Writer(
+            "pyarrow pq.write_to_dataset(partition_cols)",
+            fresh_dir("parquet"),
+            pyarrow_write,
+            ".parquet",
+        ),
+        Writer(
+            "pylance: lance.write_dataset per partition",
+            fresh_dir("pylance_parts"),
+            pylance_parts,
+            ".lance",
+        ),
+        Writer(
+            "pylance: lance.write_dataset, unpartitioned (ceiling)",
+            fresh_dir("pylance_flat"),
+            lambda p: lance.write_dataset(table, str(p)),
+            ".lance",
+        ),
+    ]
+    best = [float("inf")] * len(writers)
+    last = [work] * len(writers)
+    for r in range(repeat):
+        for i, w in enumerate(writers):
+            path = w.fresh()
+            os.sync()  # the previous run's dirty pages are not written back during this one
+            t0 = time.perf_counter()
+            w.write(path)
+            t = time.perf_counter() - t0
+            best[i], last[i] = min(best[i], t), path
+            print(f"round {r + 1}: {w.name} {n / t / 1e6:.2f} M rows/s", flush=True)
+    parts = lp.PartitionedNamespace.open(str(last[0])).partitions(with_rows=False).num_rows
+    print(f"ours wrote {parts} partitions", flush=True)
+    return [
+        (w.name, t, sum(1 for _ in p.rglob(f"*{w.suffix}")))
+        for w, t, p in zip(writers, best, last, strict=True)
+    ]
 
 
 def synthetic_manifest(
@@ -279,7 +288,8 @@ def main() -> None:
         )
         command = f"{'LANCE_CPU_THREADS=' + env + ' ' if env else ''}python benches/ingest.py"
         lines = [
-            f"`{command} --rows {args.rows}` (best of {args.repeat}, one process; {pools}):",
+            f"`{command} --rows {args.rows}` (best of {args.repeat}, alternating, one process; "
+            f"{pools}):",
             "",
             "| writer | M rows/s | files | ours vs this |",
             "|---|---:|---:|---:|",
