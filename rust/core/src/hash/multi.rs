@@ -9,7 +9,7 @@ use crate::arrow::datatypes::DataType;
 use crate::error::{invalid_arg, Result};
 
 use super::arrow::{check_buckets, check_hashable, classify, with_nulls, Source};
-use super::murmur::{fmix, mix_h1, mix_k1, murmur3_x86_32};
+use super::murmur::{fmix, mix_h1, mix_k1, murmur3_short, murmur3_x86_32, SHORT};
 use super::simd::rem_in_place;
 
 /// Per-row streaming MurmurHash3 state.
@@ -236,10 +236,19 @@ fn hash_concatenated(cols: &[ByteColumn<'_>], values: &mut [i32], any: &mut [boo
     let mut buf = [0u8; CAP + WIDE];
     for (i, (out, any)) in values.iter_mut().zip(any.iter_mut()).enumerate() {
         *out = match concatenate(cols, i, &mut buf, any) {
+            Some(len) if len <= SHORT => murmur3_short(&first_words(&buf), len) as i32,
             Some(len) => murmur3_x86_32(&buf[..len], 0) as i32,
             None => stream_row(cols, i) as i32,
         };
     }
+}
+
+/// The first [`SHORT`] bytes of `buf` as little-endian words.
+#[inline(always)]
+fn first_words(buf: &[u8; CAP + WIDE]) -> [u32; SHORT / 4] {
+    std::array::from_fn(|w| {
+        u32::from_le_bytes([buf[4 * w], buf[4 * w + 1], buf[4 * w + 2], buf[4 * w + 3]])
+    })
 }
 
 /// Copies row `i`'s non-NULL values into `buf` and returns their length, or None when they
@@ -340,6 +349,36 @@ mod tests {
                 let parts = [r[0].clone(), r[1].clone(), hex[skip + i].clone().map(String::into_bytes)];
                 let all: Vec<u8> = parts.iter().flatten().flatten().copied().collect();
                 let want = parts.iter().any(Option::is_some).then(|| reference(&all) as i32);
+                proptest::prop_assert_eq!(got.is_valid(i).then(|| got.value(i)), want, "row {}", i);
+            }
+        }
+
+        /// Short rows (the fixed-round path: values of 0-18 bytes, rows up to and past 32
+        /// bytes, values at the very end of their buffer) against the reference hash.
+        #[test]
+        fn short_rows_hash_their_concatenation(
+            rows in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::option::weighted(0.9, proptest::collection::vec(0u8..=255, 0..19)),
+                    2,
+                ),
+                1..60,
+            ),
+            skip in 0usize..3,
+        ) {
+            use crate::arrow::array::BinaryArray;
+            let col = |c: usize| -> Vec<Option<Vec<u8>>> {
+                rows.iter().map(|r| r[c].clone()).collect()
+            };
+            let (a, b) = (BinaryArray::from_iter(col(0)), BinaryArray::from_iter(col(1)));
+            let skip = skip.min(rows.len() - 1);
+            let n = rows.len() - skip;
+            let (a, b) = (a.slice(skip, n), b.slice(skip, n));
+            let got = murmur3_multi(&[&a, &b]).unwrap();
+            for i in 0..n {
+                let r = &rows[skip + i];
+                let all: Vec<u8> = r.iter().flatten().flatten().copied().collect();
+                let want = r.iter().any(Option::is_some).then(|| reference(&all) as i32);
                 proptest::prop_assert_eq!(got.is_valid(i).then(|| got.value(i)), want, "row {}", i);
             }
         }
