@@ -288,7 +288,8 @@ def main() -> None:
         )
         command = f"{'LANCE_CPU_THREADS=' + env + ' ' if env else ''}python benches/ingest.py"
         lines = [
-            f"`{command} --rows {args.rows}` (best of {args.repeat}, alternating, one process; "
+            f"`{command} --rows {args.rows} --repeat {args.repeat}` (best of {args.repeat}, "
+            "alternating, one process; "
             f"{pools}):",
             "",
             "| writer | M rows/s | files | ours vs this |",

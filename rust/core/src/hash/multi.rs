@@ -314,12 +314,42 @@ mod tests {
         murmur3::murmur3_32(&mut std::io::Cursor::new(data), 0).unwrap()
     }
 
+    /// `murmur3_multi` of `columns` sliced from row `skip` against the reference hash of each
+    /// row's concatenated non-NULL values (`rows[row][column]`: the bytes, None for NULL).
+    fn check_concatenation(
+        columns: &[ArrayRef],
+        rows: &[Vec<Option<Vec<u8>>>],
+        skip: usize,
+    ) -> std::result::Result<(), proptest::test_runner::TestCaseError> {
+        let skip = skip.min(rows.len() - 1);
+        let n = rows.len() - skip;
+        let sliced: Vec<ArrayRef> = columns.iter().map(|c| c.slice(skip, n)).collect();
+        let refs: Vec<&dyn Array> = sliced.iter().map(|c| c.as_ref()).collect();
+        let got = murmur3_multi(&refs).unwrap();
+        for (i, r) in rows[skip..].iter().enumerate() {
+            let all: Vec<u8> = r.iter().flatten().flatten().copied().collect();
+            let want = r
+                .iter()
+                .any(Option::is_some)
+                .then(|| reference(&all) as i32);
+            proptest::prop_assert_eq!(got.is_valid(i).then(|| got.value(i)), want, "row {}", i);
+        }
+        Ok(())
+    }
+
+    /// A binary column of column `c` of `rows`.
+    fn binary(rows: &[Vec<Option<Vec<u8>>>], c: usize) -> ArrayRef {
+        std::sync::Arc::new(crate::arrow::array::BinaryArray::from_iter(
+            rows.iter().map(|r| r[c].clone()),
+        ))
+    }
+
     proptest::proptest! {
         /// The byte-column path (buffer, 16-byte moves, streamed rows past the buffer) against
         /// the reference hash of each row's concatenated non-NULL values, on sliced arrays.
         #[test]
         fn byte_columns_hash_their_concatenation(
-            rows in proptest::collection::vec(
+            mut rows in proptest::collection::vec(
                 proptest::collection::vec(
                     proptest::option::weighted(0.85, proptest::collection::vec(0u8..=255, 0..140)),
                     3,
@@ -328,29 +358,14 @@ mod tests {
             ),
             skip in 0usize..3,
         ) {
-            use crate::arrow::array::{BinaryArray, StringArray};
-            let col = |c: usize| -> Vec<Option<Vec<u8>>> {
-                rows.iter().map(|r| r[c].clone()).collect()
-            };
-            let a = BinaryArray::from_iter(col(0));
-            let b = BinaryArray::from_iter(col(1));
-            // A utf8 column of hex text (valid UTF-8 of any length).
-            let hex: Vec<Option<String>> = col(2)
-                .into_iter()
-                .map(|v| v.map(|v| v.iter().map(|x| format!("{x:x}")).collect()))
-                .collect();
-            let c = StringArray::from(hex.clone());
-            let skip = skip.min(rows.len() - 1);
-            let n = rows.len() - skip;
-            let (a, b, c) = (a.slice(skip, n), b.slice(skip, n), c.slice(skip, n));
-            let got = murmur3_multi(&[&a, &b, &c]).unwrap();
-            for i in 0..n {
-                let r = &rows[skip + i];
-                let parts = [r[0].clone(), r[1].clone(), hex[skip + i].clone().map(String::into_bytes)];
-                let all: Vec<u8> = parts.iter().flatten().flatten().copied().collect();
-                let want = parts.iter().any(Option::is_some).then(|| reference(&all) as i32);
-                proptest::prop_assert_eq!(got.is_valid(i).then(|| got.value(i)), want, "row {}", i);
+            // The third column is utf8: hex text of its bytes (valid UTF-8 of any length).
+            for r in &mut rows {
+                r[2] = r[2].take().map(|v| v.iter().map(|x| format!("{x:x}")).collect::<String>().into_bytes());
             }
+            let text = crate::arrow::array::StringArray::from_iter(
+                rows.iter().map(|r| r[2].as_ref().map(|v| String::from_utf8_lossy(v).into_owned())),
+            );
+            check_concatenation(&[binary(&rows, 0), binary(&rows, 1), std::sync::Arc::new(text)], &rows, skip)?;
         }
 
         /// Short rows (the fixed-round path: values of 0-18 bytes, rows up to and past 32
@@ -366,21 +381,7 @@ mod tests {
             ),
             skip in 0usize..3,
         ) {
-            use crate::arrow::array::BinaryArray;
-            let col = |c: usize| -> Vec<Option<Vec<u8>>> {
-                rows.iter().map(|r| r[c].clone()).collect()
-            };
-            let (a, b) = (BinaryArray::from_iter(col(0)), BinaryArray::from_iter(col(1)));
-            let skip = skip.min(rows.len() - 1);
-            let n = rows.len() - skip;
-            let (a, b) = (a.slice(skip, n), b.slice(skip, n));
-            let got = murmur3_multi(&[&a, &b]).unwrap();
-            for i in 0..n {
-                let r = &rows[skip + i];
-                let all: Vec<u8> = r.iter().flatten().flatten().copied().collect();
-                let want = r.iter().any(Option::is_some).then(|| reference(&all) as i32);
-                proptest::prop_assert_eq!(got.is_valid(i).then(|| got.value(i)), want, "row {}", i);
-            }
+            check_concatenation(&[binary(&rows, 0), binary(&rows, 1)], &rows, skip)?;
         }
     }
 

@@ -218,7 +218,9 @@ impl Transform {
         let ranges = crate::par::chunks(len, threads, PARALLEL_CHUNK_ROWS);
         let fixed_width = match self {
             Transform::Identity => false,
-            Transform::Truncate(_) => sources[0].data_type().is_primitive(),
+            Transform::Truncate(_) => sources
+                .first()
+                .is_some_and(|a| a.data_type().is_primitive()),
             _ => true,
         };
         let per_row = fixed_width && sources.iter().all(|a| a.len() == len);
