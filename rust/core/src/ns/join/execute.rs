@@ -18,19 +18,15 @@ use crate::arrow::array::{ArrayRef, RecordBatch};
 use crate::arrow::compute::kernels::zip::zip;
 use crate::arrow::compute::{concat_batches, is_not_null};
 use crate::arrow::datatypes::{Field, Schema, SchemaRef};
-use crate::datafusion::catalog::memory::MemorySourceConfig;
-use crate::datafusion::common::{JoinType, NullEquality};
-use crate::datafusion::execution::TaskContext;
-use crate::datafusion::physical_plan::expressions::Column;
-use crate::datafusion::physical_plan::joins::{HashJoinExec, PartitionMode};
-use crate::datafusion::physical_plan::{ExecutionPlan, PhysicalExpr};
-use crate::datafusion::prelude::SessionConfig;
+use crate::datafusion::common::JoinType;
 use crate::error::{Error, Result};
 use crate::ns::filter::Filter;
 use crate::ns::manifest::Snapshot;
 use crate::ns::scan::{prune, read_leaves};
 
 use super::plan::{plan_join, JoinGroup, JoinPlan, JoinSide};
+use super::side::Side;
+use super::{hash, unique};
 
 /// The kinds of join.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +67,7 @@ impl JoinHow {
         })
     }
 
-    fn join_type(self) -> JoinType {
+    pub(super) fn join_type(self) -> JoinType {
         match self {
             Self::Inner => JoinType::Inner,
             Self::Left => JoinType::Left,
@@ -306,7 +302,23 @@ impl PreparedJoin {
         let rbatch = self
             .read(&self.right, ri, &self.right_filter, &self.right_cols)
             .await?;
-        let joined = self.hash_join(lbatch, rbatch).await?;
+        let side = |(schema, batches): (SchemaRef, Vec<RecordBatch>), left: bool| Side {
+            schema,
+            batches,
+            keys: self
+                .keys
+                .iter()
+                .map(|&(l, r)| if left { l } else { r })
+                .collect(),
+        };
+        let (left, right) = (side(lbatch, true), side(rbatch, false));
+        let how = self.request.how;
+        let batch_size = self.request.batch_size;
+        let rows = batch_size.unwrap_or(DEFAULT_BATCH_ROWS);
+        let joined = match unique::join(how, &left, &right, rows)? {
+            Some(joined) => joined,
+            None => hash::join(how, left, right, batch_size).await?,
+        };
         joined.iter().map(|b| self.output(b)).collect()
     }
 
@@ -361,54 +373,6 @@ impl PreparedJoin {
         Ok((schema, out))
     }
 
-    async fn hash_join(
-        &self,
-        (lschema, left): (SchemaRef, Vec<RecordBatch>),
-        (rschema, right): (SchemaRef, Vec<RecordBatch>),
-    ) -> Result<Vec<RecordBatch>> {
-        let lrows: usize = left.iter().map(RecordBatch::num_rows).sum();
-        let rrows: usize = right.iter().map(RecordBatch::num_rows).sum();
-        let lsrc = MemorySourceConfig::try_new_exec(&[left], Arc::clone(&lschema), None)?;
-        let rsrc = MemorySourceConfig::try_new_exec(&[right], Arc::clone(&rschema), None)?;
-        let on = self
-            .keys
-            .iter()
-            .map(|&(l, r)| {
-                let le: Arc<dyn PhysicalExpr> = Arc::new(Column::new(lschema.field(l).name(), l));
-                let re: Arc<dyn PhysicalExpr> = Arc::new(Column::new(rschema.field(r).name(), r));
-                (le, re)
-            })
-            .collect();
-        let join = HashJoinExec::try_new(
-            lsrc,
-            rsrc,
-            on,
-            None,
-            &self.request.how.join_type(),
-            None,
-            PartitionMode::CollectLeft,
-            NullEquality::NullEqualsNothing,
-            false,
-        )?;
-        // The hash table is built from the first input: the smaller side.
-        let plan: Arc<dyn ExecutionPlan> = if rrows < lrows {
-            join.swap_inputs(PartitionMode::CollectLeft)?
-        } else {
-            Arc::new(join)
-        };
-        let mut config = SessionConfig::new();
-        config
-            .options_mut()
-            .execution
-            .perfect_hash_join_min_key_density = array_map_density(lrows.min(rrows));
-        if let Some(n) = self.request.batch_size {
-            config = config.with_batch_size(n.max(1));
-        }
-        let ctx = Arc::new(TaskContext::default().with_session_config(config));
-        let stream = plan.execute(0, ctx)?;
-        Ok(stream.try_collect::<Vec<_>>().await?)
-    }
-
     /// One joined batch (left read columns, then right ones; left only for semi/anti) as the
     /// output schema.
     fn output(&self, joined: &RecordBatch) -> Result<RecordBatch> {
@@ -446,20 +410,8 @@ impl PreparedJoin {
     }
 }
 
-/// Entries (4 bytes each) an array-indexed join map may always have.
-const ARRAY_MAP_FLOOR: usize = 4 << 20;
-/// Entries per build row an array-indexed join map may have beyond the floor.
-const ARRAY_MAP_PER_ROW: usize = 8;
-
-/// The key density (build rows / key range) from which DataFusion's join indexes the build
-/// side by key value instead of hashing it (for one integer key). A group of a bucketed
-/// namespace holds every b-th key of the range, so its density is the table's divided by
-/// the bucket count, below DataFusion's default (0.15) for 8 buckets or more although the
-/// array costs little; this allows a range of up to max(4M, 8 x build rows) entries (16 MB,
-/// or 32 bytes per build row).
-fn array_map_density(build_rows: usize) -> f64 {
-    build_rows as f64 / ARRAY_MAP_FLOOR.max(ARRAY_MAP_PER_ROW * build_rows) as f64
-}
+/// Rows per batch when the request names none (DataFusion's default).
+const DEFAULT_BATCH_ROWS: usize = 8192;
 
 fn parse_filter(sql: Option<&str>, schema: &Schema, side: &str) -> Result<Option<Filter>> {
     sql.map(|s| {

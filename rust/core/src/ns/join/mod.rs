@@ -3,9 +3,14 @@
 //! group.
 
 pub mod execute;
+mod hash;
 pub mod plan;
+mod side;
 #[cfg(test)]
 mod tests;
+mod unique;
+#[cfg(test)]
+mod unique_tests;
 
 pub use execute::{JoinHow, JoinRequest, JoinStream, PreparedJoin};
 pub use plan::{plan_join, JoinGroup, JoinPlan, JoinSide};
