@@ -13,6 +13,7 @@ mod conform;
 pub mod error;
 pub mod expr;
 pub mod field_ids;
+mod gather;
 pub mod hash;
 pub mod lineage;
 mod mem;

@@ -6,6 +6,7 @@
 
 use pyo3::prelude::*;
 
+mod allocator;
 mod args;
 mod errors;
 mod ffi;
@@ -20,13 +21,6 @@ mod values;
 mod writes;
 
 use errors::run;
-
-/// The extension's allocator: mimalloc keeps freed pages for the next allocation instead of
-/// giving large blocks back to the kernel on every free (glibc's default), so repeated
-/// queries and writes reuse warm memory instead of faulting in and clearing fresh pages.
-/// DataFusion's and polars' Python packages make the same choice.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Panics inside the guarded Rust section; proves that no panic crosses into Python (the
 /// test suite expects `InternalError`). Not part of the public API.
@@ -46,10 +40,12 @@ fn lance_compute_threads() -> usize {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    allocator::keep_freed_memory();
     lance_partitioned_core::ns::session::size_lance_compute_pool();
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(lance_compute_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(allocator::_allocator_purge_delay_ms, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::murmur3, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::murmur3_multi, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::bucket, m)?)?;

@@ -30,7 +30,10 @@ const HOWS: [JoinHow; 6] = [
 fn key_column(kind: u8, keys: &[Option<u8>]) -> (DataType, ArrayRef) {
     let k = |f: &dyn Fn(u8) -> i64| keys.iter().map(|v| v.map(f)).collect::<Vec<_>>();
     match kind {
-        0 => (DataType::Int64, Arc::new(Int64Array::from(k(&|x| i64::from(x) - 5)))),
+        0 => (
+            DataType::Int64,
+            Arc::new(Int64Array::from(k(&|x| i64::from(x) - 5))),
+        ),
         1 => (
             DataType::Int32,
             Arc::new(Int32Array::from(
