@@ -213,3 +213,45 @@ def test_shuffle_fallback_equals_the_local_join(
     assert "MapInArrow" in plan, plan
     got = [tuple(r) for r in df.collect()]
     assert _rows(got) == _rows(list(zip(*local.to_pydict().values(), strict=True)))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("how", ["inner", "left", "full"])
+def test_a_key_inside_a_struct_joins_on_spark(spark: Any, tmp_path: Path, how: str) -> None:
+    """A key inside a struct (``o.cid``): partition by partition, and through Spark's own
+    join when the buckets do not align; both equal the local join."""
+    struct = pa.struct([("cid", pa.int64()), ("note", pa.string())])
+    schema = pa.schema([("order_id", pa.int64()), ("o", struct)])
+    cids = [None, *[i % 29 for i in range(400)], 4321]
+    ot = pa.table(
+        {
+            "order_id": pa.array(range(len(cids)), pa.int64()),
+            "o": pa.array(
+                [None if i == 3 else {"cid": c, "note": f"n{i}"} for i, c in enumerate(cids)],
+                struct,
+            ),
+        },
+        schema=schema,
+    )
+    ct = pa.table(
+        {
+            "id": pa.array([None, *range(25), 8888], pa.int64()),
+            "v": [f"c{i}" for i in range(27)],
+            "name": [f"n{i}" for i in range(27)],
+        },
+        schema=CUSTOMERS,
+    )
+    orders = _ns(tmp_path / "o", schema, lp.PartitionField("cb", "o.cid", lp.Bucket(16)))
+    aligned = _ns(tmp_path / "c", CUSTOMERS, lp.PartitionField("ib", "id", lp.Bucket(8)))
+    unaligned = _ns(tmp_path / "u", CUSTOMERS, lp.PartitionField("ib", "id", lp.Bucket(6)))
+    orders.write(ot)
+    aligned.write(ct)
+    unaligned.write(ct)
+    on = [("o.cid", "id")]
+    local = lp.join(orders, aligned, on=on, how=how).read_all().flatten()
+    want = _rows(list(zip(*local.to_pydict().values(), strict=True)))
+    assert len(want) > 0
+    for right, shuffle in ((aligned, False), (unaligned, True)):
+        df = lps.join(spark, orders.root, right.root, on=on, how=how, allow_shuffle=shuffle)
+        flat = df.select("order_id", "o.cid", "o.note", "id", "v", "name")
+        assert _rows([tuple(r) for r in flat.collect()]) == want, shuffle

@@ -17,12 +17,13 @@ use futures::{Stream, StreamExt, TryStreamExt};
 use crate::arrow::array::{ArrayRef, RecordBatch};
 use crate::arrow::compute::kernels::zip::zip;
 use crate::arrow::compute::{concat_batches, is_not_null};
-use crate::arrow::datatypes::{Field, Schema, SchemaRef};
+use crate::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use crate::datafusion::common::JoinType;
 use crate::error::{Error, Result};
 use crate::ns::filter::Filter;
 use crate::ns::manifest::Snapshot;
 use crate::ns::scan::{prune, read_leaves};
+use crate::spec::column_at;
 
 use super::plan::{plan_join, JoinGroup, JoinPlan, JoinSide};
 use super::side::Side;
@@ -157,6 +158,9 @@ pub struct PreparedJoin {
     right_kept: HashMap<String, usize>,
     left_cols: Vec<String>,
     right_cols: Vec<String>,
+    /// Keys inside structs (paths), whose values follow the read columns of each side.
+    left_nested: Vec<Vec<String>>,
+    right_nested: Vec<Vec<String>>,
     keys: Vec<(usize, usize)>,
     out: Vec<Source>,
     out_schema: SchemaRef,
@@ -228,6 +232,8 @@ impl PreparedJoin {
             left_kept,
             right_kept,
             left_cols: layout.left_cols,
+            left_nested: layout.left_nested,
+            right_nested: layout.right_nested,
             right_cols: layout.right_cols,
             keys: layout.keys,
             out: layout.out,
@@ -297,10 +303,20 @@ impl PreparedJoin {
             return Ok(Vec::new());
         }
         let lbatch = self
-            .read(&self.left, li, &self.left_filter, &self.left_cols)
+            .read(
+                &self.left,
+                li,
+                &self.left_filter,
+                (&self.left_cols, &self.left_nested),
+            )
             .await?;
         let rbatch = self
-            .read(&self.right, ri, &self.right_filter, &self.right_cols)
+            .read(
+                &self.right,
+                ri,
+                &self.right_filter,
+                (&self.right_cols, &self.right_nested),
+            )
             .await?;
         let side = |(schema, batches): (SchemaRef, Vec<RecordBatch>), left: bool| Side {
             schema,
@@ -348,12 +364,14 @@ impl PreparedJoin {
         )
     }
 
+    /// The batches of one side: the read columns, then the values of each key inside a
+    /// struct (`nested`, NULL where a struct on the way is NULL) named by its dotted path.
     async fn read(
         &self,
         snap: &Arc<Snapshot>,
         leaves: Vec<usize>,
         filter: &Option<Filter>,
-        cols: &[String],
+        (cols, nested): (&[String], &[Vec<String>]),
     ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
         let mut it = read_leaves(
             Arc::clone(snap),
@@ -362,13 +380,21 @@ impl PreparedJoin {
             Some(cols),
             self.request.batch_size,
         )?;
-        let schema = plain(&it.schema());
+        let read = plain(&it.schema());
+        let mut fields: Vec<Field> = read.fields().iter().map(|f| f.as_ref().clone()).collect();
+        for path in nested {
+            fields.push(Field::new(path.join("."), child_type(&read, path)?, true));
+        }
+        let schema = Arc::new(Schema::new(fields));
         let mut out = Vec::new();
         while let Some(b) = it.next_batch().await? {
-            out.push(RecordBatch::try_new(
-                Arc::clone(&schema),
-                b.columns().to_vec(),
-            )?);
+            let mut columns = b.columns().to_vec();
+            for path in nested {
+                columns.push(column_at(&b, path)?.ok_or_else(|| {
+                    Error::Internal(format!("join key {} was not read", path.join(".")))
+                })?);
+            }
+            out.push(RecordBatch::try_new(Arc::clone(&schema), columns)?);
         }
         Ok((schema, out))
     }
@@ -376,7 +402,7 @@ impl PreparedJoin {
     /// One joined batch (left read columns, then right ones; left only for semi/anti) as the
     /// output schema.
     fn output(&self, joined: &RecordBatch) -> Result<RecordBatch> {
-        let nl = self.left_cols.len();
+        let nl = self.left_cols.len() + self.left_nested.len();
         let col = |i: usize| Arc::clone(joined.column(i));
         let columns = self
             .out
@@ -484,6 +510,20 @@ fn indexes(kept: &HashMap<String, usize>, ids: &[String], side: &str) -> Result<
         .collect()
 }
 
+/// The type of the struct child at `path` (a top-level column, then children by name).
+fn child_type(schema: &Schema, path: &[String]) -> Result<DataType> {
+    let missing = || Error::Internal(format!("join key {} is not in the schema", path.join(".")));
+    let (first, rest) = path.split_first().ok_or_else(missing)?;
+    let mut t = schema.field_with_name(first)?.data_type().clone();
+    for name in rest {
+        let DataType::Struct(kids) = &t else {
+            return Err(missing());
+        };
+        t = kids.find(name).ok_or_else(missing)?.1.data_type().clone();
+    }
+    Ok(t)
+}
+
 /// `schema` without field metadata (the output of a join is a new table: no field ids).
 fn plain(schema: &Schema) -> SchemaRef {
     Arc::new(Schema::new(
@@ -495,10 +535,19 @@ fn plain(schema: &Schema) -> SchemaRef {
     ))
 }
 
+/// Where a join key is in a side's batches: a read column, or the `j`-th key inside a
+/// struct, appended after the read columns.
+enum Key {
+    Read(usize),
+    Nested(usize),
+}
+
 /// Which columns each side reads and where every output column comes from.
 struct Layout {
     left_cols: Vec<String>,
     right_cols: Vec<String>,
+    left_nested: Vec<Vec<String>>,
+    right_nested: Vec<Vec<String>>,
     keys: Vec<(usize, usize)>,
     out: Vec<Source>,
     schema: SchemaRef,
@@ -507,9 +556,16 @@ struct Layout {
 impl Layout {
     fn new(lschema: &Schema, rschema: &Schema, req: &JoinRequest) -> Result<Self> {
         let how = req.how;
-        // Keys exist and have equal types: `plan_join` checked them first.
-        let lkeys: Vec<&str> = req.on.iter().map(|(l, _)| l.as_str()).collect();
-        let rkeys: Vec<&str> = req.on.iter().map(|(_, r)| r.as_str()).collect();
+        // Keys exist and have equal types: `plan_join` checked them first. Pairs of
+        // top-level columns coalesce (the key appears once); a key inside a struct stays where
+        // it is, in its struct, and the other side's key column stays too.
+        let top: Vec<&(String, String)> = req
+            .on
+            .iter()
+            .filter(|(l, r)| !l.contains('.') && !r.contains('.'))
+            .collect();
+        let lkeys: Vec<&str> = top.iter().map(|(l, _)| l.as_str()).collect();
+        let rkeys: Vec<&str> = top.iter().map(|(_, r)| r.as_str()).collect();
         // Every output column: (name, side, column name, nullable).
         enum Col<'a> {
             L(&'a Field),
@@ -580,10 +636,28 @@ impl Layout {
                     cols.len() - 1
                 }
             };
-        let keys: Vec<(usize, usize)> = req
+        // A key inside a struct reads its top-level struct; its values are extracted after
+        // each read and appended after the read columns (`Key::Nested`).
+        let key = |cols: &mut Vec<String>, nested: &mut Vec<Vec<String>>, name: &str| {
+            if name.contains('.') {
+                let path: Vec<String> = name.split('.').map(str::to_string).collect();
+                position(cols, &path[0]);
+                nested.push(path);
+                Key::Nested(nested.len() - 1)
+            } else {
+                Key::Read(position(cols, name))
+            }
+        };
+        let (mut left_nested, mut right_nested) = (Vec::new(), Vec::new());
+        let key_at: Vec<(Key, Key)> = req
             .on
             .iter()
-            .map(|(l, r)| (position(&mut left_cols, l), position(&mut right_cols, r)))
+            .map(|(l, r)| {
+                (
+                    key(&mut left_cols, &mut left_nested, l),
+                    key(&mut right_cols, &mut right_nested, r),
+                )
+            })
             .collect();
         let (null_left, null_right) = match how {
             JoinHow::Left => (false, true),
@@ -617,9 +691,19 @@ impl Layout {
             out.push(source);
             fields.push(Field::new(name, dt.clone(), nullable));
         }
+        let at = |k: &Key, read: usize| match *k {
+            Key::Read(i) => i,
+            Key::Nested(j) => read + j,
+        };
+        let keys = key_at
+            .iter()
+            .map(|(l, r)| (at(l, left_cols.len()), at(r, right_cols.len())))
+            .collect();
         Ok(Self {
             left_cols,
             right_cols,
+            left_nested,
+            right_nested,
             keys,
             out,
             schema: Arc::new(Schema::new(fields)),

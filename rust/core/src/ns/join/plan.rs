@@ -26,7 +26,7 @@ use crate::arrow::datatypes::{DataType, Schema};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 use crate::field_ids::field_id;
-use crate::spec::{PartitionField, PartitionSpec};
+use crate::spec::{fields_by_id, PartitionField, PartitionSpec};
 use crate::transform::Transform;
 
 /// One side of a join: its schema, spec versions and leaves.
@@ -155,8 +155,18 @@ pub fn plan_join(
     })
 }
 
+/// The field id and type of a join key: a top-level column, or a struct child by its dotted
+/// path (`loc.city`; not inside a list or map, where a row has many values).
 fn key_field(schema: &Schema, name: &str, side: &str) -> Result<(i32, DataType)> {
-    let f = schema.field_with_name(name).map_err(|_| {
+    let f = if name.contains('.') {
+        fields_by_id(schema)?
+            .into_values()
+            .find(|at| !at.in_list && at.dotted() == name)
+            .map(|at| at.field)
+    } else {
+        schema.field_with_name(name).ok()
+    };
+    let f = f.ok_or_else(|| {
         Error::InvalidArgument(format!(
             "join key {name:?} is not a column of the {side} namespace"
         ))
