@@ -17,7 +17,7 @@ use futures::{Stream, StreamExt, TryStreamExt};
 use crate::arrow::array::{ArrayRef, RecordBatch};
 use crate::arrow::compute::kernels::zip::zip;
 use crate::arrow::compute::{concat_batches, is_not_null};
-use crate::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use crate::arrow::datatypes::{Field, Schema, SchemaRef};
 use crate::datafusion::common::JoinType;
 use crate::error::{Error, Result};
 use crate::ns::filter::Filter;
@@ -25,6 +25,7 @@ use crate::ns::manifest::Snapshot;
 use crate::ns::scan::{prune, read_leaves};
 use crate::spec::column_at;
 
+use super::layout::{Layout, NestedKey, Source};
 use super::plan::{plan_join, JoinGroup, JoinPlan, JoinSide};
 use super::side::Side;
 use super::{hash, unique};
@@ -131,15 +132,6 @@ impl Default for JoinRequest {
     }
 }
 
-/// Where an output column comes from (indexes into the columns read from each side).
-#[derive(Debug, Clone, Copy)]
-enum Source {
-    Left(usize),
-    Right(usize),
-    /// A full join's key: the left value, or the right one where the left is NULL.
-    Coalesce(usize, usize),
-}
-
 /// A join ready to run group by group: both snapshots, the plan restricted to what the
 /// filters keep, the columns to read and the output schema.
 pub struct PreparedJoin {
@@ -159,8 +151,8 @@ pub struct PreparedJoin {
     left_cols: Vec<String>,
     right_cols: Vec<String>,
     /// Keys inside structs (paths), whose values follow the read columns of each side.
-    left_nested: Vec<Vec<String>>,
-    right_nested: Vec<Vec<String>>,
+    left_nested: Vec<NestedKey>,
+    right_nested: Vec<NestedKey>,
     keys: Vec<(usize, usize)>,
     out: Vec<Source>,
     out_schema: SchemaRef,
@@ -371,7 +363,7 @@ impl PreparedJoin {
         snap: &Arc<Snapshot>,
         leaves: Vec<usize>,
         filter: &Option<Filter>,
-        (cols, nested): (&[String], &[Vec<String>]),
+        (cols, nested): (&[String], &[NestedKey]),
     ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
         let mut it = read_leaves(
             Arc::clone(snap),
@@ -382,16 +374,14 @@ impl PreparedJoin {
         )?;
         let read = plain(&it.schema());
         let mut fields: Vec<Field> = read.fields().iter().map(|f| f.as_ref().clone()).collect();
-        for path in nested {
-            fields.push(Field::new(path.join("."), child_type(&read, path)?, true));
-        }
+        fields.extend(nested.iter().map(|k| k.field.clone()));
         let schema = Arc::new(Schema::new(fields));
         let mut out = Vec::new();
         while let Some(b) = it.next_batch().await? {
             let mut columns = b.columns().to_vec();
-            for path in nested {
-                columns.push(column_at(&b, path)?.ok_or_else(|| {
-                    Error::Internal(format!("join key {} was not read", path.join(".")))
+            for k in nested {
+                columns.push(column_at(&b, &k.path)?.ok_or_else(|| {
+                    Error::Internal(format!("join key {} was not read", k.field.name()))
                 })?);
             }
             out.push(RecordBatch::try_new(Arc::clone(&schema), columns)?);
@@ -510,20 +500,6 @@ fn indexes(kept: &HashMap<String, usize>, ids: &[String], side: &str) -> Result<
         .collect()
 }
 
-/// The type of the struct child at `path` (a top-level column, then children by name).
-fn child_type(schema: &Schema, path: &[String]) -> Result<DataType> {
-    let missing = || Error::Internal(format!("join key {} is not in the schema", path.join(".")));
-    let (first, rest) = path.split_first().ok_or_else(missing)?;
-    let mut t = schema.field_with_name(first)?.data_type().clone();
-    for name in rest {
-        let DataType::Struct(kids) = &t else {
-            return Err(missing());
-        };
-        t = kids.find(name).ok_or_else(missing)?.1.data_type().clone();
-    }
-    Ok(t)
-}
-
 /// `schema` without field metadata (the output of a join is a new table: no field ids).
 fn plain(schema: &Schema) -> SchemaRef {
     Arc::new(Schema::new(
@@ -533,180 +509,4 @@ fn plain(schema: &Schema) -> SchemaRef {
             .map(|f| f.as_ref().clone().with_metadata(HashMap::new()))
             .collect::<Vec<Field>>(),
     ))
-}
-
-/// Where a join key is in a side's batches: a read column, or the `j`-th key inside a
-/// struct, appended after the read columns.
-enum Key {
-    Read(usize),
-    Nested(usize),
-}
-
-/// Which columns each side reads and where every output column comes from.
-struct Layout {
-    left_cols: Vec<String>,
-    right_cols: Vec<String>,
-    left_nested: Vec<Vec<String>>,
-    right_nested: Vec<Vec<String>>,
-    keys: Vec<(usize, usize)>,
-    out: Vec<Source>,
-    schema: SchemaRef,
-}
-
-impl Layout {
-    fn new(lschema: &Schema, rschema: &Schema, req: &JoinRequest) -> Result<Self> {
-        let how = req.how;
-        // Keys exist and have equal types: `plan_join` checked them first. Pairs of
-        // top-level columns coalesce (the key appears once); a key inside a struct stays where
-        // it is, in its struct, and the other side's key column stays too.
-        let top: Vec<&(String, String)> = req
-            .on
-            .iter()
-            .filter(|(l, r)| !l.contains('.') && !r.contains('.'))
-            .collect();
-        let lkeys: Vec<&str> = top.iter().map(|(l, _)| l.as_str()).collect();
-        let rkeys: Vec<&str> = top.iter().map(|(_, r)| r.as_str()).collect();
-        // Every output column: (name, side, column name, nullable).
-        enum Col<'a> {
-            L(&'a Field),
-            R(&'a Field),
-            Both(&'a Field, &'a Field),
-        }
-        let mut all: Vec<(String, Col<'_>)> = Vec::new();
-        let right_only = matches!(how, JoinHow::Right);
-        for f in lschema.fields() {
-            let key = lkeys.iter().position(|k| k == f.name());
-            match (key, how) {
-                (Some(_), JoinHow::Right) => {}
-                (Some(j), JoinHow::Full) => {
-                    let r = rschema.field_with_name(rkeys[j])?;
-                    all.push((f.name().clone(), Col::Both(f, r)));
-                }
-                _ => all.push((f.name().clone(), Col::L(f))),
-            }
-        }
-        if !matches!(how, JoinHow::Semi | JoinHow::Anti) {
-            let left_names: HashSet<String> = all.iter().map(|(n, _)| n.clone()).collect();
-            for f in rschema.fields() {
-                let is_key = rkeys.contains(&f.name().as_str());
-                if is_key && !right_only {
-                    continue;
-                }
-                let name = if !is_key && left_names.contains(f.name()) {
-                    format!("{}{}", f.name(), req.right_suffix)
-                } else {
-                    f.name().clone()
-                };
-                all.push((name, Col::R(f)));
-            }
-        }
-        let mut names = HashSet::new();
-        for (n, _) in &all {
-            if !names.insert(n.clone()) {
-                return Err(Error::InvalidArgument(format!(
-                    "the join output would have two columns named {n:?}; choose another \
-                     right_suffix"
-                )));
-            }
-        }
-        let chosen: Vec<(String, Col<'_>)> = match &req.columns {
-            None => all,
-            Some(cols) => {
-                let mut by_name: HashMap<String, Col<'_>> = all.into_iter().collect();
-                let mut out = Vec::new();
-                for c in cols {
-                    let Some(col) = by_name.remove(c) else {
-                        return Err(Error::InvalidArgument(format!(
-                            "column {c:?} is not a column of the join output (or is named twice)"
-                        )));
-                    };
-                    out.push((c.clone(), col));
-                }
-                out
-            }
-        };
-        // Read: every key, then what the output needs.
-        let mut left_cols: Vec<String> = Vec::new();
-        let mut right_cols: Vec<String> = Vec::new();
-        let position =
-            |cols: &mut Vec<String>, name: &str| match cols.iter().position(|c| c == name) {
-                Some(i) => i,
-                None => {
-                    cols.push(name.to_string());
-                    cols.len() - 1
-                }
-            };
-        // A key inside a struct reads its top-level struct; its values are extracted after
-        // each read and appended after the read columns (`Key::Nested`).
-        let key = |cols: &mut Vec<String>, nested: &mut Vec<Vec<String>>, name: &str| {
-            if name.contains('.') {
-                let path: Vec<String> = name.split('.').map(str::to_string).collect();
-                position(cols, &path[0]);
-                nested.push(path);
-                Key::Nested(nested.len() - 1)
-            } else {
-                Key::Read(position(cols, name))
-            }
-        };
-        let (mut left_nested, mut right_nested) = (Vec::new(), Vec::new());
-        let key_at: Vec<(Key, Key)> = req
-            .on
-            .iter()
-            .map(|(l, r)| {
-                (
-                    key(&mut left_cols, &mut left_nested, l),
-                    key(&mut right_cols, &mut right_nested, r),
-                )
-            })
-            .collect();
-        let (null_left, null_right) = match how {
-            JoinHow::Left => (false, true),
-            JoinHow::Right => (true, false),
-            JoinHow::Full => (true, true),
-            _ => (false, false),
-        };
-        let mut out = Vec::new();
-        let mut fields = Vec::new();
-        for (name, col) in &chosen {
-            let (source, dt, nullable) = match col {
-                Col::L(f) => (
-                    Source::Left(position(&mut left_cols, f.name())),
-                    f.data_type(),
-                    f.is_nullable() || null_left,
-                ),
-                Col::R(f) => (
-                    Source::Right(position(&mut right_cols, f.name())),
-                    f.data_type(),
-                    f.is_nullable() || null_right,
-                ),
-                Col::Both(l, r) => (
-                    Source::Coalesce(
-                        position(&mut left_cols, l.name()),
-                        position(&mut right_cols, r.name()),
-                    ),
-                    l.data_type(),
-                    l.is_nullable() || r.is_nullable(),
-                ),
-            };
-            out.push(source);
-            fields.push(Field::new(name, dt.clone(), nullable));
-        }
-        let at = |k: &Key, read: usize| match *k {
-            Key::Read(i) => i,
-            Key::Nested(j) => read + j,
-        };
-        let keys = key_at
-            .iter()
-            .map(|(l, r)| (at(l, left_cols.len()), at(r, right_cols.len())))
-            .collect();
-        Ok(Self {
-            left_cols,
-            right_cols,
-            left_nested,
-            right_nested,
-            keys,
-            out,
-            schema: Arc::new(Schema::new(fields)),
-        })
-    }
 }

@@ -4,6 +4,8 @@
 
 pub mod execute;
 mod hash;
+mod key_map;
+mod layout;
 pub mod plan;
 mod side;
 #[cfg(test)]

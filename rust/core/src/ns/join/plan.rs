@@ -157,7 +157,7 @@ pub fn plan_join(
 
 /// The field id and type of a join key: a top-level column, or a struct child by its dotted
 /// path (`loc.city`; not inside a list or map, where a row has many values).
-fn key_field(schema: &Schema, name: &str, side: &str) -> Result<(i32, DataType)> {
+pub(super) fn key_field(schema: &Schema, name: &str, side: &str) -> Result<(i32, DataType)> {
     let f = if name.contains('.') {
         fields_by_id(schema)?
             .into_values()
