@@ -549,6 +549,13 @@ def test_cleanup_dry_run_lists_an_orphan(fresh: lp.PartitionedNamespace) -> None
     # The default grace period (1d) keeps the fresh copy.
     assert run_json("cleanup", fresh.root, "--dry-run")["orphans"] == []
     assert orphan.exists()
+    # Deleting below the one-hour retention floor needs the override.
+    err = run("cleanup", fresh.root, "--older-than", "0s", code=2).stderr
+    assert "retention" in err
+    assert orphan.exists()
+    doc = run_json("cleanup", fresh.root, "--older-than", "0s", "--no-retention-check")
+    assert doc["orphans"] == [orphan.name]
+    assert not orphan.exists()
 
 
 def test_repair(shared: lp.PartitionedNamespace) -> None:

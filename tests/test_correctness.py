@@ -201,7 +201,7 @@ def test_commit_after_cleanup_removed_the_staged_files_fails_cleanly(
     dw = ns.distributed_write()
     msg = dw.stage(rows([1, 2]))
     msg_new = dw.stage(rows([3], country="DE"))
-    ns.cleanup(older_than=dt.timedelta(0))
+    ns.cleanup(older_than=dt.timedelta(0), retention_check=False)
     with pytest.raises(lp.CommitConflictError, match="no longer exist"):
         dw.commit([msg, msg_new])
     ns.refresh()

@@ -353,7 +353,7 @@ class PartitionedNamespace:
     # -- schema evolution --------------------------------------------------------------------
 
     def update_schema(self, schema: pa.Schema, *, lineage_job: Job = None) -> pa.Schema:
-        """Replaces the namespace schema, matching fields by ``lance:field_id``.
+        """Changes the namespace schema to ``schema``, matching fields by ``lance:field_id``.
 
         A field with an existing id keeps its identity: a new name renames it, a new type must
         widen the old one (integers to wider integers, float to double, decimal precision up,
@@ -363,11 +363,16 @@ class PartitionedNamespace:
         are not rewritten: reads match their columns by field id, cast to the namespace type and
         fill added columns with NULL; the first append to such a partition rewrites it with the
         current schema (``WriteResult.rewritten``). Returns the stored schema.
+
+        The change is what ``schema`` changes relative to this handle's :attr:`schema`, applied
+        to the latest schema when it commits: columns another handle or process added, renamed
+        or widened since are kept. When both changed the same column, it raises
+        :class:`CommitConflictError` and nothing changes.
         """
         if not isinstance(schema, pa.Schema):
             raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema)}")
         with operation("update_schema", lineage_job, outputs=self._lineage_outputs) as scope:
-            stored: pa.Schema = self._ns.update_schema(schema)
+            stored: pa.Schema = self._ns.update_schema(self.schema, schema)
             self.refresh()
             scope.outputs = lambda: [self._lineage_dataset("ALTER")]
         return stored
@@ -543,7 +548,11 @@ class PartitionedNamespace:
         return result
 
     def cleanup(
-        self, older_than: datetime.timedelta = datetime.timedelta(days=1), *, dry_run: bool = False
+        self,
+        older_than: datetime.timedelta = datetime.timedelta(days=1),
+        *,
+        dry_run: bool = False,
+        retention_check: bool = True,
     ) -> CleanupResult:
         """Removes what failed writes left behind, all of it invisible to readers:
 
@@ -556,10 +565,17 @@ class PartitionedNamespace:
         Only files older than ``older_than`` are touched, so a write in progress is safe; keep
         the grace period longer than your longest write. Every version any manifest version
         (old or new) reads stays, so ``as_of`` reads keep working.
+
+        A deleting cleanup refuses a grace period under one hour (the retention floor, as
+        Delta's ``VACUUM`` has one) unless ``retention_check=False``. Whatever the grace period,
+        an operation whose files a cleanup removed fails at its commit with
+        :class:`CommitConflictError` and makes nothing visible.
         """
         if not isinstance(older_than, datetime.timedelta) or older_than < datetime.timedelta(0):
             raise InvalidArgumentError("older_than must be a non-negative datetime.timedelta")
-        return self._ns.cleanup(older_than.total_seconds(), dry_run)
+        if not isinstance(retention_check, bool):
+            raise InvalidArgumentError(f"retention_check must be a bool, not {retention_check!r}")
+        return self._ns.cleanup(older_than.total_seconds(), bool(dry_run), retention_check)
 
     def repair(self) -> list[str]:
         """Restores manifest columns another tool dropped (pylance's DirectoryNamespace drops

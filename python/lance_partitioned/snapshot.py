@@ -102,11 +102,20 @@ class Snapshot:
 
         Columns: ``object_id``, ``location``, ``read_version``, ``spec_id``, one column per
         partition field id (typed; NULL where a spec version lacks the field) and, with
-        ``with_rows``, ``rows`` (the row count at ``read_version``).
+        ``with_rows``, ``rows`` (the row count at ``read_version``). A
+        ``pyarrow.compute.Expression`` filter is checked against the schema as :meth:`scan`
+        checks it, and prunes on identity partition columns as the scan does.
         """
-        sql, _ = _split_filter(filter)
+        sql, post = _split_filter(filter)
+        if post is not None:
+            _check_expression(post, self.schema)
         _, batch = self._s.partitions(sql, with_rows)
-        return pa.Table.from_batches([batch])
+        table = pa.Table.from_batches([batch])
+        if post is not None:
+            only = self._prune_expression(post)
+            if only is not None:
+                table = table.filter(pc.is_in(table["object_id"], pa.array(only, pa.string())))
+        return table
 
     def stats(self, filter: Filter = None) -> pa.Table:
         """One row per partition kept by pruning ``filter``, from Lance metadata (no data is

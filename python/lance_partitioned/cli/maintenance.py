@@ -139,18 +139,29 @@ def expire(
     "longest write).",
 )
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+@click.option(
+    "--no-retention-check",
+    "no_retention_check",
+    is_flag=True,
+    help="Allow a grace period under the one-hour retention floor.",
+)
 def cleanup(
     uri: str,
     storage_options: dict[str, str] | None,
     as_json: bool,
     older_than: float,
     dry_run: bool,
+    no_retention_check: bool,
 ) -> None:
     """Removes what failed writes left behind: leaf tables no manifest version references,
     detached versions no manifest version records, and data files no version names."""
     ns = open_namespace(uri, storage_options)
     with activity("cleaning up", interactive() and not as_json):
-        result = ns.cleanup(datetime.timedelta(seconds=older_than), dry_run=dry_run)
+        result = ns.cleanup(
+            datetime.timedelta(seconds=older_than),
+            dry_run=dry_run,
+            retention_check=not no_retention_check,
+        )
     doc = attrs(result, CLEANUP_KEYS)
     for k in ("orphans", "stale_versions", "stale_files"):
         doc[k] = list(doc[k])

@@ -81,6 +81,19 @@ impl From<DataFusionError> for Error {
     }
 }
 
+/// Whether a Lance commit failed because another commit landed first: the commit may be
+/// planned again on the new latest version (an incompatible transaction included: the new
+/// plan re-checks what the concurrent commit changed). Surfaced to users as `CommitConflict`.
+pub fn lost_race(e: &lance::Error) -> bool {
+    matches!(
+        e,
+        lance::Error::RetryableCommitConflict { .. }
+            | lance::Error::CommitConflict { .. }
+            | lance::Error::IncompatibleTransaction { .. }
+            | lance::Error::TooMuchWriteContention { .. }
+    )
+}
+
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -59,6 +59,24 @@ pub struct PartitionSpec {
 }
 
 impl PartitionSpec {
+    /// The spec with every `result_type` as a namespace stores it
+    /// ([`crate::types::storage_type`]): an identity field over a column given as `string_view`
+    /// or a dictionary gets the plain type, as the column itself does.
+    ///
+    /// # Errors
+    /// `Spec` for a result type that is not valid JSON type.
+    pub fn with_storage_types(&self) -> Result<Self> {
+        let mut out = self.clone();
+        for f in &mut out.fields {
+            let dt = f.result_type.to_arrow()?;
+            let stored = crate::types::storage_type(&dt);
+            if stored != dt {
+                f.result_type = crate::types::JsonDataType::from_arrow(&stored)?;
+            }
+        }
+        Ok(out)
+    }
+
     /// Parses a spec from JSON.
     ///
     /// # Errors
@@ -505,6 +523,44 @@ fn compile_field(
         compute,
         result_type: declared,
     })
+}
+
+impl CompiledSpec {
+    /// Refuses partition value types no write could store, when a spec is created or evolved
+    /// (not by its first write): a partition value is one scalar (a typed manifest column, text
+    /// in paths and lineage), so nested types (structs, lists, maps, unions), run-end encodings
+    /// and NULL are refused. Specs already stored are not re-checked, so they stay readable.
+    ///
+    /// # Errors
+    /// `Spec` naming the field.
+    pub fn check_value_types(&self) -> Result<()> {
+        for f in &self.fields {
+            check_value_type(&f.field_id, &f.result_type)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_value_type(fid: &str, dt: &DataType) -> Result<()> {
+    use DataType::*;
+    let refused = match dt {
+        Struct(_) => Some("a struct"),
+        List(_) | LargeList(_) | ListView(_) | LargeListView(_) | FixedSizeList(..) => {
+            Some("a list")
+        }
+        Map(..) => Some("a map"),
+        Union(..) => Some("a union"),
+        RunEndEncoded(..) => Some("a run-end encoded array"),
+        Null => Some("NULL"),
+        _ => None,
+    };
+    match refused {
+        Some(what) => spec_err!(
+            "partition field {fid:?}: its value would be {what} ({dt}); a partition value is \
+             one scalar (identity of a struct column: partition by one of its fields instead)"
+        ),
+        None => Ok(()),
+    }
 }
 
 /// The transform or expression of a field, compiled for source `types`, and the type it

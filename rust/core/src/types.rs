@@ -335,6 +335,57 @@ pub fn schema_from_json(text: &str) -> Result<Schema> {
     js.to_arrow()
 }
 
+/// The type a namespace stores for `dt`: view layouts as their plain equivalents
+/// (`Utf8View` as `Utf8`, `BinaryView` as `Binary`, `ListView`s as lists) and dictionaries as
+/// their value type, at every depth. They hold the same values; Lance stores them as the plain
+/// types and Spark reads only those, so a namespace created from a polars or Parquet schema
+/// must not keep them (every append would otherwise see a leaf "of another type" and rewrite
+/// the partition).
+pub fn storage_type(dt: &DataType) -> DataType {
+    use DataType::*;
+    let field = |f: &Arc<Field>| Arc::new(storage_field(f));
+    match dt {
+        Utf8View => Utf8,
+        BinaryView => Binary,
+        Dictionary(_, v) => storage_type(v),
+        ListView(f) => List(field(f)),
+        LargeListView(f) => LargeList(field(f)),
+        List(f) => List(field(f)),
+        LargeList(f) => LargeList(field(f)),
+        FixedSizeList(f, n) => FixedSizeList(field(f), *n),
+        Map(f, sorted) => Map(field(f), *sorted),
+        Struct(kids) => Struct(kids.iter().map(|k| storage_field(k)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `f` as a namespace stores it: [`storage_type`], and without the `PARQUET:` metadata
+/// (`PARQUET:field_id`) that pyarrow copies from a Parquet schema: the namespace's own field
+/// ids are `lance:field_id`, and a second id beside them would be read by other tools.
+pub fn storage_field(f: &Field) -> Field {
+    let md: HashMap<String, String> = f
+        .metadata()
+        .iter()
+        .filter(|(k, _)| !k.starts_with("PARQUET:"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    f.clone()
+        .with_data_type(storage_type(f.data_type()))
+        .with_metadata(md)
+}
+
+/// `schema` as a namespace stores it (see [`storage_field`]).
+pub fn storage_schema(schema: &Schema) -> Schema {
+    Schema::new_with_metadata(
+        schema
+            .fields()
+            .iter()
+            .map(|f| storage_field(f))
+            .collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    )
+}
+
 /// Whether values of `from` can always be represented in `to` (a widening).
 pub fn is_widening(from: &DataType, to: &DataType) -> bool {
     use DataType::*;

@@ -210,6 +210,8 @@ pub fn to_py(e: Error) -> PyErr {
         Error::CommitConflict(_) => Kind::CommitConflict,
         Error::PartialCommit(_) => Kind::PartialCommit,
         Error::Storage(_) => Kind::Storage,
+        // A lost race that reached the caller (retries ran out, or a path without them).
+        Error::Lance(ref l) if lance_partitioned_core::error::lost_race(l) => Kind::CommitConflict,
         Error::Lance(_) => Kind::Lance,
         Error::IncompatibleJoin(_) => Kind::IncompatibleJoin,
     };

@@ -142,10 +142,18 @@ impl Namespace {
         Ok(WriteResult::from(&s))
     }
 
-    /// Replaces the schema (fields matched by field id); returns it as stored.
-    fn update_schema(&self, py: Python<'_>, schema: ArrowSchema) -> PyResult<ArrowSchema> {
+    /// Changes the schema from `base` (the schema the caller read) to `schema` (fields
+    /// matched by field id), applied to the latest schema; returns it as stored.
+    fn update_schema(
+        &self,
+        py: Python<'_>,
+        base: ArrowSchema,
+        schema: ArrowSchema,
+    ) -> PyResult<ArrowSchema> {
         run(py, || {
-            Ok(ArrowSchema(block_on(self.inner.update_schema(&schema.0))?))
+            Ok(ArrowSchema(block_on(
+                self.inner.update_schema(&base.0, &schema.0),
+            )?))
         })
     }
 
@@ -172,12 +180,13 @@ impl Namespace {
     }
 
     /// Removes what failed writes left behind (files older than `older_than_seconds`).
-    #[pyo3(signature = (older_than_seconds, dry_run = false))]
+    #[pyo3(signature = (older_than_seconds, dry_run = false, retention_check = true))]
     fn cleanup(
         &self,
         py: Python<'_>,
         older_than_seconds: f64,
         dry_run: bool,
+        retention_check: bool,
     ) -> PyResult<CleanupResult> {
         if !(older_than_seconds >= 0.0 && older_than_seconds.is_finite()) {
             return Err(invalid_arg(
@@ -185,7 +194,9 @@ impl Namespace {
             ));
         }
         let older_than = Duration::from_secs_f64(older_than_seconds);
-        let s = run(py, || block_on(self.inner.cleanup(older_than, dry_run)))?;
+        let s = run(py, || {
+            block_on(self.inner.cleanup(older_than, dry_run, retention_check))
+        })?;
         Ok(CleanupResult::from(s))
     }
 

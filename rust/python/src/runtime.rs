@@ -25,10 +25,25 @@ pub fn runtime() -> Result<Arc<Runtime>> {
     })
 }
 
-/// Runs a future to completion on the runtime (from a thread that is not a runtime worker).
+/// Runs a future to completion on the runtime, from any thread: also from inside a runtime,
+/// as when a write pulls its input from one of our own scans, or from a Python generator that
+/// calls the library (`block_in_place` hands the thread's runtime work to another thread
+/// while this one blocks). Only a single-threaded runtime cannot wait on this thread: that is
+/// an error, never a panic.
 ///
 /// # Errors
 /// The future's error, or `Internal` if the runtime cannot be built.
 pub fn block_on<T>(f: impl Future<Output = Result<T>>) -> Result<T> {
-    runtime()?.block_on(f)
+    let rt = runtime()?;
+    match tokio::runtime::Handle::try_current() {
+        Err(_) => rt.block_on(f),
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(|| rt.block_on(f))
+        }
+        Ok(_) => Err(Error::InvalidArgument(
+            "lance_partitioned was called from inside a single-threaded tokio runtime, which \
+             cannot wait for it; call it from a thread of its own"
+                .into(),
+        )),
+    }
 }

@@ -14,8 +14,10 @@
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutPayload};
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::ns::manifest::Snapshot;
 use crate::ns::storage::Storage;
 
 /// Where the marks live, relative to the root.
@@ -88,6 +90,41 @@ pub(crate) async fn any_since(storage: &Storage, staged_since_ms: i64) -> Result
             .and_then(mark_start)
             .is_none_or(|s| s >= staged_since_ms - CLOCK_MARGIN_MS)
     }))
+}
+
+pub(crate) use crate::ns::CLEANUP_FENCE_PREFIX as FENCE_KEY_PREFIX;
+/// How long a cleanup may delete after raising its fence; a fence older than this (plus the
+/// clock margin) belongs to a cleanup that died and is ignored.
+pub(crate) const LEASE_MS: i64 = 3600 * 1000;
+
+/// A running cleanup, as its fence property records it (its own clock).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Fence {
+    /// When the cleanup started.
+    pub(crate) started_ms: i64,
+    /// It removes only files older than this.
+    pub(crate) cutoff_ms: i64,
+}
+
+/// The fences of running cleanups in `snap` (stale ones left out).
+pub(crate) fn fences(snap: &Snapshot) -> Result<Vec<Fence>> {
+    let now = now_ms()?;
+    Ok(snap
+        .root_props
+        .props
+        .iter()
+        .filter(|(k, _)| k.starts_with(FENCE_KEY_PREFIX))
+        .filter_map(|(_, v)| serde_json::from_str::<Fence>(v).ok())
+        .filter(|f| now <= f.started_ms + LEASE_MS + CLOCK_MARGIN_MS)
+        .collect())
+}
+
+/// Whether a cleanup running in `snap` may remove files an operation wrote since `since_ms`
+/// (its clock; `None`: unknown): the operation must not commit before that cleanup is done.
+pub(crate) fn fenced(snap: &Snapshot, since_ms: Option<i64>) -> Result<bool> {
+    Ok(fences(snap)?
+        .iter()
+        .any(|f| since_ms.is_none_or(|s| s <= f.cutoff_ms + CLOCK_MARGIN_MS)))
 }
 
 #[cfg(test)]

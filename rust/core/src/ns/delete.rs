@@ -22,6 +22,7 @@ use crate::ns::scan::{evaluate_mask, prune, Filter};
 use crate::ns::storage::Storage;
 use crate::ns::touched::TouchedPartition;
 use crate::ns::txn::conflict::version_row;
+use crate::ns::txn::leaf::Written;
 use crate::ns::txn::manifest_commit::{commit_manifest, ManifestChange, ManifestUpdate};
 use crate::types::field_id;
 
@@ -87,6 +88,11 @@ fn covered(
     for c in &cols {
         let f = schema.field_with_name(c)?;
         let v = &values[identity[c]];
+        if crate::ns::scan::other_zero(v).is_some() {
+            // A signed zero: SQL (the row filter) holds `-0.0 = 0.0`, the evaluation on the
+            // partition value compares bits; the rows decide.
+            return Ok(None);
+        }
         let v = if &v.data_type() == f.data_type() {
             v.clone()
         } else {
@@ -158,6 +164,7 @@ pub async fn delete(
     strong: Option<bool>,
     max_attempts: u32,
 ) -> Result<DeleteSummary> {
+    let started_ms = crate::ns::cleanup_marks::now_ms()?;
     let snap = Snapshot::load(storage, None).await?;
     snap.check_writable()?;
     let strong = snap.strong_mode(strong)?;
@@ -191,6 +198,7 @@ pub async fn delete(
         s0: &snap,
         actions: &actions,
         strong,
+        started_ms,
     };
     let committed = commit_manifest(storage, max_attempts, &mut update).await?;
     summary.manifest_version = committed.version;
@@ -272,6 +280,8 @@ struct DeleteUpdate<'a> {
     s0: &'a Snapshot,
     actions: &'a [Action],
     strong: bool,
+    /// When the delete started writing its leaf versions (ms since the epoch).
+    started_ms: i64,
 }
 
 impl ManifestUpdate for DeleteUpdate<'_> {
@@ -280,6 +290,25 @@ impl ManifestUpdate for DeleteUpdate<'_> {
         latest: &'a Snapshot,
     ) -> BoxFuture<'a, Result<Option<ManifestChange>>> {
         Box::pin(async move { self.plan_on(latest) })
+    }
+
+    fn written(&self) -> (Option<i64>, Vec<Written>) {
+        let written = self
+            .actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Rows {
+                    object_id,
+                    committed,
+                    ..
+                } => {
+                    let leaf = self.s0.leaf_by_id(object_id).ok().flatten()?;
+                    Some(Written::new(&leaf.location, committed.version, &[]))
+                }
+                Action::Drop { .. } => None,
+            })
+            .collect();
+        (Some(self.started_ms), written)
     }
 }
 

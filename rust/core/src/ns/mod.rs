@@ -68,6 +68,9 @@ pub const SPEC_KEY_PREFIX: &str = "partition_spec_v";
 pub const SCHEMA_KEY: &str = "schema";
 /// Root property naming the default transaction mode (`strong` or `weak`).
 pub const MODE_KEY: &str = "lance_partitioned.transaction_mode";
+/// Root property prefix of a running deleting cleanup's fence (`<prefix><nonce>`, see
+/// `cleanup::fence`).
+pub const CLEANUP_FENCE_PREFIX: &str = "lance_partitioned.cleanup.";
 /// Name of the leaf table of every partition.
 pub const LEAF_TABLE: &str = "dataset";
 pub use crate::field_ids::LEAF_FIELD_ID_KEY;

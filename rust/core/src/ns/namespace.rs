@@ -18,9 +18,8 @@ use crate::ns::delete::{delete, DeleteSummary};
 use crate::ns::expire::{expire, ExpireOptions, ExpireSummary};
 use crate::ns::manifest::{self, Snapshot};
 use crate::ns::optimize::{optimize, OptimizeOptions, OptimizeSummary};
-use crate::ns::schema::update_schema;
 use crate::ns::storage::Storage;
-use crate::ns::txn::{hooks, WriteTransaction};
+use crate::ns::txn::{hooks, schema_update, spec_update, WriteTransaction};
 use crate::ns::write::distributed::{self, WritePlan};
 use crate::ns::write::{
     stage_all, IdPlan, PartitionWriter, StagedMessage, WriteOptions, WriteSummary,
@@ -198,17 +197,21 @@ impl Namespace {
     /// Adds a spec version and makes it current; returns its id.
     ///
     /// # Errors
-    /// As [`manifest::evolve`].
+    /// `Spec` for an invalid spec (validated against the latest schema and spec versions);
+    /// `CommitConflict` when concurrent changes kept landing first.
     pub async fn evolve(&self, spec: &PartitionSpec) -> Result<i32> {
-        manifest::evolve(&self.storage, spec).await
+        spec_update::evolve(&self.storage, spec).await
     }
 
-    /// Replaces the schema (fields matched by field id); returns it as stored.
+    /// Changes the schema from `base` (the schema the caller read) to `new` (fields matched by
+    /// field id), applied to the latest schema: columns other changes added or renamed since
+    /// `base` are kept. Returns the schema as stored.
     ///
     /// # Errors
-    /// As [`update_schema`].
-    pub async fn update_schema(&self, schema: &Schema) -> Result<Schema> {
-        update_schema(&self.storage, schema).await
+    /// `SchemaMismatch` for a refused change; `CommitConflict` when a concurrent change
+    /// touched the same columns.
+    pub async fn update_schema(&self, base: &Schema, new: &Schema) -> Result<Schema> {
+        schema_update::update_schema(&self.storage, base, new).await
     }
 
     /// Restores manifest columns other tools dropped; returns their names.
@@ -223,8 +226,13 @@ impl Namespace {
     ///
     /// # Errors
     /// As [`cleanup`].
-    pub async fn cleanup(&self, older_than: Duration, dry_run: bool) -> Result<CleanupSummary> {
-        cleanup(&self.storage, older_than, dry_run).await
+    pub async fn cleanup(
+        &self,
+        older_than: Duration,
+        dry_run: bool,
+        retention_check: bool,
+    ) -> Result<CleanupSummary> {
+        cleanup(&self.storage, older_than, dry_run, retention_check).await
     }
 
     /// Compacts the small files of the partitions `opts.filter` selects, in one commit.

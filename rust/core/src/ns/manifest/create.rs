@@ -60,10 +60,12 @@ impl Root {
             .ok_or_else(|| Error::Corrupt("the manifest has no schema property".into()))?;
         let js: JsonSchema = serde_json::from_str(schema_text)
             .map_err(|e| Error::Corrupt(format!("malformed schema property: {e}")))?;
-        let schema = Arc::new(
-            js.to_arrow()
+        // Namespaces created before view and dictionary types were stored as their plain
+        // equivalents read as if they had been (`types::storage_schema`).
+        let schema = Arc::new(crate::types::storage_schema(
+            &js.to_arrow()
                 .map_err(|e| Error::Corrupt(format!("bad schema property: {e}")))?,
-        );
+        ));
         Ok(Self {
             props,
             schema,
@@ -92,10 +94,11 @@ pub async fn create(
     spec: &PartitionSpec,
     extra_props: &HashMap<String, String>,
 ) -> Result<Schema> {
-    let schema = assign_field_ids(schema, 0)?;
+    let schema = assign_field_ids(&crate::types::storage_schema(schema), 0)?;
+    let spec = &spec.with_storage_types()?;
     crate::ns::naming::check_column_names(&schema)?;
     crate::ns::naming::check_spec_fields(spec)?;
-    CompiledSpec::compile(spec, &schema, false)?;
+    CompiledSpec::compile(spec, &schema, false)?.check_value_types()?;
     if spec.id < 1 {
         return Err(Error::Spec(format!(
             "spec ids start at 1 (got {})",

@@ -5,9 +5,7 @@ use std::sync::Arc;
 
 use crate::arrow::datatypes::{Field, Schema, SchemaRef};
 use crate::error::{Error, Result};
-use crate::ns::storage::Storage;
-use crate::ns::SPEC_KEY_PREFIX;
-use crate::spec::{CompiledSpec, PartitionSpec};
+use crate::spec::PartitionSpec;
 
 use super::format::{manifest_schema, rows_to_batch, Row, NAMESPACE, OBJECT_ID};
 use super::Snapshot;
@@ -57,33 +55,20 @@ pub fn check_field_id_reuse(existing: &[&PartitionSpec], new: &PartitionSpec) ->
     Ok(())
 }
 
-/// Adds spec version `max + 1` (the id in `spec` is replaced): validates it (`docs/design.md`,
-/// "Partition expressions", and the field id reuse rule), adds the new `partition_field_*`
-/// manifest columns, the `v<N>` namespace row, then the `partition_spec_v<N>` property (the
-/// last step makes it current). Returns the new spec id.
+/// Prepares the manifest for spec version `spec` (its id final): adds the
+/// `partition_field_*` columns it needs and its `v<N>` namespace row, each only when missing,
+/// so preparing twice (a retried evolution, or one that died before its spec property was
+/// committed) changes nothing. Nothing becomes visible: spec `N` exists only once its
+/// `partition_spec_v<N>` property is committed.
 ///
 /// # Errors
-/// `Spec` for an invalid spec or one equal to the current spec.
-pub async fn evolve(storage: &Storage, spec: &PartitionSpec) -> Result<i32> {
+/// `Lance` for I/O errors or lost races (the caller plans again).
+pub async fn prepare_spec(snap: &Snapshot, spec: &PartitionSpec) -> Result<()> {
     use lance::dataset::NewColumnTransform;
     use lance::dataset::{MergeInsertBuilder, WhenMatched, WhenNotMatched};
-    let snap = Snapshot::load(storage, None).await?;
-    snap.check_writable()?;
-    let mut spec = spec.clone();
-    spec.id = snap.root_props.specs.keys().max().copied().unwrap_or(0) + 1;
-    crate::ns::naming::check_spec_fields(&spec)?;
-    CompiledSpec::compile(&spec, &snap.schema(), false)?;
-    let current = snap.current_spec();
-    if current.fields == spec.fields {
-        return Err(Error::Spec(format!(
-            "the new spec is identical to the current spec v{}",
-            current.id
-        )));
-    }
     let existing: Vec<&PartitionSpec> = snap.root_props.specs.values().collect();
-    check_field_id_reuse(&existing, &spec)?;
     let mut ds = (*snap.dataset).clone();
-    let wanted = manifest_schema(existing.iter().copied().chain([&spec]))?;
+    let wanted = manifest_schema(existing.iter().copied().chain([spec]))?;
     let new_cols: Vec<Field> = wanted
         .fields()
         .iter()
@@ -98,20 +83,28 @@ pub async fn evolve(storage: &Storage, spec: &PartitionSpec) -> Result<i32> {
         )
         .await?;
     }
-    let ds = Arc::new(ds);
-    let mschema: SchemaRef = Arc::new(Schema::from(ds.schema()));
-    let row = Row {
-        object_id: format!("v{}", spec.id),
-        object_type: NAMESPACE.into(),
-        ..Default::default()
-    };
-    let batch = rows_to_batch(&mschema, &[row])?;
-    let mut b = MergeInsertBuilder::try_new(Arc::clone(&ds), vec![OBJECT_ID.to_string()])?;
-    b.when_matched(WhenMatched::DoNothing)
-        .when_not_matched(WhenNotMatched::InsertAll);
-    let (ds, _) = b.try_build()?.execute_batches(vec![batch]).await?;
-    let mut ds = (*ds).clone();
-    ds.update_metadata([(format!("{SPEC_KEY_PREFIX}{}", spec.id), spec.to_json()?)])
-        .await?;
-    Ok(spec.id)
+    let row_id = format!("v{}", spec.id);
+    if lacks_row(snap, &row_id) {
+        let ds = Arc::new(ds);
+        let mschema: SchemaRef = Arc::new(Schema::from(ds.schema()));
+        let row = Row {
+            object_id: row_id,
+            object_type: NAMESPACE.into(),
+            ..Default::default()
+        };
+        let batch = rows_to_batch(&mschema, &[row])?;
+        let mut b = MergeInsertBuilder::try_new(Arc::clone(&ds), vec![OBJECT_ID.to_string()])?;
+        b.when_matched(WhenMatched::DoNothing)
+            .when_not_matched(WhenNotMatched::InsertAll)
+            .conflict_retries(0);
+        b.try_build()?.execute_batches(vec![batch]).await?;
+    }
+    Ok(())
+}
+
+/// Whether the snapshot lacks the namespace row `row_id`.
+fn lacks_row(snap: &Snapshot, row_id: &str) -> bool {
+    snap.keys()
+        .map(|k| !k.row_by_id.contains_key(row_id))
+        .unwrap_or(true)
 }

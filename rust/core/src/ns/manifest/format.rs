@@ -134,7 +134,7 @@ pub(super) fn string_column(batch: &RecordBatch, name: &str) -> Result<Option<St
 ///
 /// # Errors
 /// `Corrupt` when the manifest lacks it.
-pub(super) fn required_string(batch: &RecordBatch, name: &str) -> Result<StringArray> {
+pub(crate) fn required_string(batch: &RecordBatch, name: &str) -> Result<StringArray> {
     string_column(batch, name)?
         .ok_or_else(|| Error::Corrupt(format!("the manifest has no {name} column")))
 }

@@ -40,6 +40,8 @@ struct State {
     columns: BTreeSet<String>,
     /// Spec version rows (`v<N>`).
     spec_rows: BTreeSet<String>,
+    /// Fences of running cleanups (root properties).
+    fences: BTreeSet<String>,
 }
 
 async fn state(ds: &Dataset) -> Result<State> {
@@ -76,6 +78,11 @@ async fn state(ds: &Dataset) -> Result<State> {
         .iter()
         .filter(|(k, _)| k.starts_with(SPEC_KEY_PREFIX))
         .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    out.fences = props
+        .keys()
+        .filter(|k| k.starts_with(crate::ns::CLEANUP_FENCE_PREFIX))
+        .cloned()
         .collect();
     Ok(out)
 }
@@ -150,6 +157,11 @@ fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &
     if now.schema != prev.schema {
         ops.insert("schema");
     }
+    // A deleting cleanup raises its fence, rewrites the partition rows unchanged under it,
+    // and lowers it.
+    if now.fences != prev.fences || (ops.is_empty() && !now.fences.is_empty()) {
+        ops.insert("cleanup");
+    }
     let operation = if ops.is_empty() {
         "commit".to_string()
     } else {
@@ -167,7 +179,7 @@ fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &
 /// The last `limit` versions of the manifest of `snap` (all when `None`), newest first:
 /// `version`, `timestamp` (UTC), `operation` (`create_namespace`, `create` (new partitions),
 /// `append`, `overwrite`, `delete`,
-/// `compact`, `drop`, `evolve`, `schema`, `repair`, joined with `+` when a commit did several, `commit`
+/// `compact`, `drop`, `evolve`, `schema`, `repair`, `cleanup`, joined with `+` when a commit did several, `commit`
 /// when none applies, `unknown` for the oldest kept version after `expire()`), `partitions`
 /// changed and `rows` written or deleted (NULL when not recorded).
 ///

@@ -11,7 +11,7 @@
 //! - `format`: column names, object types, the manifest Arrow schema, rows to batches;
 //! - `create`: creating a namespace, and its root properties ([`Root`]);
 //! - `index`: the leaves and the writers' lookups ([`Keys`]), and the queries on them;
-//! - `evolution`: adding a partition spec version ([`evolve`]);
+//! - `evolution`: the rules and manifest columns of a new partition spec version ([`prepare_spec`]);
 //! - `repair`: recovering manifest columns another tool dropped ([`repair()`]);
 //! - `stats`: per-partition statistics, recorded by every commit ([`LeafTotals`]) or read from
 //!   Lance metadata ([`leaf_stats`]);
@@ -42,7 +42,8 @@ mod repair;
 mod stats;
 
 pub use create::{create, Root};
-pub use evolution::{check_field_id_reuse, evolve};
+pub use evolution::{check_field_id_reuse, prepare_spec};
+pub(crate) use format::required_string as string_column_of;
 pub use format::{
     base_fields, manifest_schema, parse_props, parse_version, partition_column, props_json,
     rows_to_batch, spec_of, Row, BASE_OBJECTS, LOCATION, METADATA, NAMESPACE, OBJECT_ID,

@@ -82,6 +82,7 @@ pub async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Result<Optim
             "target_rows_per_file and min_files must be positive".into(),
         ));
     }
+    let started_ms = crate::ns::cleanup_marks::now_ms()?;
     let snap = Snapshot::load(storage, None).await?;
     if !opts.dry_run {
         snap.check_writable()?;
@@ -144,6 +145,7 @@ pub async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Result<Optim
         leaves: compacted,
         rebased: 0,
         recompacted: 0,
+        started_ms,
     };
     crate::ns::txn::hooks::pause("optimize_before_manifest_commit");
     let committed = commit_manifest(storage, opts.max_attempts, &mut update).await?;

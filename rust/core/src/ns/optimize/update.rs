@@ -4,11 +4,13 @@
 //! compacted again from that version otherwise; a leaf dropped meanwhile is left out.
 
 use futures::future::BoxFuture;
+use lance::table::format::Fragment;
 
 use crate::error::Result;
 use crate::ns::manifest::{LeafVersion, Snapshot};
 use crate::ns::storage::Storage;
 use crate::ns::txn::conflict::version_row;
+use crate::ns::txn::leaf::Written;
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
 
 use super::leaf::{commit_rewrite, LeafCompaction, LeafOutcome, Rewrite};
@@ -32,6 +34,8 @@ pub(crate) struct OptimizeUpdate<'a> {
     pub(crate) rebased: u64,
     /// Leaves compacted again because a concurrent commit replaced what was compacted.
     pub(crate) recompacted: u64,
+    /// When the compaction started writing (ms since the epoch, this machine's clock).
+    pub(crate) started_ms: i64,
 }
 
 impl ManifestUpdate for OptimizeUpdate<'_> {
@@ -40,6 +44,23 @@ impl ManifestUpdate for OptimizeUpdate<'_> {
         latest: &'a Snapshot,
     ) -> BoxFuture<'a, Result<Option<ManifestChange>>> {
         Box::pin(self.plan_on(latest))
+    }
+
+    fn written(&self) -> (Option<i64>, Vec<Written>) {
+        let written = self
+            .leaves
+            .iter()
+            .map(|c| {
+                let new: Vec<Fragment> = c
+                    .rewrite
+                    .groups
+                    .iter()
+                    .flat_map(|g| g.new_fragments.iter().cloned())
+                    .collect();
+                Written::new(&c.location, c.committed.version, &new)
+            })
+            .collect();
+        (Some(self.started_ms), written)
     }
 }
 

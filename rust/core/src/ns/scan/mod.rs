@@ -10,6 +10,7 @@
 
 mod display;
 mod prune;
+pub(crate) use prune::other_zero;
 mod read;
 
 pub use crate::ns::filter::{evaluate_mask, Filter};

@@ -53,6 +53,38 @@ fn binary(l: Expr, op: Operator, r: Expr) -> Expr {
     Expr::BinaryExpr(BinaryExpr::new(Box::new(l), op, Box::new(r)))
 }
 
+/// The zero of the other sign, for a float zero (`0.0` -> `-0.0`).
+pub(crate) fn other_zero(v: &ScalarValue) -> Option<ScalarValue> {
+    match v {
+        ScalarValue::Float64(Some(x)) if *x == 0.0 => Some(ScalarValue::Float64(Some(-*x))),
+        ScalarValue::Float32(Some(x)) if *x == 0.0 => Some(ScalarValue::Float32(Some(-*x))),
+        ScalarValue::Float16(Some(x)) if x.to_f32() == 0.0 => Some(ScalarValue::Float16(Some(-*x))),
+        _ => None,
+    }
+}
+
+/// `column op c` on an identity partition column, with SQL's float equality: the manifest
+/// compares floats in total order, where `-0.0 < 0.0`, while SQL (and the row filter) holds
+/// `-0.0 = 0.0`, so a bound at zero takes both zeros (pruning keeps more, never less).
+fn identity_compare(column: &str, op: Operator, c: ScalarValue) -> Expr {
+    let Some(other) = other_zero(&c) else {
+        return binary(ident(column), op, lit(c));
+    };
+    let negative = match &c {
+        ScalarValue::Float64(Some(x)) => x.is_sign_negative(),
+        ScalarValue::Float32(Some(x)) => x.is_sign_negative(),
+        ScalarValue::Float16(Some(x)) => x.is_sign_negative(),
+        _ => false,
+    };
+    let (neg, pos) = if negative { (c, other) } else { (other, c) };
+    match op {
+        Operator::Eq => ident(column).in_list(vec![lit(neg), lit(pos)], false),
+        Operator::Lt | Operator::LtEq => binary(ident(column), Operator::LtEq, lit(pos)),
+        Operator::Gt | Operator::GtEq => binary(ident(column), Operator::GtEq, lit(neg)),
+        _ => binary(ident(column), op, lit(pos)),
+    }
+}
+
 fn as_literal(e: &Expr) -> Option<ScalarValue> {
     match e {
         Expr::Literal(v, _) => Some(v.clone()),
@@ -266,7 +298,14 @@ impl Deriver<'_> {
                                 }
                             })
                             .collect();
-                        Some(ident(&pc).in_list(mapped?, false))
+                        let mut mapped = mapped?;
+                        let zeros = mapped.iter().filter_map(|e| match e {
+                            Expr::Literal(v, _) => other_zero(v).map(lit),
+                            _ => None,
+                        });
+                        let zeros: Vec<Expr> = zeros.collect();
+                        mapped.extend(zeros);
+                        Some(ident(&pc).in_list(mapped, false))
                     })
                     .collect();
                 parts.into_iter().reduce(|a, b| a.and(b))
@@ -349,7 +388,7 @@ impl Deriver<'_> {
             match (kind, op) {
                 (Some("identity"), _) => {
                     if let Some(c) = exact_cast(v, &dt) {
-                        parts.push(binary(ident(&pc), op, lit(c)));
+                        parts.push(identity_compare(&pc, op, c));
                     }
                 }
                 (_, Operator::Eq) => {

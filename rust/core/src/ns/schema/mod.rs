@@ -16,11 +16,9 @@ use crate::error::{schema_err, Error, Result};
 use crate::field_ids::{assign_field_ids, field_id, ids_within};
 pub use crate::field_ids::{max_field_id, LAST_FIELD_ID_KEY};
 use crate::ns::manifest::Snapshot;
-use crate::ns::storage::Storage;
-use crate::ns::SCHEMA_KEY;
-use crate::spec::{CompiledSpec, PartitionSpec};
+use crate::spec::PartitionSpec;
 pub use crate::types::is_widening;
-use crate::types::JsonSchema;
+use crate::types::{storage_schema, storage_type};
 
 pub mod read_rules;
 pub use read_rules::leaf_is_current;
@@ -50,6 +48,7 @@ pub fn plan_update(
         .filter_map(|f| field_id(f).map(|id| (id, f.as_ref())))
         .collect();
     let partition_sources = source_ids(specs.iter().copied());
+    let new = &storage_schema(new);
     let mut names = HashSet::new();
     for f in new.fields() {
         if !names.insert(f.name().clone()) {
@@ -77,7 +76,7 @@ pub fn plan_update(
                 f.name()
             );
         }
-        if prev.data_type() != f.data_type() {
+        if storage_type(prev.data_type()) != *f.data_type() {
             if ids_within(prev)
                 .iter()
                 .any(|i| partition_sources.contains(i))
@@ -90,7 +89,7 @@ pub fn plan_update(
                     f.data_type()
                 );
             }
-            if !is_widening(prev.data_type(), f.data_type()) {
+            if !is_widening(&storage_type(prev.data_type()), f.data_type()) {
                 return schema_err!(
                     "column {:?} cannot change type from {} to {} (only widening: integers to \
                      wider integers, float to double, decimal precision up, to large/view \
@@ -119,40 +118,90 @@ pub fn plan_update(
     Ok((assigned, last))
 }
 
-/// Applies a schema update to the namespace at `root`; returns the stored schema (ids
-/// assigned). Without changes nothing is committed.
-///
-/// # Errors
-/// `SchemaMismatch` for a refused change; `Spec` when a spec no longer compiles.
-pub async fn update_schema(storage: &Storage, new: &Schema) -> Result<Schema> {
-    let snap = Snapshot::load(storage, None).await?;
-    snap.check_writable()?;
-    let old = snap.schema();
-    let last_id = snap
-        .root_props
+/// The largest field id ever assigned in `snap` (`-1` before any).
+pub fn last_field_id(snap: &Snapshot) -> i32 {
+    snap.root_props
         .props
         .get(LAST_FIELD_ID_KEY)
         .and_then(|s| s.parse().ok())
-        .unwrap_or(-1);
-    let specs: Vec<&PartitionSpec> = snap.root_props.specs.values().collect();
-    let (schema, last) = plan_update(&old, new, &specs, last_id)?;
-    if schema == *old {
-        return Ok(schema);
+        .unwrap_or(-1)
+}
+
+/// The fields of `schema` by field id.
+fn by_id(schema: &Schema) -> HashMap<i32, &Field> {
+    schema
+        .fields()
+        .iter()
+        .filter_map(|f| field_id(f).map(|id| (id, f.as_ref())))
+        .collect()
+}
+
+/// `new`, an update written against the schema `base`, rebased onto the schema `latest` that
+/// concurrent changes made: the update's own changes to `base` (added fields, dropped ids,
+/// renames, type and nullability changes of the ids it kept) applied to `latest`, keeping what
+/// the concurrent changes did to every other field, in the latest order; the fields it adds
+/// come last.
+///
+/// # Errors
+/// `CommitConflict` when both changed the same field (or the update changes a field a
+/// concurrent change dropped, or adds a name a concurrent change added).
+pub fn rebase_update(base: &Schema, new: &Schema, latest: &Schema) -> Result<Schema> {
+    if base.fields() == latest.fields() {
+        return Ok(new.clone());
     }
-    for spec in &specs {
-        CompiledSpec::compile(spec, &schema, false)?;
+    let (base_ids, latest_ids) = (by_id(base), by_id(latest));
+    let conflict = |name: &str, what: &str| {
+        Err(Error::CommitConflict(format!(
+            "column {name:?} {what} by a concurrent schema change; reload the schema and retry"
+        )))
+    };
+    let new_ids = by_id(new);
+    // Every field the update names by id must be in the base (`plan_update` refuses others),
+    // and changing one that a concurrent change dropped or changed is a conflict.
+    for f in new.fields() {
+        let Some(id) = field_id(f) else {
+            if base.field_with_name(f.name()).is_err() && latest.field_with_name(f.name()).is_ok() {
+                return conflict(f.name(), "was added");
+            }
+            continue;
+        };
+        let Some(before) = base_ids.get(&id) else {
+            continue;
+        };
+        if *before != f.as_ref() {
+            match latest_ids.get(&id) {
+                None => return conflict(before.name(), "was dropped"),
+                Some(now) if now.name() != before.name() => {
+                    return conflict(before.name(), &format!("was renamed to {:?}", now.name()))
+                }
+                Some(now) if now != before => return conflict(before.name(), "was changed"),
+                Some(_) => {}
+            }
+        }
     }
-    let mut ds = (*snap.dataset).clone();
-    ds.update_metadata([
-        (
-            SCHEMA_KEY.to_string(),
-            serde_json::to_string(&JsonSchema::from_arrow(&schema)?)
-                .map_err(|e| Error::Internal(e.to_string()))?,
-        ),
-        (LAST_FIELD_ID_KEY.to_string(), last.to_string()),
-    ])
-    .await?;
-    Ok(schema)
+    // The latest fields in their order, with the update's changes (a field the update dropped
+    // goes; one it does not know, added concurrently, stays), then the fields it adds.
+    let mut out: Vec<Field> = Vec::with_capacity(new.fields().len() + latest.fields().len());
+    for f in latest.fields() {
+        match field_id(f) {
+            Some(id) if base_ids.contains_key(&id) => match new_ids.get(&id) {
+                // changed by the update (checked above: not by a concurrent change)
+                Some(mine) if base_ids.get(&id) != Some(mine) => out.push((*mine).clone()),
+                // kept as it was: as the latest has it (a concurrent rename stays)
+                Some(_) => out.push(f.as_ref().clone()),
+                // dropped by the update
+                None => {}
+            },
+            _ => out.push(f.as_ref().clone()),
+        }
+    }
+    for f in new.fields() {
+        let unknown = field_id(f).is_none_or(|id| !base_ids.contains_key(&id));
+        if unknown {
+            out.push(f.as_ref().clone());
+        }
+    }
+    Ok(Schema::new_with_metadata(out, latest.metadata().clone()))
 }
 
 #[cfg(test)]
@@ -205,5 +254,73 @@ mod tests {
         assert!(plan_update(&old, &narrow, &[], 5).is_err());
         let nn = Schema::new(vec![Field::new("n", DataType::Int32, false)]);
         assert!(plan_update(&old, &nn, &[], 5).is_err());
+    }
+
+    #[test]
+    fn rebase_keeps_concurrent_changes() {
+        let base = Schema::new(vec![
+            f("a", DataType::Int32, Some(0)),
+            f("b", DataType::Utf8, Some(1)),
+        ]);
+        // Concurrently: c added, b renamed.
+        let latest = Schema::new(vec![
+            f("a", DataType::Int32, Some(0)),
+            f("bee", DataType::Utf8, Some(1)),
+            f("c", DataType::Int64, Some(2)),
+        ]);
+        // Ours, against base: d added, a widened.
+        let ours = Schema::new(vec![
+            f("a", DataType::Int64, Some(0)),
+            f("b", DataType::Utf8, Some(1)),
+            f("d", DataType::Utf8, None),
+        ]);
+        let r = rebase_update(&base, &ours, &latest).unwrap();
+        let names: Vec<&str> = r.fields().iter().map(|x| x.name().as_str()).collect();
+        assert_eq!(names, ["a", "bee", "c", "d"]);
+        assert_eq!(r.field(0).data_type(), &DataType::Int64);
+        // Ours drops b: the concurrent rename does not bring it back.
+        let drop_b = Schema::new(vec![f("a", DataType::Int32, Some(0))]);
+        let r = rebase_update(&base, &drop_b, &latest).unwrap();
+        let names: Vec<&str> = r.fields().iter().map(|x| x.name().as_str()).collect();
+        assert_eq!(names, ["a", "c"]);
+    }
+
+    #[test]
+    fn rebase_refuses_overlapping_changes() {
+        let base = Schema::new(vec![
+            f("a", DataType::Int32, Some(0)),
+            f("b", DataType::Utf8, Some(1)),
+        ]);
+        let latest = Schema::new(vec![
+            f("a", DataType::Int32, Some(0)),
+            f("bee", DataType::Utf8, Some(1)),
+            f("c", DataType::Int64, Some(2)),
+        ]);
+        let rename_b = Schema::new(vec![
+            f("a", DataType::Int32, Some(0)),
+            f("bb", DataType::Utf8, Some(1)),
+        ]);
+        assert!(matches!(
+            rebase_update(&base, &rename_b, &latest),
+            Err(Error::CommitConflict(_))
+        ));
+        let add_c = Schema::new(vec![
+            f("a", DataType::Int32, Some(0)),
+            f("b", DataType::Utf8, Some(1)),
+            f("c", DataType::Utf8, None),
+        ]);
+        assert!(matches!(
+            rebase_update(&base, &add_c, &latest),
+            Err(Error::CommitConflict(_))
+        ));
+        let dropped = Schema::new(vec![f("a", DataType::Int32, Some(0))]);
+        let widen_a = Schema::new(vec![
+            f("a", DataType::Int64, Some(0)),
+            f("b", DataType::Utf8, Some(1)),
+        ]);
+        assert!(matches!(
+            rebase_update(&base, &widen_a, &dropped),
+            Err(Error::CommitConflict(_))
+        ));
     }
 }

@@ -26,7 +26,7 @@ use crate::ns::manifest::{
     WRITE_ID_KEY,
 };
 use crate::ns::storage::Storage;
-use crate::ns::txn::leaf::Pending;
+use crate::ns::txn::leaf::{Pending, Written};
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
 use crate::ns::write::flush::{op_fragments, write_params};
 use crate::ns::write::options::Mode;
@@ -45,6 +45,8 @@ pub(crate) struct WriteUpdate<'a> {
     pub(crate) already_committed: bool,
     /// Partitions an `overwrite_all` drops.
     pub(crate) dropped: u64,
+    /// When the parts' staging started (the writer's clock, ms; `None`: unknown).
+    pub(crate) staged_since_ms: Option<i64>,
 }
 
 impl ManifestUpdate for WriteUpdate<'_> {
@@ -53,6 +55,15 @@ impl ManifestUpdate for WriteUpdate<'_> {
         latest: &'a Snapshot,
     ) -> BoxFuture<'a, Result<Option<ManifestChange>>> {
         Box::pin(self.plan_on(latest))
+    }
+
+    fn written(&self) -> (Option<i64>, Vec<Written>) {
+        let written = self
+            .pending
+            .iter()
+            .map(|p| Written::new(&p.location, p.committed.version, &p.fragments))
+            .collect();
+        (self.staged_since_ms, written)
     }
 }
 

@@ -113,11 +113,32 @@ pub(crate) async fn commit_leaf(
                     fragments: part.fragments.clone(),
                 }
             };
-            let committed = CommitBuilder::new(ds)
+            let mut commit = CommitBuilder::new(ds)
                 .with_detached(strong)
-                .with_skip_auto_cleanup(true)
+                .with_skip_auto_cleanup(true);
+            // A weak-mode append that rewrites the partition (written under an older schema)
+            // replaces the leaf's rows with the ones it read at `read_version` plus its own:
+            // it commits only onto that version (a strict overwrite, never rebased), so a
+            // concurrent append's rows are never erased. Strong mode finds that conflict at
+            // its manifest commit.
+            let strict = part.rewrite && !replaces && !strong;
+            if strict {
+                commit = commit.with_max_retries(0);
+            }
+            let committed = match commit
                 .execute(Transaction::new(read_version, op, None))
-                .await?;
+                .await
+            {
+                Ok(c) => c,
+                Err(e) if strict && crate::error::lost_race(&e) => {
+                    return Err(Error::CommitConflict(format!(
+                        "a concurrent write appended to the partition at {location} while this \
+                         append rewrote it under the current schema; nothing of this partition \
+                         was committed, run the write again"
+                    )))
+                }
+                Err(e) => return Err(e.into()),
+            };
             Ok(Pending {
                 key: part.key,
                 object_id: Some(object_id.clone()),
@@ -176,27 +197,14 @@ pub(crate) async fn rewrite_old_rows(
 /// Fails when a staged data file is gone (for example removed by `cleanup()` with a grace
 /// period shorter than the write): committing it would make the partition unreadable.
 pub(crate) async fn verify_staged_files(storage: &Storage, parts: &[StagedPart]) -> Result<()> {
-    let (store, base) = storage.object_store().await?;
-    let mut paths = Vec::new();
-    for p in parts {
-        let dir = base.clone().join(p.target.location()).join("data");
-        for f in p.fragments.iter().flat_map(|f| f.files.iter()) {
-            let mut path = dir.clone();
-            for seg in f.path.split('/') {
-                path = path.join(seg);
-            }
-            paths.push(path);
-        }
-    }
-    let store = &store;
-    let missing: Vec<String> =
-        stream::iter(paths.into_iter().map(|p| async move {
-            Ok::<_, Error>((!store.exists(&p).await?).then(|| p.to_string()))
-        }))
-        .buffer_unordered(16)
-        .try_filter_map(|m| async move { Ok(m) })
-        .try_collect()
-        .await?;
+    let files = parts.iter().map(|p| {
+        let names = p.fragments.iter().flat_map(|f| f.files.iter());
+        (
+            p.target.location(),
+            names.map(|f| f.path.as_str()).collect(),
+        )
+    });
+    let missing = missing_files(storage, files.collect()).await?;
     if let Some(first) = missing.first() {
         return Err(Error::CommitConflict(format!(
             "{} staged data file(s) of this write no longer exist (first: {first}); was \
@@ -206,6 +214,87 @@ pub(crate) async fn verify_staged_files(storage: &Storage, parts: &[StagedPart])
         )));
     }
     Ok(())
+}
+
+/// A leaf version that a manifest change makes the manifest point at, and the data files the
+/// operation wrote into it.
+#[derive(Debug, Clone)]
+pub(crate) struct Written {
+    pub(crate) location: String,
+    pub(crate) version: u64,
+    pub(crate) files: Vec<String>,
+}
+
+impl Written {
+    /// The version `version` of `location` holding the data files of `fragments`.
+    pub(crate) fn new(location: &str, version: u64, fragments: &[Fragment]) -> Self {
+        Self {
+            location: location.to_string(),
+            version,
+            files: fragments
+                .iter()
+                .flat_map(|f| f.files.iter().map(|d| d.path.clone()))
+                .collect(),
+        }
+    }
+}
+
+/// Fails (nothing visible) when a leaf version or data file a commit is about to point at is
+/// gone: a `cleanup()` removed it while the operation ran.
+pub(crate) async fn verify_written(storage: &Storage, written: &[Written]) -> Result<()> {
+    for w in written {
+        if let Err(e) = storage.open(&w.location, Some(w.version)).await {
+            return Err(Error::CommitConflict(format!(
+                "version {} of the leaf {} that this operation committed no longer exists \
+                 (was cleanup() run with a grace period shorter than the operation?); nothing \
+                 was committed, run it again ({})",
+                w.version,
+                w.location,
+                crate::error::user_message(&e.to_string())
+            )));
+        }
+    }
+    let files = written
+        .iter()
+        .map(|w| {
+            (
+                w.location.as_str(),
+                w.files.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    let missing = missing_files(storage, files).await?;
+    if let Some(first) = missing.first() {
+        return Err(Error::CommitConflict(format!(
+            "{} data file(s) this operation wrote no longer exist (first: {first}); was \
+             cleanup() run with a grace period shorter than the operation? Nothing was \
+             committed; run it again",
+            missing.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The data files (by leaf location and file name) that do not exist.
+async fn missing_files(storage: &Storage, files: Vec<(&str, Vec<&str>)>) -> Result<Vec<String>> {
+    let (store, base) = storage.object_store().await?;
+    let mut paths = Vec::new();
+    for (location, names) in files {
+        let dir = base.clone().join(location).join("data");
+        for name in names {
+            paths.push(name.split('/').fold(dir.clone(), |p, seg| p.join(seg)));
+        }
+    }
+    let store = &store;
+    stream::iter(
+        paths.into_iter().map(|p| async move {
+            Ok::<_, Error>((!store.exists(&p).await?).then(|| p.to_string()))
+        }),
+    )
+    .buffer_unordered(16)
+    .try_filter_map(|m| async move { Ok(m) })
+    .try_collect()
+    .await
 }
 
 /// Weak mode records no write id: the parts an earlier commit of the same write already

@@ -8,21 +8,22 @@
 //! that rewrite the same row (a table's row, or a spec version's row when both create or drop
 //! partitions under it) exclusive.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Duration;
-
 use futures::future::BoxFuture;
 use lance::dataset::{
     DeleteBuilder, MergeInsertBuilder, WhenMatched, WhenNotMatched, WhenNotMatchedBySource,
 };
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::arrow::array::{Array, AsArray, RecordBatch, UInt32Array, UInt64Array};
 use crate::arrow::compute::{cast, concat_batches, take_record_batch};
 use crate::arrow::datatypes::{DataType, UInt64Type};
-use crate::error::{Error, Result};
+use crate::error::{lost_race, Error, Result};
+use crate::ns::cleanup_marks;
 use crate::ns::manifest::{rows_to_batch, Row, Snapshot, OBJECT_ID, READ_VERSION};
 use crate::ns::storage::Storage;
+use crate::ns::txn::leaf::{verify_written, Written};
+use crate::ns::txn::root_commit::backoff;
 
 /// A change of the manifest, planned on one snapshot.
 #[derive(Debug, Default)]
@@ -58,6 +59,14 @@ pub(crate) trait ManifestUpdate: Send {
         &'a mut self,
         latest: &'a Snapshot,
     ) -> BoxFuture<'a, Result<Option<ManifestChange>>>;
+
+    /// The leaf versions and files the planned change points at that this operation wrote,
+    /// and when the operation started writing them (ms since the epoch, its clock; `None`:
+    /// unknown). Before every commit attempt they are checked to exist when a `cleanup()` may
+    /// have started since (see `cleanup_marks`).
+    fn written(&self) -> (Option<i64>, Vec<Written>) {
+        (None, Vec::new())
+    }
 }
 
 /// The outcome of [`commit_manifest`].
@@ -81,6 +90,7 @@ pub(crate) async fn commit_manifest(
 ) -> Result<Committed> {
     storage.check_conditional_writes().await?;
     let mut attempt = 0u32;
+    let mut fenced_since: Option<std::time::Instant> = None;
     loop {
         attempt += 1;
         // Every attempt starts from the latest version, which another tool may have
@@ -93,6 +103,26 @@ pub(crate) async fn commit_manifest(
                 attempts: attempt,
             });
         };
+        let (since_ms, written) = update.written();
+        if !written.is_empty() && cleanup_marks::fenced(&latest, since_ms)? {
+            // A cleanup is deleting files as old as ours: commit once it is done (its fence
+            // commit makes a commit planned before it conflict, so it is planned again here).
+            let waited = fenced_since.get_or_insert_with(std::time::Instant::now);
+            if waited.elapsed() > FENCE_WAIT {
+                return Err(Error::CommitConflict(format!(
+                    "a cleanup() with a grace period shorter than this operation has been \
+                     running for more than {} s; nothing was committed, run it again",
+                    FENCE_WAIT.as_secs()
+                )));
+            }
+            attempt -= 1;
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            continue;
+        }
+        if !written.is_empty() && cleanup_may_have_run(storage, since_ms).await? {
+            verify_written(storage, &written).await?;
+        }
+        crate::ns::txn::hooks::pause("before_manifest_apply");
         match apply(&latest, &change).await {
             Ok(version) => {
                 return Ok(Committed {
@@ -100,15 +130,14 @@ pub(crate) async fn commit_manifest(
                     attempts: attempt,
                 })
             }
-            Err(Error::Lance(e)) if is_retryable(&e) && attempt < max_attempts => {
-                let jitter = u64::from(getrandom::u32().unwrap_or(0) % 50_000);
-                let backoff = Duration::from_millis(20 * u64::from(attempt.min(10)))
-                    + Duration::from_micros(jitter);
-                tokio::time::sleep(backoff).await;
+            Err(Error::Lance(e)) if manifest_race(&e) && attempt < max_attempts => {
+                backoff(attempt).await;
             }
-            Err(Error::Lance(e)) if is_retryable(&e) => {
+            Err(Error::Lance(e)) if manifest_race(&e) => {
                 return Err(Error::CommitConflict(format!(
-                    "gave up after {attempt} manifest commit attempts: {e}"
+                    "gave up after {attempt} manifest commit attempts: concurrent commits kept \
+                     landing first ({})",
+                    crate::error::user_message(&e.to_string())
                 )))
             }
             Err(e) => return Err(e),
@@ -116,14 +145,27 @@ pub(crate) async fn commit_manifest(
     }
 }
 
-/// Lance errors that mean "another commit landed first".
+/// How long a commit waits for a running cleanup that may remove its files.
+const FENCE_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Whether a cleanup could have removed files written since `since_ms` (`None`: unknown).
+pub(crate) async fn cleanup_may_have_run(storage: &Storage, since_ms: Option<i64>) -> Result<bool> {
+    match since_ms {
+        Some(t) => cleanup_marks::any_since(storage, t).await,
+        None => Ok(true),
+    }
+}
+
+/// Lance errors of a manifest commit that mean "another commit landed first": a lost race
+/// (`lost_race`), or a manifest whose columns a concurrent spec evolution changed after the
+/// change was planned (the next plan builds its rows in the new columns).
+pub(crate) fn manifest_race(e: &lance::Error) -> bool {
+    lost_race(e) || matches!(e, lance::Error::SchemaMismatch { .. })
+}
+
+/// Lance errors that mean "another commit landed first" (for leaf commits).
 pub(crate) fn is_retryable(e: &lance::Error) -> bool {
-    matches!(
-        e,
-        lance::Error::RetryableCommitConflict { .. }
-            | lance::Error::CommitConflict { .. }
-            | lance::Error::TooMuchWriteContention { .. }
-    )
+    lost_race(e)
 }
 
 /// Applies `change` to `latest` in one Lance commit; returns the new version.

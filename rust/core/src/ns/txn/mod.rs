@@ -13,19 +13,25 @@
 //!   commits.
 //! - [`manifest_commit`]: the retried atomic manifest commit every change goes through.
 //! - [`new_leaf`]: the commit handler of new leaf tables (no existence listing, no hint).
+//! - [`root_commit`]: the retried commit of root properties; [`schema_update`] and
+//!   [`spec_update`] plan schema changes and spec evolutions on it.
+//! - [`write_lock`]: the lock of a weak-mode commit of one distributed write.
 
 pub(crate) mod conflict;
 pub(crate) mod hooks;
 pub(crate) mod leaf;
 pub(crate) mod manifest_commit;
 pub(crate) mod new_leaf;
+pub(crate) mod root_commit;
+pub(crate) mod schema_update;
+pub(crate) mod spec_update;
+pub(crate) mod write_lock;
 
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
 
 use crate::error::{Error, Result};
-use crate::ns::cleanup_marks;
 use crate::ns::manifest::{describe_key, Snapshot};
 use crate::ns::storage::Storage;
 use crate::ns::touched::TouchedPartition;
@@ -36,6 +42,7 @@ use crate::ns::write::staged::{data_files, fresh_lance_schema, StagedPart};
 use crate::spec::PartitionSpec;
 use conflict::WriteUpdate;
 use leaf::{commit_leaf, rewrite_old_rows, verify_staged_files, weak_committed, Pending};
+use write_lock::WriteLock;
 
 /// Commits the staged parts of one write; see the module docs.
 pub struct WriteTransaction {
@@ -83,7 +90,22 @@ impl WriteTransaction {
     /// `CommitConflict` when a concurrent commit makes this one impossible (nothing became
     /// visible), `PartialCommit` when a weak-mode write failed after some leaf commits; `Lance`
     /// for I/O errors.
-    pub async fn commit(&self, mut parts: Vec<StagedPart>) -> Result<WriteSummary> {
+    pub async fn commit(&self, parts: Vec<StagedPart>) -> Result<WriteSummary> {
+        // Weak mode finds an earlier commit of the same write in the leaves: that check and
+        // the commits after it run under the write's lock (strong mode's check is part of the
+        // atomic manifest commit).
+        let lock = match (&self.write_id, self.strong) {
+            (Some(id), false) => Some(WriteLock::acquire(&self.storage, id).await?),
+            _ => None,
+        };
+        let out = self.commit_parts(parts).await;
+        if let Some(lock) = lock {
+            lock.release().await;
+        }
+        out
+    }
+
+    async fn commit_parts(&self, mut parts: Vec<StagedPart>) -> Result<WriteSummary> {
         if let Some(done) = self.already_committed(&mut parts).await? {
             return Ok(done);
         }
@@ -105,10 +127,7 @@ impl WriteTransaction {
 
     /// Whether a cleanup could have removed staged files since the staging started.
     async fn cleanup_may_have_run(&self) -> Result<bool> {
-        match self.staged_since_ms {
-            Some(t) => cleanup_marks::any_since(&self.storage, t).await,
-            None => Ok(true),
-        }
+        manifest_commit::cleanup_may_have_run(&self.storage, self.staged_since_ms).await
     }
 
     /// A repeated commit of a distributed write: strong mode finds its write id in the
@@ -203,6 +222,7 @@ impl WriteTransaction {
             write_id: self.write_id.clone(),
             already_committed: false,
             dropped: 0,
+            staged_since_ms: self.staged_since_ms,
         };
         let committed =
             manifest_commit::commit_manifest(&self.storage, self.max_attempts, &mut update).await?;

@@ -6,6 +6,10 @@
 //! directories under the root that no manifest version, old or new, names in its `location`
 //! column, once every file in them is older than a grace period (a write still in progress
 //! writes fresh files, so it is never touched).
+//!
+//! A deleting cleanup keeps a retention floor ([`RETENTION_FLOOR`]) unless told otherwise,
+//! and raises a fence in the manifest while it deletes ([`fence`]), so an operation in flight
+//! never commits files it removed: it waits, checks, and fails typed if they are gone.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -17,6 +21,8 @@ use object_store::path::Path;
 
 use crate::error::Result;
 use crate::ns::cleanup_marks;
+
+mod fence;
 use crate::ns::manifest::{named_tables, Snapshot};
 use crate::ns::storage::Storage;
 
@@ -170,34 +176,100 @@ async fn leaf_garbage(
         let Some(name) = m.location.filename() else {
             continue;
         };
-        if !named.contains(name) {
+        // `.tmp*`: a file a writer is writing right now (renamed into place when done).
+        if !named.contains(name) && !name.starts_with('.') {
             out.files.push((m.location.clone(), m.size));
         }
     }
     Ok(out)
 }
 
+/// The shortest grace period a deleting cleanup accepts while its retention check is on
+/// (like Delta's `VACUUM` retention check): an operation that takes longer than the grace
+/// period between writing its files and committing them fails at its commit instead of
+/// committing files a cleanup removed, so a short grace period fails long operations.
+pub const RETENTION_FLOOR: Duration = Duration::from_secs(3600);
+
+/// A removal whose target is already gone (a writer's temporary file renamed or removed
+/// meanwhile, or another cleanup) succeeded.
+fn gone_ok(r: lance::Result<()>) -> Result<()> {
+    match r {
+        Err(lance::Error::NotFound { .. }) => Ok(()),
+        Err(lance::Error::IO { source, .. })
+            if source
+                .downcast_ref::<object_store::Error>()
+                .is_some_and(|e| matches!(e, object_store::Error::NotFound { .. })) =>
+        {
+            Ok(())
+        }
+        other => Ok(other?),
+    }
+}
+
 /// Finds (and unless `dry_run`, removes) orphan leaf directories older than `older_than`.
+/// With `retention_check`, a deleting cleanup refuses an `older_than` below
+/// [`RETENTION_FLOOR`].
 ///
 /// # Errors
-/// `NotFound` without a namespace; `Lance` for I/O errors.
+/// `InvalidArgument` for a grace period below the floor; `NotFound` without a namespace;
+/// `Lance` for I/O errors.
 pub async fn cleanup(
     storage: &Storage,
     older_than: Duration,
     dry_run: bool,
+    retention_check: bool,
 ) -> Result<CleanupSummary> {
-    let snap = Snapshot::load(storage, None).await?;
-    let started_ms = cleanup_marks::now_ms()?;
-    if !dry_run {
-        // Before anything is listed: commits of writes staged since then check their files.
-        cleanup_marks::record(storage, started_ms).await?;
+    if retention_check && !dry_run && older_than < RETENTION_FLOOR {
+        return Err(crate::error::Error::InvalidArgument(format!(
+            "cleanup(older_than={}s) is below the retention floor of {}s: a write, optimize or \
+             distributed write in flight for longer than the grace period would have its files \
+             removed before it commits (it then fails instead of committing). Pass \
+             retention_check=False (CLI: --no-retention-check) when no operation can be in \
+             flight that long",
+            older_than.as_secs_f64(),
+            RETENTION_FLOOR.as_secs()
+        )));
     }
-    let refs = referenced(&snap).await?;
-    let (store, base) = storage.object_store().await?;
-    let listing = store.list_with_delimiter(Some(&base)).await?;
+    let started_ms = cleanup_marks::now_ms()?;
     let cutoff = started_ms
         .div_euclid(1000)
         .saturating_sub(i64::try_from(older_than.as_secs()).unwrap_or(i64::MAX));
+    if dry_run {
+        return sweep(storage, cutoff, None).await;
+    }
+    // Before anything is listed: commits of writes staged since then check their files.
+    cleanup_marks::record(storage, started_ms).await?;
+    let found = sweep(storage, cutoff, None).await?;
+    if found.files == 0 {
+        // Nothing to remove: no fence, nothing committed.
+        return Ok(CleanupSummary {
+            removed: true,
+            ..found
+        });
+    }
+    let fence = fence::raise(storage, started_ms, cutoff.saturating_mul(1000) + 999).await?;
+    let swept = sweep(storage, cutoff, Some(&fence)).await;
+    let lowered = fence.lower(storage).await;
+    let summary = swept?;
+    lowered?;
+    Ok(summary)
+}
+
+/// Finds what is older than `cutoff` (seconds since the epoch, the store's clock) and no
+/// manifest version names; removes it when a raised `fence` is given (a dry run otherwise).
+async fn sweep(
+    storage: &Storage,
+    cutoff: i64,
+    fence: Option<&fence::Raised>,
+) -> Result<CleanupSummary> {
+    let dry_run = fence.is_none();
+    let lease = || fence.map_or(Ok(()), fence::Raised::check_lease);
+    // Loaded after the fence: every commit that can name files older than the cut-off is in
+    // some version of it (later ones wait for the fence to be lowered).
+    let snap = Snapshot::load(storage, None).await?;
+    let refs = referenced(&snap).await?;
+    let (store, base) = storage.object_store().await?;
+    let listing = store.list_with_delimiter(Some(&base)).await?;
     let mut summary = CleanupSummary {
         removed: !dry_run,
         ..Default::default()
@@ -216,7 +288,8 @@ pub async fn cleanup(
         summary.files += files.len() as u64;
         summary.bytes += files.iter().map(|m| m.size).sum::<u64>();
         if !dry_run {
-            store.remove_dir_all(dir.clone()).await?;
+            lease()?;
+            gone_ok(store.remove_dir_all(dir.clone()).await)?;
         }
         summary.orphans.push(name);
     }
@@ -233,7 +306,8 @@ pub async fn cleanup(
             summary.bytes += size;
             summary.stale_versions.push(format!("{location}@{version}"));
             if !dry_run {
-                store.delete(path).await?;
+                lease()?;
+                gone_ok(store.delete(path).await)?;
             }
         }
         for (path, size) in &garbage.files {
@@ -247,7 +321,8 @@ pub async fn cleanup(
                 .stale_files
                 .push(rel.trim_start_matches('/').to_string());
             if !dry_run {
-                store.delete(path).await?;
+                lease()?;
+                gone_ok(store.delete(path).await)?;
             }
         }
     }
