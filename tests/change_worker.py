@@ -5,7 +5,9 @@ a traceback (the test fails on it).
 
 python change_worker.py ROOT ROLE TAG ROUNDS
 
-Roles: ``append`` (rounds of 50 rows with ids from TAG * 1_000_000), ``schema`` (adds a
+Roles: ``append`` (rounds of 50 rows with ids from TAG * 1_000_000), ``distributed`` (the
+same as a distributed write of two staged parts), ``reader`` (reads the newest manifest
+versions ``as_of``; a version expired meanwhile is skipped), ``schema`` (adds a
 column ``TAG_<i>`` each round, renames every third, drops every fourth), ``evolve`` (a new
 spec version each round: identity country plus bucket(id, n) with a new n), ``delete`` (each
 round deletes a chunk of 10 pre-written ids from 900_000). Storage options come as JSON in
@@ -66,6 +68,27 @@ def main() -> None:
                     ]
                 )
                 print(f"evolve {ns.evolve(spec)}", flush=True)
+            elif role == "distributed":
+                # two parts staged separately (as two tasks would), committed once
+                start = tag * 1_000_000 + i * 50
+                dw = ns.distributed_write()
+                msgs = [dw.stage(rows(start, 25)), dw.stage(rows(start + 25, 25))]
+                dw.commit(msgs)
+                print(f"append {start} 50", flush=True)
+            elif role == "reader":
+                # every version history lists reads, or was expired meanwhile (typed)
+                versions = [
+                    e["version"]
+                    for e in ns.history().to_pylist()
+                    if e["operation"] != "create_namespace"
+                ]
+                for v in versions[:5]:
+                    try:
+                        ids = ns.to_table(columns=["id"], as_of=v)["id"].to_pylist()
+                    except lp.NamespaceNotFoundError:
+                        continue  # expired after history() listed it
+                    assert len(ids) == len(set(ids)), f"version {v} holds a row twice"
+                print(f"read {len(versions)}", flush=True)
             elif role == "delete":
                 lo = 900_000 + (tag * rounds + i) * 10
                 ns.delete(f"id >= {lo} AND id < {lo + 10}")

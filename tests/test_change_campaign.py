@@ -171,16 +171,28 @@ def maintain(ns: lp.PartitionedNamespace, procs: list[subprocess.Popen[str]]) ->
     return done
 
 
-@pytest.mark.slow
-def test_maintenance_races_writers_on_local_disk(tmp_path: Path) -> None:
-    root = str(tmp_path / "ns")
-    ns = start(root, None)
+def maintenance_race(root: str, options: dict[str, str] | None, rounds: int) -> dict[str, int]:
+    ns = start(root, options)
     procs = [
-        spawn(root, "append", 1, 15, None),
-        spawn(root, "append", 2, 15, None),
-        spawn(root, "delete", 0, 10, None),
+        spawn(root, "append", 1, rounds, options),
+        spawn(root, "distributed", 2, rounds, options),
+        spawn(root, "delete", 0, rounds, options),
+        spawn(root, "reader", 0, rounds, options),
     ]
     done = maintain(ns, procs)
     counts = check(ns, collect(procs))
     assert done["optimize"] + done["expire"] + done["cleanup"] > 3, done
-    assert counts["append"] > 0
+    assert counts["append"] > 0 and counts["read"] > 0
+    return {**counts, **done}
+
+
+@pytest.mark.slow
+def test_maintenance_races_writers_on_local_disk(tmp_path: Path) -> None:
+    maintenance_race(str(tmp_path / "ns"), None, 15)
+
+
+@pytest.mark.slow
+@pytest.mark.s3
+def test_maintenance_races_writers_on_the_s3_server(s3_uri: tuple[str, dict[str, str]]) -> None:
+    uri, options = s3_uri
+    maintenance_race(uri, options, 6)
