@@ -182,7 +182,8 @@ def maintenance_race(root: str, options: dict[str, str] | None, rounds: int) -> 
     done = maintain(ns, procs)
     counts = check(ns, collect(procs))
     assert done["optimize"] + done["expire"] + done["cleanup"] > 3, done
-    assert counts["append"] > 0 and counts["read"] > 0
+    assert counts["append"] > 0
+    assert counts["read"] > 0
     return {**counts, **done}
 
 

@@ -105,6 +105,8 @@ class TwoHandles(RuleBasedStateMachine):
 
     @rule(h=st.integers(0, 1), k=st.integers(0, 50))
     def rename_column(self, h: int, k: int) -> None:
+        if len(self.cols) <= 2:
+            return
         col, name = self.cols[2 + k % (len(self.cols) - 2)]
         new = f"r{col}_{self.next_col}"
         self.next_col += 1
@@ -116,6 +118,8 @@ class TwoHandles(RuleBasedStateMachine):
     @rule(h=st.integers(0, 1), k=st.integers(0, 50), n=st.integers(2, 8))
     def evolve(self, h: int, k: int, n: int) -> None:
         candidates = [(c, name) for c, name in self.cols if c >= 2]
+        if not candidates:
+            return
         col, name = candidates[k % len(candidates)]
         if self.bucket == (col, n):
             return  # the current spec: evolve refuses an identical spec
@@ -181,8 +185,8 @@ class TwoHandles(RuleBasedStateMachine):
 
 TestTwoHandles = TwoHandles.TestCase
 TestTwoHandles.settings = settings(
-    max_examples=20,
-    stateful_step_count=12,
+    max_examples=40,
+    stateful_step_count=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

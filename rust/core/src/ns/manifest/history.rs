@@ -14,7 +14,7 @@ use crate::arrow::array::{
     Array, ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt64Array,
 };
 use crate::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ns::{SCHEMA_KEY, SPEC_KEY_PREFIX};
 
 use super::format::{required_string, scan_rows};
@@ -196,16 +196,31 @@ pub async fn history(snap: &Snapshot, limit: Option<usize>) -> Result<RecordBatc
         .take(shown + 1)
         .map(|v| (v.version, v.timestamp))
         .collect();
-    let states: Vec<State> = stream::iter(
-        wanted
-            .iter()
-            .map(|&(version, _)| async move { state(&ds.checkout_version(version).await?).await }),
-    )
+    let states: Vec<Option<State>> = stream::iter(wanted.iter().map(|&(version, _)| async move {
+        match ds.checkout_version(version).await {
+            Ok(at) => Ok(Some(state(&at).await?)),
+            // Removed by an `expire()` running since the listing: not part of the history.
+            Err(
+                lance::Error::NotFound { .. }
+                | lance::Error::DatasetNotFound { .. }
+                | lance::Error::VersionNotFound { .. },
+            ) => Ok(None),
+            Err(e) => Err(Error::from(e)),
+        }
+    }))
     .buffered(CONCURRENCY)
     .try_collect()
     .await?;
-    let entries: Vec<Entry> = (0..shown)
-        .map(|i| describe(wanted[i].0, wanted[i].1, states.get(i + 1), &states[i]))
+    let kept: Vec<(u64, DateTime<Utc>, State)> = wanted
+        .iter()
+        .zip(states)
+        .filter_map(|(&(v, t), s)| s.map(|s| (v, t, s)))
+        .collect();
+    let entries: Vec<Entry> = (0..shown.min(kept.len()))
+        .map(|i| {
+            let prev = kept.get(i + 1).map(|k| &k.2);
+            describe(kept[i].0, kept[i].1, prev, &kept[i].2)
+        })
         .collect();
     let schema = Schema::new(vec![
         Field::new("version", DataType::UInt64, false),

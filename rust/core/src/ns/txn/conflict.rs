@@ -146,7 +146,8 @@ impl WriteUpdate<'_> {
             (&leaf.location, leaf.read_version),
             self.strong,
         )
-        .await?;
+        .await
+        .map_err(|e| rewritten_under_another_schema(e, &self.describe(&p.key)))?;
         let p = &mut self.pending[i];
         p.created = false;
         p.object_id = Some(leaf.object_id.clone());
@@ -250,7 +251,8 @@ impl WriteUpdate<'_> {
             .with_detached(true)
             .with_skip_auto_cleanup(true)
             .execute(Transaction::new(read_version, op, None))
-            .await?;
+            .await
+            .map_err(|e| rewritten_under_another_schema(e, &key))?;
         p.base = Some(read_version);
         p.committed = LeafVersion::of(&committed).await?;
         Ok(())
@@ -288,6 +290,23 @@ impl WriteUpdate<'_> {
         change.copy_rows.sort_unstable();
         change.delete_others = Some("object_id LIKE 'v%$%'".to_string());
         Ok(())
+    }
+}
+
+/// A leaf commit of our fragments that Lance refused because a concurrent write rewrote the
+/// partition under another schema version: our rows cannot be appended as written; nothing of
+/// this write is visible, and running it again stages them against the new leaf.
+pub(crate) fn rewritten_under_another_schema(e: impl Into<Error>, key: &str) -> Error {
+    match e.into() {
+        Error::Lance(l) if matches!(*l, lance::Error::SchemaMismatch { .. }) => {
+            Error::CommitConflict(format!(
+                "partition ({key}) was rewritten under another schema version by a concurrent \
+             write while this write was staged against the old one; run the write again \
+             ({})",
+                crate::error::user_message(&l.to_string())
+            ))
+        }
+        other => other,
     }
 }
 

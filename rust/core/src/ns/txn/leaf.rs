@@ -137,7 +137,10 @@ pub(crate) async fn commit_leaf(
                          was committed, run the write again"
                     )))
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    let key = format!("leaf {location}");
+                    return Err(super::conflict::rewritten_under_another_schema(e, &key));
+                }
             };
             Ok(Pending {
                 key: part.key,
