@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import traceback
 
 import pyarrow as pa
 
@@ -98,7 +99,8 @@ def main() -> None:
         except lp.LancePartitionedError as e:
             if isinstance(e, lp.InternalError):
                 raise
-            print(f"FAIL {type(e).__name__}: {str(e)[:200]}", flush=True)
+            print(f"FAIL {type(e).__name__}: {role}: {str(e)[:200]}", flush=True)
+            traceback.print_exc()
             ns.refresh()
 
 

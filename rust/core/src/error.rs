@@ -94,6 +94,36 @@ pub fn lost_race(e: &lance::Error) -> bool {
     )
 }
 
+/// Whether a Lance error says a file or version does not exist (for a read of an old manifest
+/// version: `expire()` removed it, possibly while the read ran).
+pub fn is_not_found(e: &lance::Error) -> bool {
+    match e {
+        lance::Error::NotFound { .. }
+        | lance::Error::DatasetNotFound { .. }
+        | lance::Error::VersionNotFound { .. } => true,
+        lance::Error::IO { source, .. } | lance::Error::Wrapped { error: source, .. }
+            if source
+                .downcast_ref::<object_store::Error>()
+                .is_some_and(|o| matches!(o, object_store::Error::NotFound { .. })) =>
+        {
+            true
+        }
+        // Errors of the object store reach us wrapped in several layers (I/O, DataFusion
+        // execution, stream errors) that keep only its text.
+        other => other.to_string().contains("Not found: "),
+    }
+}
+
+/// `e`, or `NotFound` naming `what` when `e` says a file or version it needed is gone.
+pub fn gone(e: Error, what: impl FnOnce() -> String) -> Error {
+    match e {
+        Error::Lance(l) if is_not_found(&l) => {
+            Error::NotFound(format!("{}: {}", what(), user_message(&l.to_string())))
+        }
+        other => other,
+    }
+}
+
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

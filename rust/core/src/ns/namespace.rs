@@ -160,7 +160,10 @@ impl Namespace {
                 "no staged messages to commit".into(),
             ));
         };
-        let snap = Arc::new(Snapshot::load(&self.storage, Some(first.manifest_version)).await?);
+        let snap = match distributed::base_snapshot(&self.storage, first.manifest_version).await {
+            Ok(s) => Arc::new(s),
+            Err(e) => return self.committed_before(messages, e).await,
+        };
         snap.check_writable()?;
         let (parts, rows, id) = distributed::merge_messages(&snap, messages)?;
         let staged_since = messages.iter().map(|m| m.staged_since_ms).min();
@@ -179,6 +182,28 @@ impl Namespace {
             summary.rows = rows;
         }
         Ok(summary)
+    }
+
+    /// A distributed write whose base manifest version is gone (`error`): when a strong-mode
+    /// commit of the same messages already landed, this repeated commit is a no-op, as it is
+    /// while the base version exists; otherwise `error`.
+    async fn committed_before(
+        &self,
+        messages: &[StagedMessage],
+        error: Error,
+    ) -> Result<WriteSummary> {
+        let Some(first) = messages.first() else {
+            return Err(error);
+        };
+        let latest = Snapshot::load(&self.storage, None).await?;
+        if first.strong && latest.has_write(&first.nonce)? {
+            return Ok(WriteSummary {
+                manifest_version: latest.version,
+                already_committed: true,
+                ..Default::default()
+            });
+        }
+        Err(error)
     }
 
     /// Deletes the rows matching `filter`.

@@ -197,15 +197,12 @@ pub async fn history(snap: &Snapshot, limit: Option<usize>) -> Result<RecordBatc
         .map(|v| (v.version, v.timestamp))
         .collect();
     let states: Vec<Option<State>> = stream::iter(wanted.iter().map(|&(version, _)| async move {
-        match ds.checkout_version(version).await {
-            Ok(at) => Ok(Some(state(&at).await?)),
+        let read = async { state(&ds.checkout_version(version).await?).await };
+        match read.await {
+            Ok(s) => Ok(Some(s)),
             // Removed by an `expire()` running since the listing: not part of the history.
-            Err(
-                lance::Error::NotFound { .. }
-                | lance::Error::DatasetNotFound { .. }
-                | lance::Error::VersionNotFound { .. },
-            ) => Ok(None),
-            Err(e) => Err(Error::from(e)),
+            Err(Error::Lance(e)) if crate::error::is_not_found(&e) => Ok(None),
+            Err(e) => Err(e),
         }
     }))
     .buffered(CONCURRENCY)

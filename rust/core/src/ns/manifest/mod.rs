@@ -94,7 +94,7 @@ async fn missing_version(storage: &Storage, version: u64, cause: lance::Error) -
     };
     let mut ids: Vec<u64> = versions.iter().map(|v| v.version).collect();
     ids.sort_unstable();
-    if ids.contains(&version) {
+    if ids.contains(&version) && !crate::error::is_not_found(&cause) {
         return cause.into();
     }
     Error::NotFound(format!(
@@ -156,7 +156,16 @@ impl Snapshot {
             }
             Err(e) => return Err(storage.error(e)),
         };
-        Self::from_dataset(storage, Arc::new(dataset), light).await
+        let snap = Self::from_dataset(storage, Arc::new(dataset), light).await;
+        match version {
+            // An old version's files removed by an `expire()` running since it was opened.
+            Some(v) => snap.map_err(|e| {
+                crate::error::gone(e, || {
+                    format!("manifest version {v} of \"{storage}\" was removed while it was read")
+                })
+            }),
+            None => snap,
+        }
     }
 
     /// A read snapshot at manifest version `version` (time travel, `as_of`).

@@ -156,6 +156,19 @@ impl ScanIter {
     /// # Errors
     /// `Lance` for I/O errors; `Arrow` when a leaf's rows do not adapt to the schema.
     pub async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        let version = self.snap.version;
+        self.next_batch_inner().await.map_err(|e| {
+            crate::error::gone(e, || {
+                format!(
+                    "a file that manifest version {version} reads no longer exists (expire() \
+                     removed that version while it was read, or something deleted files of the \
+                     namespace)"
+                )
+            })
+        })
+    }
+
+    async fn next_batch_inner(&mut self) -> Result<Option<RecordBatch>> {
         loop {
             if self.current.is_none() && !self.open_next().await? {
                 return Ok(None);

@@ -59,6 +59,22 @@ pub async fn plan(storage: &Storage, strong: Option<bool>) -> Result<WritePlan> 
     })
 }
 
+/// The manifest version `version` a distributed write planned against.
+///
+/// # Errors
+/// `CommitConflict` when `expire()` removed it while the write ran (its tasks staged, or will
+/// stage, against it; nothing is committed); otherwise as [`Snapshot::load`].
+pub async fn base_snapshot(storage: &Storage, version: u64) -> Result<Snapshot> {
+    match Snapshot::load(storage, Some(version)).await {
+        Err(Error::NotFound(m)) => Err(Error::CommitConflict(format!(
+            "the manifest version {version} this distributed write planned against was removed \
+             by expire() while the write ran ({m}); nothing was committed, start the write \
+             again (keep expire()'s older_than longer than the longest write)"
+        ))),
+        other => other,
+    }
+}
+
 /// Stages one task's rows: routes them, writes uncommitted fragments, commits nothing.
 ///
 /// # Errors
@@ -76,7 +92,7 @@ pub async fn stage(
         ));
     }
     let staged_since = crate::ns::cleanup_marks::now_ms()?;
-    let snap = Arc::new(Snapshot::load(storage, Some(plan.manifest_version)).await?);
+    let snap = Arc::new(base_snapshot(storage, plan.manifest_version).await?);
     snap.check_writable()?;
     let ids = IdPlan::Derived(nonce.to_string());
     let mut writer = PartitionWriter::new(storage, Arc::clone(&snap), opts, plan.strong, ids)?;
