@@ -313,14 +313,20 @@ mod tests {
             rebase_update(&base, &add_c, &latest),
             Err(Error::CommitConflict(_))
         ));
-        let dropped = Schema::new(vec![f("a", DataType::Int32, Some(0))]);
+        // a concurrent change dropped a; ours widens it
+        let a_dropped = Schema::new(vec![f("b", DataType::Utf8, Some(1))]);
         let widen_a = Schema::new(vec![
             f("a", DataType::Int64, Some(0)),
             f("b", DataType::Utf8, Some(1)),
         ]);
         assert!(matches!(
-            rebase_update(&base, &widen_a, &dropped),
+            rebase_update(&base, &widen_a, &a_dropped),
             Err(Error::CommitConflict(_))
         ));
+        // ... while a drop of b that ours does not touch just applies
+        let b_dropped = Schema::new(vec![f("a", DataType::Int32, Some(0))]);
+        let r = rebase_update(&base, &widen_a, &b_dropped).unwrap();
+        assert_eq!(r.fields().len(), 1);
+        assert_eq!(r.field(0).data_type(), &DataType::Int64);
     }
 }
