@@ -197,3 +197,17 @@ def test_maintenance_races_writers_on_local_disk(tmp_path: Path) -> None:
 def test_maintenance_races_writers_on_the_s3_server(s3_uri: tuple[str, dict[str, str]]) -> None:
     uri, options = s3_uri
     maintenance_race(uri, options, 6)
+
+
+if __name__ == "__main__":
+    # The same campaigns at a larger scale, on local disk:
+    # python tests/test_change_campaign.py ROUNDS
+    import tempfile
+    import time
+
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 60
+    with tempfile.TemporaryDirectory() as d:
+        for name, run in (("race", race), ("maintenance", maintenance_race)):
+            t0 = time.time()
+            counts = run(f"{d}/{name}", None, n)
+            print(f"{name}: {n} rounds, {time.time() - t0:.0f} s: {counts}", flush=True)
