@@ -20,6 +20,7 @@ from lance_partitioned import (
 from lance_partitioned._native import __version__
 from lance_partitioned.distributed import DistributedWrite
 from lance_partitioned.exceptions import (
+    ArgumentTypeError,
     ArrowError,
     CommitConflictError,
     CorruptNamespaceError,
@@ -64,6 +65,7 @@ from lance_partitioned.spec import (
 )
 
 __all__ = [
+    "ArgumentTypeError",
     "ArrowError",
     "Bucket",
     "CleanupResult",

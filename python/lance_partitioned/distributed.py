@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_partitioned import _native
+from lance_partitioned._arguments import typed_class
 from lance_partitioned._input import arrow_stream, peek
 from lance_partitioned.exceptions import InvalidArgumentError
 from lance_partitioned.lineage.run import Job, LineageRun, begin, resume
@@ -32,6 +33,7 @@ from lance_partitioned.options import (
 WriteResult = _native.WriteResult
 
 
+@typed_class
 class DistributedWrite:
     """One write made of parts staged independently and committed once.
 

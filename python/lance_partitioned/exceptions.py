@@ -9,6 +9,8 @@ arrive with their own type; this module re-exports them.
   is not deterministic and stateless.
 - :class:`UnsupportedTypeError`: a kernel was given an Arrow type it does not support.
 - :class:`InvalidArgumentError`: an argument is out of range or inconsistent.
+- :class:`ArgumentTypeError`: an argument has the wrong type (an ``InvalidArgumentError`` and
+  a ``TypeError``).
 - :class:`ArrowError`: Arrow reported an error (a failed cast, a malformed array).
 - :class:`InternalError`: a bug (including a caught Rust panic).
 - :class:`SchemaMismatchError`: input data does not fit the namespace schema.
@@ -46,7 +48,13 @@ from lance_partitioned._native import (
     UnsupportedTypeError,
 )
 
+
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument has the wrong type (a string where a number is expected, ...)."""
+
+
 __all__ = [
+    "ArgumentTypeError",
     "ArrowError",
     "CommitConflictError",
     "CorruptNamespaceError",

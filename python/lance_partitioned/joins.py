@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lance_partitioned import _native
+from lance_partitioned._arguments import typed_api
 from lance_partitioned.exceptions import InvalidArgumentError
 from lance_partitioned.namespace import PartitionedNamespace, Snapshot
 
@@ -111,6 +112,7 @@ def key_pairs(on: On) -> list[tuple[str, str]]:
     return pairs
 
 
+@typed_api
 def join_plan(left: Side, right: Side, on: On) -> JoinPlan:
     """Plans the storage-partitioned join of ``left`` and ``right`` (namespaces, read at their
     latest versions, or snapshots) on equal keys: ``on="id"``, ``on=["a", "b"]`` or
@@ -181,6 +183,7 @@ def prepare(left: Side, right: Side, args: dict[str, Any]) -> _native.Join:
     return _native.join_prepare(ls._s, rs._s, **args)
 
 
+@typed_api
 def join(
     left: Side,
     right: Side,

@@ -34,7 +34,8 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 
 from lance_partitioned import _native
-from lance_partitioned.exceptions import InvalidArgumentError
+from lance_partitioned._arguments import typed_api
+from lance_partitioned.exceptions import ArgumentTypeError, InvalidArgumentError
 
 __all__ = [
     "RoutedBatch",
@@ -105,28 +106,33 @@ def _flat_many(arrays: Sequence[ArrayLike]) -> list[ArrayLike]:
     return [_flat(a) for a in arrays]
 
 
+@typed_api
 def murmur3(array: ArrayLike) -> ArrayResult:
     """MurmurHash3 x86_32 (seed 0) of each value, as int32; NULL stays NULL."""
     return _map_chunks(array, _native.murmur3)
 
 
+@typed_api
 def murmur3_multi(*arrays: ArrayLike) -> AnyArray:
     """MurmurHash3 of the concatenated bytes of the non-NULL arguments of each row."""
     return _native.murmur3_multi(_flat_many(arrays))
 
 
+@typed_api
 def bucket(array: ArrayLike, n: int) -> ArrayResult:
     """``|murmur3(x)| mod n`` as int32 in ``[0, n)``; raises InvalidArgumentError if n <= 0."""
     _check_positive("n", n)
     return _map_chunks(array, lambda a: _native.bucket(a, n))
 
 
+@typed_api
 def multi_bucket(arrays: Sequence[ArrayLike], n: int) -> AnyArray:
     """``|murmur3_multi(*arrays)| mod n`` as int32 in ``[0, n)``."""
     _check_positive("n", n)
     return _native.multi_bucket(_flat_many(arrays), n)
 
 
+@typed_api
 def identity(array: ArrayLike) -> ArrayResult:
     """The values themselves (as pyarrow, zero copy)."""
     if isinstance(array, (pa.Array, pa.ChunkedArray)):
@@ -136,37 +142,44 @@ def identity(array: ArrayLike) -> ArrayResult:
     return _as_chunked(array)
 
 
+@typed_api
 def year(array: ArrayLike) -> ArrayResult:
     """Calendar year of a date or timestamp, as int32."""
     return _map_chunks(array, lambda a: _native.temporal(a, "year"))
 
 
+@typed_api
 def month(array: ArrayLike) -> ArrayResult:
     """Month (1-12) of a date or timestamp, as int32."""
     return _map_chunks(array, lambda a: _native.temporal(a, "month"))
 
 
+@typed_api
 def day(array: ArrayLike) -> ArrayResult:
     """Day of month (1-31) of a date or timestamp, as int32."""
     return _map_chunks(array, lambda a: _native.temporal(a, "day"))
 
 
+@typed_api
 def hour(array: ArrayLike) -> ArrayResult:
     """Hour (0-23) of a timestamp in its type's timezone, as int32."""
     return _map_chunks(array, lambda a: _native.temporal(a, "hour"))
 
 
+@typed_api
 def truncate(array: ArrayLike, width: int) -> ArrayResult:
     """First ``width`` characters of strings; ``v - (v % width)`` for integers and decimals."""
     _check_positive("width", width)
     return _map_chunks(array, lambda a: _native.truncate(a, width))
 
 
+@typed_api
 def evaluate(expression: str, arrays: Sequence[ArrayLike]) -> AnyArray:
     """Evaluates a DataFusion SQL expression over ``col0..colN`` bound to ``arrays``."""
     return _native.evaluate(expression, _flat_many(arrays))
 
 
+@typed_api
 def evaluate_scalar(expression: str, values: Sequence[Any]) -> pa.Scalar[Any]:
     """Evaluates a DataFusion SQL expression on one value per source column.
 
@@ -184,6 +197,7 @@ def evaluate_scalar(expression: str, values: Sequence[Any]) -> pa.Scalar[Any]:
     return scalar
 
 
+@typed_api
 def expression_type(expression: str, types: Sequence[pa.DataType]) -> pa.DataType:
     """The type ``expression`` returns when ``col{i}`` has ``types[i]``."""
     schema = pa.schema([pa.field(f"col{i}", t) for i, t in enumerate(types)])
@@ -202,6 +216,7 @@ def _schema_arg(schema: pa.Schema | str | Mapping[str, Any]) -> pa.Schema | str:
     return schema
 
 
+@typed_api
 def validate_spec(
     spec: str | Mapping[str, Any], schema: pa.Schema | str | Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -215,6 +230,7 @@ def validate_spec(
     return parsed
 
 
+@typed_api
 def partition_values(
     batch: pa.RecordBatch | pa.Table,
     spec: str | Mapping[str, Any],
@@ -262,6 +278,7 @@ class RoutedBatch:
         return len(self.batches)
 
 
+@typed_api
 def route(
     batch: pa.RecordBatch,
     keys: pa.RecordBatch | Sequence[ArrayLike] | Mapping[str, ArrayLike],
@@ -309,12 +326,14 @@ def _as_pyarrow(obj: ArrayLike) -> AnyArray:
     return _as_chunked(obj).combine_chunks()
 
 
+@typed_api
 def simd_level() -> str:
     """The SIMD level the hashing loops run at here: ``"avx2"`` or ``"portable"``."""
     level: str = _native.simd_level()
     return level
 
 
+@typed_api
 def lance_compute_threads() -> int:
     """The threads of Lance's compute pool in this process (the pool that encodes the pages
     of every file a write makes): every core, unless ``LANCE_CPU_THREADS`` was set before the
@@ -327,6 +346,6 @@ def lance_compute_threads() -> int:
 
 def _check_positive(name: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgumentError(f"{name} must be an int, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
     if value <= 0:
         raise InvalidArgumentError(f"{name} must be positive, got {value}")

@@ -28,9 +28,10 @@ from typing import Any
 import pyarrow as pa
 
 from lance_partitioned import _native
+from lance_partitioned._arguments import typed_class
 from lance_partitioned._input import arrow_stream
 from lance_partitioned.distributed import DistributedWrite
-from lance_partitioned.exceptions import InvalidArgumentError
+from lance_partitioned.exceptions import ArgumentTypeError, InvalidArgumentError
 from lance_partitioned.hive.exporter import ExportResult
 from lance_partitioned.lineage import datasets as lineage_datasets
 from lance_partitioned.lineage.run import Job, operation
@@ -74,6 +75,7 @@ OptimizeResult = _native.OptimizeResult
 ExpireResult = _native.ExpireResult
 
 
+@typed_class
 class PartitionedNamespace:
     """A Lance partitioned namespace rooted at a directory or an object-store URI
     (``s3://``, ``gs://``, ``az://``, ...; see ``storage_options``)."""
@@ -370,7 +372,7 @@ class PartitionedNamespace:
         :class:`CommitConflictError` and nothing changes.
         """
         if not isinstance(schema, pa.Schema):
-            raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema)}")
+            raise ArgumentTypeError(f"schema must be a pyarrow.Schema, got {type(schema)}")
         with operation("update_schema", lineage_job, outputs=self._lineage_outputs) as scope:
             stored: pa.Schema = self._ns.update_schema(self.schema, schema)
             self.refresh()
@@ -574,7 +576,7 @@ class PartitionedNamespace:
         if not isinstance(older_than, datetime.timedelta) or older_than < datetime.timedelta(0):
             raise InvalidArgumentError("older_than must be a non-negative datetime.timedelta")
         if not isinstance(retention_check, bool):
-            raise InvalidArgumentError(f"retention_check must be a bool, not {retention_check!r}")
+            raise ArgumentTypeError(f"retention_check must be a bool, not {retention_check!r}")
         return self._ns.cleanup(older_than.total_seconds(), bool(dry_run), retention_check)
 
     def repair(self) -> list[str]:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from lance_partitioned.exceptions import InvalidArgumentError
+from lance_partitioned.exceptions import ArgumentTypeError, InvalidArgumentError
 
 WriteMode = Literal["append", "overwrite", "overwrite_all"]
 TransactionMode = Literal["strong", "weak"]
@@ -58,7 +58,7 @@ def check_sizes(**limits: Any) -> None:
     """Validates positive integer limits given as keywords (``max_rows_per_file=...``)."""
     for name, value in limits.items():
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidArgumentError(f"{name} must be an int, not {value!r}")
+            raise ArgumentTypeError(f"{name} must be an int, not {value!r}")
         if value < 1:
             raise InvalidArgumentError(f"{name} must be positive, not {value}")
 
@@ -88,7 +88,7 @@ def write_args(mode: str, transaction_mode: str | None) -> bool | None:
 def version_arg(version: Any, name: str) -> int:
     """A manifest version argument: a positive int."""
     if isinstance(version, bool) or not isinstance(version, int):
-        raise InvalidArgumentError(f"{name} must be a manifest version (an int), not {version!r}")
+        raise ArgumentTypeError(f"{name} must be a manifest version (an int), not {version!r}")
     if version < 1:
         raise InvalidArgumentError(f"{name} must be a manifest version >= 1, not {version}")
     return version

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_partitioned import _native
+from lance_partitioned._arguments import typed_class
 from lance_partitioned.exceptions import ExpressionError, InvalidArgumentError
 from lance_partitioned.lineage.run import Job, LineageRun, begin
 from lance_partitioned.options import columns_arg
@@ -49,6 +50,7 @@ def _split_filter(filter: Filter) -> tuple[str | None, pc.Expression | None]:
     )
 
 
+@typed_class
 class Snapshot:
     """A read-only view of the namespace at one ``__manifest`` version.
 

@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_partitioned import _native
+from lance_partitioned._arguments import typed_api
 from lance_partitioned.exceptions import InvalidArgumentError
 
 __all__ = [
@@ -61,6 +62,7 @@ def _one(value: Any, type: pa.DataType | None) -> pa.Array[Any]:
         raise InvalidArgumentError(f"{value!r} is not a {type}: {e}") from e
 
 
+@typed_api
 def to_string(value: Any, type: pa.DataType | None = None) -> str | None:
     """The string form of ``value`` (a pyarrow scalar, or a Python value with its ``type``);
     ``None`` for NULL, ``''`` and ``b''``."""
@@ -68,6 +70,7 @@ def to_string(value: Any, type: pa.DataType | None = None) -> str | None:
     return result
 
 
+@typed_api
 def from_string(text: str | None, type: pa.DataType) -> pa.Scalar[Any]:
     """The value of ``type`` whose string form is ``text`` (``None`` is NULL)."""
     if text is not None and not isinstance(text, str):
@@ -76,6 +79,7 @@ def from_string(text: str | None, type: pa.DataType) -> pa.Scalar[Any]:
     return value
 
 
+@typed_api
 def to_strings(array: Any) -> pa.Array[Any] | pa.ChunkedArray[Any]:
     """The string form of every value of ``array`` (a pyarrow ``Array``/``ChunkedArray`` or
     any Arrow array): a string array, NULL where the value is NULL or empty."""
@@ -86,6 +90,7 @@ def to_strings(array: Any) -> pa.Array[Any] | pa.ChunkedArray[Any]:
     return _native.values_to_strings(array)
 
 
+@typed_api
 def hive_escape(text: str) -> str:
     """The Hive directory-name encoding of a string form (``/`` -> ``%2F``, ``:`` -> ``%3A``,
     ...; spaces and non-ASCII stay as they are)."""
@@ -93,18 +98,21 @@ def hive_escape(text: str) -> str:
     return result
 
 
+@typed_api
 def hive_unescape(text: str) -> str:
     """The inverse of :func:`hive_escape` (every ``%XX`` decoded)."""
     result: str = _native.hive_unescape(_text(text))
     return result
 
 
+@typed_api
 def uri_escape(path: str) -> str:
     """The extra URI encoding of a relative path (``%`` -> ``%25``, space -> ``%20``, ...)."""
     result: str = _native.uri_escape(_text(path))
     return result
 
 
+@typed_api
 def hive_segment(
     name: str, value: Any, type: pa.DataType | None = None, timezone: str = "UTC"
 ) -> str:
@@ -116,6 +124,7 @@ def hive_segment(
     return result
 
 
+@typed_api
 def parse_hive_segment(
     segment: str, type: pa.DataType, timezone: str = "UTC"
 ) -> tuple[str, pa.Scalar[Any]]:

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from lance_partitioned.exceptions import (
+    ArgumentTypeError,
     InvalidArgumentError,
     NamespaceExistsError,
     SchemaMismatchError,
@@ -62,7 +63,7 @@ def _namespace_schema(
     if schema is None:
         return pa.schema([*data, *(pa.field(c, types[c]) for c in tree.columns)])
     if not isinstance(schema, pa.Schema):
-        raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema)}")
+        raise ArgumentTypeError(f"schema must be a pyarrow.Schema, got {type(schema)}")
     missing = [c for c in (*data.names, *tree.columns) if c not in schema.names]
     if missing:
         raise SchemaMismatchError(f"schema lacks column(s) of the tree: {missing}")

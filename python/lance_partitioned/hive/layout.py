@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_partitioned.exceptions import InvalidArgumentError
+from lance_partitioned.exceptions import ArgumentTypeError, InvalidArgumentError
 from lance_partitioned.values import HIVE_DEFAULT_PARTITION, hive_unescape, parse_hive_segment
 
 __all__ = ["HivePartition", "HiveTree", "read_layout"]
@@ -143,7 +143,7 @@ def infer_types(tree: HiveTree, given: Mapping[str, pa.DataType] | None) -> dict
     for i, name in enumerate(tree.columns):
         if name in given:
             if not isinstance(given[name], pa.DataType):
-                raise InvalidArgumentError(f"partition_types[{name!r}] must be a pyarrow type")
+                raise ArgumentTypeError(f"partition_types[{name!r}] must be a pyarrow type")
             out[name] = given[name]
             continue
         kind: str | None = None

@@ -64,6 +64,10 @@ pub enum Error {
     /// is impossible (the message says why).
     #[error("{0}")]
     IncompatibleJoin(String),
+    /// The caller interrupted the operation before it committed (see
+    /// [`crate::ns::txn::interrupt`]); nothing of it is visible.
+    #[error("{0}")]
+    Interrupted(String),
     /// An error reported by the lance crate (I/O, format, commit).
     #[error("lance error: {0}")]
     Lance(Box<lance::Error>),

@@ -12,6 +12,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use lance_partitioned_core::arrow::error::ArrowError as CoreArrowError;
 use lance_partitioned_core::Error;
+use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
@@ -196,13 +197,16 @@ pub fn new_err(kind: Kind, msg: impl Into<String>) -> PyErr {
 /// Converts a core error into the matching Python exception.
 pub fn to_py(e: Error) -> PyErr {
     let msg = lance_partitioned_core::error::user_message(&e.to_string());
+    if let Error::Interrupted(_) = e {
+        return interrupted(crate::runtime::take_interrupt().map(|i| i.error), &msg);
+    }
     let kind = match e {
         Error::Spec(_) => Kind::Spec,
         Error::Expression(_) | Error::DataFusion(_) => Kind::Expression,
         Error::UnsupportedType(_) => Kind::UnsupportedType,
         Error::InvalidArgument(_) => Kind::InvalidArgument,
         Error::Arrow(_) => Kind::Arrow,
-        Error::Internal(_) => Kind::Internal,
+        Error::Internal(_) | Error::Interrupted(_) => Kind::Internal,
         Error::SchemaMismatch(_) => Kind::SchemaMismatch,
         Error::NotFound(_) => Kind::NamespaceNotFound,
         Error::AlreadyExists(_) => Kind::NamespaceExists,
@@ -231,13 +235,41 @@ pub fn arrow_err(e: CoreArrowError) -> PyErr {
     )
 }
 
+/// The exception of an interrupt: a signal handler's `KeyboardInterrupt` is raised again with
+/// `msg` (what became of the operation); another handler's exception as it was raised.
+fn interrupted(error: Option<PyErr>, msg: &str) -> PyErr {
+    Python::attach(|py| match error {
+        Some(e) if !e.is_instance_of::<PyKeyboardInterrupt>(py) => e,
+        _ => PyKeyboardInterrupt::new_err(msg.to_string()),
+    })
+}
+
 /// Runs `f` without the GIL, turning a core error into its Python exception and a panic into
-/// `InternalError`.
+/// `InternalError`. An interrupt that came after the operation's commit point is raised once
+/// the operation has ended, saying how it ended.
 pub fn run<T: Send>(
     py: Python<'_>,
     f: impl FnOnce() -> lance_partitioned_core::Result<T> + Send,
 ) -> PyResult<T> {
     let out = py.detach(|| catch_unwind(AssertUnwindSafe(f)));
+    if let Some(i) = crate::runtime::take_interrupt() {
+        let how = match (&out, i.after_commit) {
+            (_, false) => {
+                "interrupted before the operation committed; nothing of it is visible".to_string()
+            }
+            (Ok(Ok(_)), true) => "interrupted while the operation was committing; it \
+                                  committed and its changes are visible"
+                .to_string(),
+            (Ok(Err(e)), true) => format!(
+                "interrupted while the operation was committing; it then failed: {}",
+                lance_partitioned_core::error::user_message(&e.to_string())
+            ),
+            (Err(_), true) => "interrupted while the operation was committing; it then \
+                               failed with a Rust panic"
+                .to_string(),
+        };
+        return Err(interrupted(Some(i.error), &how));
+    }
     match out {
         Ok(r) => r.map_err(to_py),
         Err(panic) => {

@@ -138,6 +138,7 @@ async fn delete_rows(
         }));
     }
     let base = ds.version().version;
+    crate::ns::txn::interrupt::enter_leaf_commit(strong)?;
     let mut commit = CommitBuilder::new(ds)
         .with_detached(strong)
         .with_skip_auto_cleanup(true);

@@ -159,6 +159,10 @@ pub async fn expire(storage: &Storage, opts: &ExpireOptions) -> Result<ExpireSum
             }
         }
     }
+    if !opts.dry_run {
+        // Deleting is the visible step of an expiry.
+        crate::ns::txn::interrupt::enter_commit()?;
+    }
     let mut locations: Vec<&String> = gone_reads
         .keys()
         .filter(|loc| !unknown.contains(*loc))

@@ -210,6 +210,7 @@ pub(crate) async fn commit_rewrite(
         rewritten_indices: Vec::new(),
         frag_reuse_index: None,
     };
+    crate::ns::txn::interrupt::enter_leaf_commit(strong)?;
     let committed = CommitBuilder::new(ds)
         .with_detached(strong)
         .with_skip_auto_cleanup(true)

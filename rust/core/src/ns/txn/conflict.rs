@@ -330,6 +330,7 @@ async fn copy_into(
         .execute_uncommitted(batches)
         .await?;
     let (fragments, _) = op_fragments(txn.operation.clone())?;
+    crate::ns::txn::interrupt::enter_leaf_commit(strong)?;
     let committed = CommitBuilder::new(dst)
         .with_detached(strong)
         .with_skip_auto_cleanup(true)

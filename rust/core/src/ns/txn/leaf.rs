@@ -125,6 +125,7 @@ pub(crate) async fn commit_leaf(
             if strict {
                 commit = commit.with_max_retries(0);
             }
+            crate::ns::txn::interrupt::enter_leaf_commit(strong)?;
             let committed = match commit
                 .execute(Transaction::new(read_version, op, None))
                 .await

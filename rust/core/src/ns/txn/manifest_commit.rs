@@ -123,6 +123,8 @@ pub(crate) async fn commit_manifest(
             verify_written(storage, &written).await?;
         }
         crate::ns::txn::hooks::pause("before_manifest_apply");
+        crate::ns::txn::interrupt::enter_commit()?;
+        crate::ns::txn::hooks::pause("after_commit_point");
         match apply(&latest, &change).await {
             Ok(version) => {
                 return Ok(Committed {

@@ -16,9 +16,11 @@
 //! - [`root_commit`]: the retried commit of root properties; [`schema_update`] and
 //!   [`spec_update`] plan schema changes and spec evolutions on it.
 //! - [`write_lock`]: the lock of a weak-mode commit of one distributed write.
+//! - [`interrupt`]: the commit point, before which an operation can be interrupted.
 
 pub(crate) mod conflict;
 pub(crate) mod hooks;
+pub mod interrupt;
 pub(crate) mod leaf;
 pub(crate) mod manifest_commit;
 pub(crate) mod new_leaf;

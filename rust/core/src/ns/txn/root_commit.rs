@@ -65,6 +65,7 @@ pub(crate) async fn commit_root(
             });
         };
         crate::ns::txn::hooks::pause("before_root_commit");
+        crate::ns::txn::interrupt::enter_commit()?;
         // The transaction reads `latest.version`: Lance checks every commit since then.
         let mut ds = (*latest.dataset).clone();
         match ds.update_metadata(props).await {

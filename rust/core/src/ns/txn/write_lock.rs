@@ -25,10 +25,12 @@ pub(crate) const STALE_AFTER: Duration = Duration::from_secs(15 * 60);
 /// How long a committer waits for another commit of the same write.
 const WAIT: Duration = Duration::from_secs(20 * 60);
 
-/// A held lock; [`WriteLock::release`] removes it.
+/// A held lock; [`WriteLock::release`] removes it, and so does dropping it unreleased (an
+/// abandoned commit: the removal then runs on its own task).
 pub(crate) struct WriteLock {
     storage: Storage,
     path: Path,
+    released: bool,
 }
 
 impl WriteLock {
@@ -68,6 +70,7 @@ impl WriteLock {
                     return Ok(Self {
                         storage: storage.clone(),
                         path,
+                        released: false,
                     })
                 }
                 Err(StoreError::AlreadyExists { .. } | StoreError::Precondition { .. }) => {}
@@ -98,9 +101,26 @@ impl WriteLock {
     }
 
     /// Removes the lock (best effort: a lock left behind is taken over when stale).
-    pub(crate) async fn release(self) {
-        if let Ok((store, _)) = self.storage.object_store().await {
-            let _ = store.inner.delete(&self.path).await;
+    pub(crate) async fn release(mut self) {
+        remove(self.storage.clone(), self.path.clone()).await;
+        self.released = true;
+    }
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        if self.released {
+            return;
         }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(remove(self.storage.clone(), self.path.clone()));
+        }
+    }
+}
+
+/// Removes the lock object (best effort: a lock left behind is taken over when stale).
+async fn remove(storage: Storage, path: Path) {
+    if let Ok((store, _)) = storage.object_store().await {
+        let _ = store.inner.delete(&path).await;
     }
 }
