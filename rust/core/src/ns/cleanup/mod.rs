@@ -116,6 +116,8 @@ fn detached_version(name: &str) -> Option<u64> {
 struct LeafGarbage {
     versions: Vec<(u64, Path, u64)>,
     files: Vec<(Path, u64)>,
+    /// The leaf's latest version when `files` was computed.
+    latest: Option<u64>,
 }
 
 async fn leaf_garbage(
@@ -157,6 +159,7 @@ async fn leaf_garbage(
     }
     // Data files named by any version that stays: the main line and the kept detached ones.
     let ds = storage.builder(location)?.load().await?;
+    out.latest = Some(ds.version().version);
     let mut versions: Vec<u64> = ds.versions().await?.iter().map(|v| v.version).collect();
     versions.extend(kept_detached.iter().filter(|v| is_detached_version(**v)));
     let mut named: HashSet<String> = HashSet::new();
@@ -182,6 +185,12 @@ async fn leaf_garbage(
         }
     }
     Ok(out)
+}
+
+/// Whether the leaf's latest version is no longer `latest`.
+async fn moved(storage: &Storage, location: &str, latest: Option<u64>) -> Result<bool> {
+    let ds = storage.builder(location)?.load().await?;
+    Ok(Some(ds.version().version) != latest)
 }
 
 /// The shortest grace period a deleting cleanup accepts while its retention check is on
@@ -309,6 +318,15 @@ async fn sweep(
                 lease()?;
                 gone_ok(store.delete(path).await)?;
             }
+        }
+        if !dry_run && !garbage.files.is_empty() {
+            crate::ns::txn::hooks::pause("cleanup_listed");
+            if moved(storage, location, garbage.latest).await? {
+                // A (weak-mode) commit landed on the leaf since its files were listed: it may
+                // name some of them now. They are left for the next cleanup.
+                continue;
+            }
+            crate::ns::txn::hooks::pause("cleanup_before_data_files");
         }
         for (path, size) in &garbage.files {
             summary.files += 1;

@@ -279,6 +279,66 @@ pub(crate) async fn verify_written(storage: &Storage, written: &[Written]) -> Re
     Ok(())
 }
 
+/// Takes back weak-mode leaf commits whose data files a `cleanup()` removed before the write's
+/// manifest commit (it listed them as unreferenced just before the leaf commit named them):
+/// an append's fragments are deleted again from the leaf's latest version (concurrent appends
+/// stay), a rewrite is restored to the version it replaced when nothing came after it.
+///
+/// # Errors
+/// `CommitConflict` when a rewrite cannot be taken back (the leaf moved on); `Lance` for I/O.
+pub(crate) async fn withdraw(storage: &Storage, visible: &[Pending]) -> Result<()> {
+    for p in visible.iter().filter(|p| !p.created) {
+        let ours: HashSet<&str> = p
+            .fragments
+            .iter()
+            .flat_map(|f| f.files.iter().map(|d| d.path.as_str()))
+            .collect();
+        let ds = storage.open(&p.location, None).await?;
+        let read_version = ds.version().version;
+        let (op, strict) = match (p.operation, p.base) {
+            ("overwrite", Some(base)) => (Operation::Restore { version: base }, true),
+            _ => {
+                let ids: Vec<u64> = ds
+                    .get_fragments()
+                    .iter()
+                    .filter(|f| {
+                        f.metadata()
+                            .files
+                            .iter()
+                            .any(|d| ours.contains(d.path.as_str()))
+                    })
+                    .map(|f| f.id() as u64)
+                    .collect();
+                if ids.is_empty() {
+                    continue;
+                }
+                let op = Operation::Delete {
+                    updated_fragments: Vec::new(),
+                    deleted_fragment_ids: ids,
+                    predicate: "withdrawn: its data files were removed by cleanup()".into(),
+                };
+                (op, false)
+            }
+        };
+        if strict && read_version != p.committed.version {
+            return Err(Error::CommitConflict(format!(
+                "cleanup() removed data files of the partition at {} that this weak-mode write \
+                 rewrote, and the partition has changed since; restore it with \
+                 repair() or from an earlier version",
+                p.location
+            )));
+        }
+        let mut commit = CommitBuilder::new(ds).with_skip_auto_cleanup(true);
+        if strict {
+            commit = commit.with_max_retries(0);
+        }
+        commit
+            .execute(Transaction::new(read_version, op, None))
+            .await?;
+    }
+    Ok(())
+}
+
 /// The data files (by leaf location and file name) that do not exist.
 async fn missing_files(storage: &Storage, files: Vec<(&str, Vec<&str>)>) -> Result<Vec<String>> {
     let (store, base) = storage.object_store().await?;

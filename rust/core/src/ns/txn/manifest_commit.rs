@@ -109,11 +109,7 @@ pub(crate) async fn commit_manifest(
             // commit makes a commit planned before it conflict, so it is planned again here).
             let waited = fenced_since.get_or_insert_with(std::time::Instant::now);
             if waited.elapsed() > FENCE_WAIT {
-                return Err(Error::CommitConflict(format!(
-                    "a cleanup() with a grace period shorter than this operation has been \
-                     running for more than {} s; nothing was committed, run it again",
-                    FENCE_WAIT.as_secs()
-                )));
+                return Err(fence_timeout());
             }
             attempt -= 1;
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -149,6 +145,30 @@ pub(crate) async fn commit_manifest(
 
 /// How long a commit waits for a running cleanup that may remove its files.
 const FENCE_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+fn fence_timeout() -> Error {
+    Error::CommitConflict(format!(
+        "a cleanup() with a grace period shorter than this operation has been running for \
+         more than {} s; nothing was committed, run it again",
+        FENCE_WAIT.as_secs()
+    ))
+}
+
+/// Waits until no running cleanup may remove files written since `since_ms` (at most
+/// [`FENCE_WAIT`]): for visible steps outside the manifest commit (weak-mode leaf commits).
+///
+/// # Errors
+/// `CommitConflict` when a cleanup keeps running; `Lance` for I/O errors.
+pub(crate) async fn wait_for_cleanups(storage: &Storage, since_ms: Option<i64>) -> Result<()> {
+    let started = std::time::Instant::now();
+    while cleanup_marks::fenced(&Snapshot::load(storage, None).await?, since_ms)? {
+        if started.elapsed() > FENCE_WAIT {
+            return Err(fence_timeout());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
 
 /// Whether a cleanup could have removed files written since `since_ms` (`None`: unknown).
 pub(crate) async fn cleanup_may_have_run(storage: &Storage, since_ms: Option<i64>) -> Result<bool> {

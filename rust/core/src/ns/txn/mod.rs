@@ -43,7 +43,7 @@ use crate::ns::write::options::{Mode, WriteOptions, WriteSummary};
 use crate::ns::write::staged::{data_files, fresh_lance_schema, StagedPart};
 use crate::spec::PartitionSpec;
 use conflict::WriteUpdate;
-use leaf::{commit_leaf, rewrite_old_rows, verify_staged_files, weak_committed, Pending};
+use leaf::{commit_leaf, rewrite_old_rows, verify_staged_files, weak_committed, Pending, Written};
 use write_lock::WriteLock;
 
 /// Commits the staged parts of one write; see the module docs.
@@ -122,9 +122,44 @@ impl WriteTransaction {
         } else {
             pending.clone()
         };
-        self.commit_manifest(pending)
-            .await
-            .map_err(|e| self.partial_commit(&visible, e))
+        if !visible.is_empty() && self.cleanup_may_have_run().await.unwrap_or(true) {
+            // Weak leaf commits are visible already: a cleanup that listed their files just
+            // before they landed may be removing them (one that started later sees them).
+            // Once no such cleanup runs, check them.
+            if let Err(e) =
+                manifest_commit::wait_for_cleanups(&self.storage, self.staged_since_ms).await
+            {
+                return Err(self.partial_commit(&visible, e));
+            }
+            if let Some(gone) = self.withdraw_if_files_gone(&visible).await {
+                return Err(gone);
+            }
+        }
+        match self.commit_manifest(pending).await {
+            Ok(summary) => Ok(summary),
+            Err(e) => match self.withdraw_if_files_gone(&visible).await {
+                Some(gone) => Err(gone),
+                None => Err(self.partial_commit(&visible, e)),
+            },
+        }
+    }
+
+    /// After a failed weak-mode manifest commit: when a cleanup removed data files the leaf
+    /// commits already made visible, takes those commits back and returns why (nothing of the
+    /// write stays visible); None otherwise.
+    async fn withdraw_if_files_gone(&self, visible: &[Pending]) -> Option<Error> {
+        if visible.is_empty() || !self.cleanup_may_have_run().await.unwrap_or(true) {
+            return None;
+        }
+        let written: Vec<Written> = visible
+            .iter()
+            .map(|p| Written::new(&p.location, p.committed.version, &p.fragments))
+            .collect();
+        let gone = leaf::verify_written(&self.storage, &written).await.err()?;
+        Some(match leaf::withdraw(&self.storage, visible).await {
+            Ok(()) => gone,
+            Err(e) => self.partial_commit(visible, e),
+        })
     }
 
     /// Whether a cleanup could have removed staged files since the staging started.
