@@ -56,6 +56,7 @@ pub mod storage;
 pub mod touched;
 pub mod txn;
 pub mod values;
+pub(crate) mod versions;
 pub mod write;
 
 /// Name of the manifest table under the root.

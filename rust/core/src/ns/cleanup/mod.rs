@@ -70,8 +70,11 @@ async fn referenced(snap: &Snapshot) -> Result<Referenced> {
     // table object id -> location, and (table object id, version) pairs.
     let mut loc_of: HashMap<String, String> = HashMap::new();
     let mut recorded: Vec<(String, u64)> = Vec::new();
-    for v in snap.dataset.versions().await? {
-        let ds = snap.dataset.checkout_version(v.version).await?;
+    for v in crate::ns::versions::list(&snap.dataset).await? {
+        // Removed by a concurrent expire since the listing: it references nothing any more.
+        let Some(ds) = crate::ns::versions::checkout(&snap.dataset, v.version).await? else {
+            continue;
+        };
         for t in named_tables(&ds).await? {
             if !t.is_version {
                 if let Some(loc) = t.location {
@@ -160,16 +163,22 @@ async fn leaf_garbage(
     // Data files named by any version that stays: the main line and the kept detached ones.
     let ds = storage.builder(location)?.load().await?;
     out.latest = Some(ds.version().version);
-    let mut versions: Vec<u64> = ds.versions().await?.iter().map(|v| v.version).collect();
+    let mut versions: Vec<u64> = crate::ns::versions::list(&ds)
+        .await?
+        .iter()
+        .map(|v| v.version)
+        .collect();
     versions.extend(kept_detached.iter().filter(|v| is_detached_version(**v)));
     let mut named: HashSet<String> = HashSet::new();
     let mut loaded = futures::stream::iter(versions.into_iter().map(|v| {
         let ds = &ds;
-        async move { ds.checkout_version(v).await }
+        async move { crate::ns::versions::checkout(ds, v).await }
     }))
     .buffer_unordered(8);
     while let Some(version) = loaded.next().await {
-        for frag in version?.get_fragments() {
+        // A version removed since the listing names nothing any more.
+        let Some(version) = version? else { continue };
+        for frag in version.get_fragments() {
             for f in &frag.metadata().files {
                 named.insert(f.path.clone());
             }

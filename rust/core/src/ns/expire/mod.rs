@@ -92,7 +92,7 @@ pub async fn expire(storage: &Storage, opts: &ExpireOptions) -> Result<ExpireSum
     // latest reads: like every other change, expiring waits for `repair()`.
     snap.check_writable()?;
     let strong = snap.strong_mode(None)?;
-    let mut all = snap.dataset.versions().await?;
+    let mut all = crate::ns::versions::list(&snap.dataset).await?;
     all.sort_by_key(|v| v.version);
     let tagged: HashSet<u64> = snap
         .dataset
@@ -120,15 +120,19 @@ pub async fn expire(storage: &Storage, opts: &ExpireOptions) -> Result<ExpireSum
         ..Default::default()
     };
     let gone: HashSet<u64> = expired.iter().copied().collect();
+    // A version a concurrent expire removed since the listing reads nothing that must stay.
     let reads: Vec<(u64, Reads)> = stream::iter(all.iter().map(|v| {
         let ds = &snap.dataset;
         let version = v.version;
         async move {
-            let at = ds.checkout_version(version).await?;
-            Ok::<_, Error>((version, reads_of(&at).await?))
+            match crate::ns::versions::checkout(ds, version).await? {
+                Some(at) => Ok::<_, Error>(Some((version, reads_of(&at).await?))),
+                None => Ok(None),
+            }
         }
     }))
     .buffer_unordered(CONCURRENCY)
+    .try_filter_map(|r| async move { Ok(r) })
     .try_collect()
     .await?;
     let mut kept_reads: HashMap<String, HashSet<u64>> = HashMap::new();

@@ -187,7 +187,7 @@ fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &
 /// `Lance` for I/O errors.
 pub async fn history(snap: &Snapshot, limit: Option<usize>) -> Result<RecordBatch> {
     let ds = &snap.dataset;
-    let mut versions = ds.versions().await?;
+    let mut versions = crate::ns::versions::list(ds).await?;
     versions.sort_by_key(|v| std::cmp::Reverse(v.version));
     let shown = limit.unwrap_or(versions.len()).min(versions.len());
     // One more than shown: the version before the oldest one shown.
