@@ -122,9 +122,7 @@ def main() -> None:
         def pylance() -> object:
             return lance.write_dataset(batch(next(counter), 1_000, 4), str(peer), mode="append")
 
-        idle = timed(
-            {"strong": ours(strong), "weak": ours(weak), "pylance": pylance}, args.repeat
-        )
+        idle = timed({"strong": ours(strong), "weak": ours(weak), "pylance": pylance}, args.repeat)
         with CleanupLoop(strong.root) as c1, CleanupLoop(weak.root) as c2:
             busy = timed({"strong": ours(strong), "weak": ours(weak)}, args.repeat)
             cleanups = c1.runs + c2.runs
