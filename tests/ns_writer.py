@@ -26,7 +26,7 @@ def main() -> None:
     for _ in range(int(rounds)):
         ids = list(range(next_id, next_id + int(rows)))
         next_id += int(rows)
-        ns.write(
+        res = ns.write(
             pa.table(
                 {
                     "id": pa.array(ids, pa.int64()),
@@ -34,6 +34,9 @@ def main() -> None:
                     "bucket_src": pa.array([i % 3 for i in ids], pa.int64()),
                 }
             )
+        )
+        print(
+            f"wrote attempts={res.attempts} rebased={res.rebased} adopted={res.adopted}", flush=True
         )
     print("done", flush=True)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from typed import raises_typed
 
 import lance_partitioned as lp
 from lance_partitioned import kernels, values
@@ -77,7 +78,7 @@ def call(name: str, ns: lp.PartitionedNamespace) -> None:
 
 @pytest.mark.parametrize("name", sorted(BAD_CALLS))
 def test_a_bad_argument_raises_a_typed_error(ns: lp.PartitionedNamespace, name: str) -> None:
-    with pytest.raises(lp.LancePartitionedError) as info:
+    with raises_typed() as info:
         call(name, ns)
     assert isinstance(info.value, (TypeError, ValueError)), type(info.value)
 

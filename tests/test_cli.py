@@ -439,7 +439,6 @@ def _png_size(path: Path) -> tuple[int, int]:
 
 
 def test_skew_png_histogram(shared: lp.PartitionedNamespace, tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     png = tmp_path / "skew.png"
     out = run("skew", shared.root, "--png", str(png)).stdout
     assert f"histogram written to {png}" in out

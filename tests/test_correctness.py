@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from typed import raises_typed
 
 import lance_partitioned as lp
 from lance_partitioned import snapshot
@@ -110,12 +111,8 @@ def test_a_dropped_column_never_comes_back(ns: lp.PartitionedNamespace) -> None:
     assert t["secret"].to_pylist() == [None, None]
     assert ns.to_table("secret = 'pii-1'").num_rows == 0
     assert ns.to_table("secret IS NULL").num_rows == 2
-    # a delete by the new column never matches the old column's data
-    try:
-        r = ns.delete("secret = 'pii-1'")
-        assert r.rows == 0
-    except lp.InvalidArgumentError:
-        pass
+    # a delete by the new column never matches the old column's data: it deletes nothing
+    assert ns.delete("secret = 'pii-1'").rows == 0
     assert ns.to_table().num_rows == 2
     # an append rewrites the old partition: the old values stay gone
     ns.write(rows([3], secret=pa.array(["new"])))
@@ -141,7 +138,8 @@ def test_rename_then_add_the_old_name(ns: lp.PartitionedNamespace) -> None:
 
 
 def test_empty_string_and_null_partitions_survive_a_foreign_rewrite(tmp_path: Path) -> None:
-    lance_namespace = pytest.importorskip("lance.namespace")
+    import lance.namespace as lance_namespace
+
     ns = lp.PartitionedNamespace.create(
         str(tmp_path / "weak"), SCHEMA, SPEC, transaction_mode="weak"
     )
@@ -407,7 +405,7 @@ def test_lance_errors_carry_no_rust_source_paths(ns: lp.PartitionedNamespace) ->
     leaf = Path(ns.root) / ns.partitions()["location"][0].as_py()
     for f in (leaf / "data").iterdir():
         os.remove(f)
-    with pytest.raises(lp.LancePartitionedError) as e:
+    with raises_typed() as e:
         ns.to_table()
     assert ".rs:" not in str(e.value), str(e.value)
 
@@ -515,32 +513,3 @@ def test_distributed_write_keeps_binary_and_nanosecond_keys_apart(tmp_path: Path
     assert got == sorted([(b"ff", t1), (b"\xff", t1), (b"ff", t2), (b"\xff", t2)])
     for row in ns.to_table().to_pylist():
         assert ns.to_table(filter=pc.field("v") == row["v"]).num_rows == 1
-
-
-def test_ctrl_c_stops_a_long_write_and_commits_nothing(tmp_path: Path) -> None:
-    """SIGINT during a write of an in-memory table (no Python code runs while it is read):
-    the writer checks for signals between batches, raises KeyboardInterrupt, and nothing
-    becomes visible."""
-    import signal
-    import threading
-
-    schema = pa.schema([pa.field("k", pa.int64()), pa.field("v", pa.int64())])
-    spec = lp.PartitionSpec([lp.PartitionField("k", source="k", transform=lp.Identity())])
-    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema=schema, spec=spec)
-    before = ns.version
-    batch = pa.record_batch(
-        {"k": pa.array([i % 4 for i in range(5000)], pa.int64()), "v": pa.array(range(5000))}
-    )
-    # 100M rows (one batch repeated, no copy): reading and routing them alone takes seconds,
-    # so the signal lands while the input is being consumed.
-    table = pa.Table.from_batches([batch] * 20_000)
-    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            ns.write(table)
-    finally:
-        timer.cancel()
-    assert not ns.refresh()
-    assert ns.version == before
-    assert ns.to_table().num_rows == 0

@@ -5,7 +5,6 @@ never a crash)."""
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from typed import raises_typed, typed_or_nothing
 
 import lance_partitioned as lp
 from lance_partitioned import kernels
@@ -59,7 +59,7 @@ class SchemaEvolution(RuleBasedStateMachine):
     @rule(name=st.sampled_from(NAMES), t=st.sampled_from(list(TYPES)))
     def add(self, name: str, t: str) -> None:
         if name in self.cols:
-            with pytest.raises(lp.LancePartitionedError):
+            with raises_typed():
                 self.ns.add_columns([pa.field(name, TYPES[t])])
             return
         self.ns.add_columns([pa.field(name, TYPES[t])])
@@ -80,7 +80,7 @@ class SchemaEvolution(RuleBasedStateMachine):
     def rename(self, data: st.DataObject, new: str) -> None:
         old = data.draw(st.sampled_from(sorted(self.cols)))
         if new in self.cols and new != old:
-            with pytest.raises(lp.LancePartitionedError):
+            with raises_typed():
                 self.ns.rename_column(old, new)
             return
         self.ns.rename_column(old, new)
@@ -253,7 +253,7 @@ def test_bad_filters_raise_our_errors(
 ) -> None:
     ns, _ = filter_ns
     for call in (ns.to_table, ns.partitions, ns.explain):
-        with contextlib.suppress(lp.LancePartitionedError):
+        with typed_or_nothing():
             call(bad)
 
 
@@ -284,7 +284,7 @@ def test_bad_writes_raise_our_errors(
 ) -> None:
     ns, table = filter_ns
     before = ns.version
-    with pytest.raises(lp.LancePartitionedError):
+    with raises_typed():
         ns.write(data, **kwargs)
     ns.refresh()
     assert ns.version == before
@@ -302,5 +302,5 @@ def test_bad_read_arguments_raise_our_errors(
     filter_ns: tuple[lp.PartitionedNamespace, pa.Table], as_of: Any, columns: Any
 ) -> None:
     ns, _ = filter_ns
-    with contextlib.suppress(lp.LancePartitionedError):
+    with typed_or_nothing():
         ns.to_table(columns=columns, as_of=as_of)

@@ -8,15 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import lance
+import lance.namespace as lance_namespace
+import lance_namespace_urllib3_client.models as models
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 import lance_partitioned as lp
-
-lance = pytest.importorskip("lance")
-lance_namespace = pytest.importorskip("lance.namespace")
-models = pytest.importorskip("lance_namespace_urllib3_client.models")
 
 SCHEMA = pa.schema(
     [

@@ -196,8 +196,10 @@ def test_append_committing_after_optimize_rebases_over_it(tmp_path: Path) -> Non
         wait_for_pause(p, flag)  # its leaf versions are committed, its manifest commit is not
         assert ns.optimize().partitions == len(ns.partitions())
         flag.unlink()
-        _, err = p.communicate(timeout=300)
+        out, err = p.communicate(timeout=300)
     assert p.returncode == 0, err
+    # The race happened: the write's partitions were rebased over the compaction.
+    assert "rebased=0 " not in out, out
     ns.refresh()
     ids = {i for k in range(3) for i in range(k * 1000, k * 1000 + 300)} | set(range(7000, 7100))
     check_consistent(ns, ids)

@@ -2,12 +2,19 @@
 of a year/month/day/hour or truncate period excludes that period, and filters that are never
 TRUE keep no partition. Each partition holds the first and the last value of its period, so the
 partitions with a matching row are exactly those whose period meets the filter: the kept set
-must equal them (never fewer, which would lose rows; never more)."""
+must equal them (never fewer, which would lose rows; never more).
+
+The expected partitions never come from the namespace: the input rows are filtered with
+pyarrow's comparison kernels and mapped to partition values by a Python model of each
+transform (calendar fields in the column's zone via zoneinfo, truncation toward zero)."""
 
 from __future__ import annotations
 
 import datetime
+import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,17 +28,30 @@ UTC = datetime.timezone.utc
 US = datetime.timedelta(microseconds=1)
 
 
-def _kept_vs_matching(ns: lp.PartitionedNamespace, sql: str, field: str) -> tuple[set, set]:
-    kept = set(ns.partitions(sql, with_rows=False)[field].to_pylist())
-    table = ns.to_table()
-    matching = ns.to_table(sql)
-    parts = lp.kernels.partition_values(matching, ns.specs[max(ns.specs)], ns.schema)
-    del table
-    return kept, set(parts[field].to_pylist())
+_COMPARE = {"<": pc.less, "<=": pc.less_equal, ">": pc.greater, ">=": pc.greater_equal}
+
+
+def _expected(
+    table: pa.Table, column: str, op: str, value: Any, model: Callable[[Any], Any]
+) -> set:
+    """The partition values (by ``model``) of the input rows where ``column op value``."""
+    literal = pa.scalar(value, table.schema.field(column).type)
+    rows = table.filter(_COMPARE[op](table[column], literal))[column].to_pylist()
+    return {model(v) for v in rows}
+
+
+def _kept(ns: lp.PartitionedNamespace, sql: str, fields: list[str]) -> set:
+    t = ns.partitions(sql, with_rows=False).select(fields)
+    return set(zip(*(t[f].to_pylist() for f in fields), strict=True))
+
+
+def _truncate_int(x: int, width: int) -> int:
+    """Truncation toward zero (the spec's ``x - x % W`` with a remainder of x's sign)."""
+    return x - int(math.fmod(x, width))
 
 
 @pytest.fixture(scope="module")
-def years(tmp_path_factory: pytest.TempPathFactory) -> lp.PartitionedNamespace:
+def years(tmp_path_factory: pytest.TempPathFactory) -> tuple[lp.PartitionedNamespace, pa.Table]:
     schema = pa.schema([("ts", pa.timestamp("us", tz="UTC"))])
     spec = lp.PartitionSpec([lp.PartitionField("y", "ts", lp.Year())])
     ns = lp.PartitionedNamespace.create(str(tmp_path_factory.mktemp("y") / "ns"), schema, spec)
@@ -39,8 +59,9 @@ def years(tmp_path_factory: pytest.TempPathFactory) -> lp.PartitionedNamespace:
     for y in range(2018, 2023):
         start = datetime.datetime(y, 1, 1, tzinfo=UTC)
         rows += [start, datetime.datetime(y + 1, 1, 1, tzinfo=UTC) - US]
-    ns.write(pa.table({"ts": rows}, schema=schema))
-    return ns
+    table = pa.table({"ts": rows}, schema=schema)
+    ns.write(table)
+    return ns, table
 
 
 def _ts(t: datetime.datetime) -> str:
@@ -59,22 +80,26 @@ _POINTS = [
 )
 @given(t=st.sampled_from(_POINTS), op=st.sampled_from(["<", "<=", ">", ">="]))
 def test_year_bounds_are_exact(
-    years: lp.PartitionedNamespace, t: datetime.datetime, op: str
+    years: tuple[lp.PartitionedNamespace, pa.Table], t: datetime.datetime, op: str
 ) -> None:
-    kept, matching = _kept_vs_matching(years, f"ts {op} {_ts(t)}", "y")
-    assert kept == matching
+    ns, table = years
+    want = _expected(table, "ts", op, t, lambda v: (v.astimezone(UTC).year,))
+    assert _kept(ns, f"ts {op} {_ts(t)}", ["y"]) == want
 
 
-def test_the_common_time_range_reads_one_year(years: lp.PartitionedNamespace) -> None:
+def test_the_common_time_range_reads_one_year(
+    years: tuple[lp.PartitionedNamespace, pa.Table],
+) -> None:
+    ns, _ = years
     sql = f"ts >= {_ts(datetime.datetime(2020, 1, 1, tzinfo=UTC))} AND ts < " + _ts(
         datetime.datetime(2021, 1, 1, tzinfo=UTC)
     )
-    assert years.partitions(sql, with_rows=False)["y"].to_pylist() == [2020]
-    assert "partition_field_y < 2021" in years.explain(sql)
+    assert ns.partitions(sql, with_rows=False)["y"].to_pylist() == [2020]
+    assert "partition_field_y < 2021" in ns.explain(sql)
 
 
 @pytest.fixture(scope="module")
-def days(tmp_path_factory: pytest.TempPathFactory) -> lp.PartitionedNamespace:
+def days(tmp_path_factory: pytest.TempPathFactory) -> tuple[lp.PartitionedNamespace, pa.Table]:
     """Dates (including before 1970 and a leap day) by year/month/day."""
     schema = pa.schema([("d", pa.date32())])
     spec = lp.PartitionSpec(
@@ -88,8 +113,9 @@ def days(tmp_path_factory: pytest.TempPathFactory) -> lp.PartitionedNamespace:
     start = datetime.date(1969, 12, 25)
     dates = [start + datetime.timedelta(days=i) for i in range(12)]
     dates += [datetime.date(2024, 2, 28), datetime.date(2024, 2, 29), datetime.date(2024, 3, 1)]
-    ns.write(pa.table({"d": dates}, schema=schema))
-    return ns
+    table = pa.table({"d": dates}, schema=schema)
+    ns.write(table)
+    return ns, table
 
 
 @settings(
@@ -107,14 +133,12 @@ def days(tmp_path_factory: pytest.TempPathFactory) -> lp.PartitionedNamespace:
     ),
     op=st.sampled_from(["<", "<=", ">", ">="]),
 )
-def test_day_bounds_are_exact(days: lp.PartitionedNamespace, d: datetime.date, op: str) -> None:
-    sql = f"d {op} DATE '{d.isoformat()}'"
-    kept = {
-        tuple(r.values())
-        for r in days.partitions(sql, with_rows=False).select(["y", "m", "dd"]).to_pylist()
-    }
-    rows = days.to_table(sql)["d"].to_pylist()
-    assert kept == {(x.year, x.month, x.day) for x in rows}
+def test_day_bounds_are_exact(
+    days: tuple[lp.PartitionedNamespace, pa.Table], d: datetime.date, op: str
+) -> None:
+    ns, table = days
+    want = _expected(table, "d", op, d, lambda x: (x.year, x.month, x.day))
+    assert _kept(ns, f"d {op} DATE '{d.isoformat()}'", ["y", "m", "dd"]) == want
 
 
 def test_truncate_bounds_are_exact(tmp_path: Path) -> None:
@@ -126,25 +150,31 @@ def test_truncate_bounds_are_exact(tmp_path: Path) -> None:
         ]
     )
     ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema, spec)
-    ns.write(
-        pa.table(
-            {
-                # Both ends of every bucket: truncation goes toward zero (`x - x % W`, the
-                # spec's definition), so bucket 0 holds -9..9.
-                "x": [-29, -20, -19, -10, -9, 9, 10, 19, 20, 29],
-                "s": ["a", "ab", "abz", "b", "ba", "c", "", "zz", "zz", "zz"],
-            },
-            schema=schema,
-        )
+    table = pa.table(
+        {
+            # Both ends of every bucket: truncation goes toward zero (`x - x % W`, the
+            # spec's definition), so bucket 0 holds -9..9.
+            "x": [-29, -20, -19, -10, -9, 9, 10, 19, 20, 29],
+            "s": ["a", "ab", "abz", "b", "ba", "c", "", "zz", "zz", "zz"],
+        },
+        schema=schema,
     )
+    ns.write(table)
     for bound in (-30, -29, -20, -19, -11, -10, -9, -1, 0, 1, 9, 10, 11, 19, 20, 29, 30):
         for op in ("<", "<=", ">", ">="):
-            kept, matching = _kept_vs_matching(ns, f"x {op} {bound}", "xt")
-            assert kept == matching, (op, bound)
-    # Strings: `s < 'ab'` excludes the partition 'ab' (all of its values start with 'ab').
-    kept = set(ns.partitions("s < 'ab'", with_rows=False)["st"].to_pylist())
-    assert "ab" not in kept
-    assert {"a", ""} <= kept
+            want = _expected(table, "x", op, bound, lambda x: (_truncate_int(x, 10),))
+            assert _kept(ns, f"x {op} {bound}", ["xt"]) == want, (op, bound)
+    for bound in ("", "a", "ab", "abz", "b", "ba", "bz", "c", "zz", "zzz"):
+        for op in ("<", "<=", ">", ">="):
+            want = _expected(table, "s", op, bound, lambda v: (v[:2],))
+            # Pruning treats a string partition as every value with its prefix, so it keeps
+            # at least the partitions with a matching row (a prefix shorter than the width,
+            # which holds only itself, may be kept in excess).
+            assert want <= _kept(ns, f"s {op} '{bound}'", ["st"]), (op, bound)
+    # Exact where the prefix decides: `s < 'ab'` excludes 'ab' (all of its values start
+    # with 'ab'), `s >= 'b'` excludes 'ab' and 'a'.
+    assert _kept(ns, "s < 'ab'", ["st"]) == {("a",), ("",)}
+    assert _kept(ns, "s >= 'b'", ["st"]) == {("b",), ("ba",), ("c",), ("zz",)}
 
 
 @pytest.mark.parametrize(
@@ -194,7 +224,9 @@ _NY_FIELDS = ["y", "m", "d", "h"]
 
 
 @pytest.fixture(scope="module")
-def new_york(tmp_path_factory: pytest.TempPathFactory) -> lp.PartitionedNamespace:
+def new_york(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[lp.PartitionedNamespace, pa.Table]:
     """Timestamps in America/New_York by local year, month, day and hour, on the days around
     both DST changes of 2024 (March 10: 02:00 -> 03:00; November 3: 02:00 -> 01:00), with the
     first and the last microsecond of every hour (so every partition holds both ends of its
@@ -218,8 +250,9 @@ def new_york(tmp_path_factory: pytest.TempPathFactory) -> lp.PartitionedNamespac
         for h in range(72 + 2):
             hour = start + datetime.timedelta(hours=h)
             rows += [hour, hour + datetime.timedelta(hours=1) - US]
-    ns.write(pa.table({"ts": rows}, schema=schema))
-    return ns
+    table = pa.table({"ts": rows}, schema=schema)
+    ns.write(table)
+    return ns, table
 
 
 def _ny_points() -> list[datetime.datetime]:
@@ -241,20 +274,55 @@ def _ny_points() -> list[datetime.datetime]:
 )
 @given(t=st.sampled_from(_ny_points()), op=st.sampled_from(["<", "<=", ">", ">="]))
 def test_bounds_are_exact_across_dst_changes_in_a_named_zone(
-    new_york: lp.PartitionedNamespace, t: datetime.datetime, op: str
+    new_york: tuple[lp.PartitionedNamespace, pa.Table], t: datetime.datetime, op: str
 ) -> None:
     """Local hours of America/New_York across both DST changes: the kept partitions are
     exactly those holding a matching row, for bounds at the first and last microsecond of
     local hours and days (including the skipped and the repeated hour)."""
-    sql = f"ts {op} {_ts(t)}"
-    kept = {
-        tuple(r.values())
-        for r in new_york.partitions(sql, with_rows=False).select(_NY_FIELDS).to_pylist()
-    }
-    matching = new_york.to_table(sql)
-    parts = lp.kernels.partition_values(
-        matching, new_york.specs[max(new_york.specs)], new_york.schema
-    )
-    want = set(zip(*(parts[f].to_pylist() for f in _NY_FIELDS), strict=True))
+    from zoneinfo import ZoneInfo
+
+    ny = ZoneInfo("America/New_York")
+    ns, table = new_york
+
+    def local(v: datetime.datetime) -> tuple[int, int, int, int]:
+        x = v.astimezone(ny)
+        return (x.year, x.month, x.day, x.hour)
+
+    want = _expected(table, "ts", op, t, local)
+    # A string literal ending in Z is an instant to DataFusion (the scan's engine), as to
+    # pyarrow. (`TIMESTAMP '...Z'` is a naive timestamp there, read in the column's zone.)
+    kept = _kept(ns, f"ts {op} '{t.strftime('%Y-%m-%dT%H:%M:%S.%f')}Z'", _NY_FIELDS)
     assert want <= kept, "pruning lost rows"
     assert kept == want
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(t=st.sampled_from(_ny_points()), op=st.sampled_from(["<", "<=", ">", ">="]))
+def test_a_naive_timestamp_literal_prunes_as_datafusion_reads_it(
+    new_york: tuple[lp.PartitionedNamespace, pa.Table], t: datetime.datetime, op: str
+) -> None:
+    """`TIMESTAMP '<local time>'` has no zone: DataFusion (the scan's engine) reads it in the
+    column's zone, and refuses a local time of the repeated hour (ambiguous), as our filters
+    then do (ExpressionError). The rows it matches come from DataFusion evaluating the filter
+    over the unpruned input; pruning keeps exactly their partitions."""
+    from zoneinfo import ZoneInfo
+
+    ny = ZoneInfo("America/New_York")
+    ns, table = new_york
+    text = t.astimezone(ny).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    column = table["ts"].combine_chunks()
+    sql = f"ts {op} TIMESTAMP '{text}'"
+    try:
+        mask = lp.kernels.evaluate(f"col0 {op} TIMESTAMP '{text}'", [column])
+    except lp.ExpressionError:
+        naive = t.astimezone(ny).replace(tzinfo=None)
+        offsets = {naive.replace(tzinfo=ny, fold=f).utcoffset() for f in (0, 1)}
+        assert len(offsets) == 2, f"{text} is not ambiguous, yet DataFusion refused it"
+        with pytest.raises(lp.ExpressionError, match="bad filter"):
+            ns.partitions(sql)
+        return
+    matched = table.filter(mask)["ts"].to_pylist()
+    want = {(x.year, x.month, x.day, x.hour) for x in (v.astimezone(ny) for v in matched)}
+    assert _kept(ns, sql, _NY_FIELDS) == want

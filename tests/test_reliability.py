@@ -3,8 +3,10 @@ the same values, readers unaffected by a writer killed mid-commit."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import signal
+import subprocess
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,14 +22,25 @@ def test_two_processes_append_concurrently(tmp_path: Path) -> None:
     ns = make_ns(root)
     rows, rounds = 50, 8
     # Writer A and B share US/FR (same partitions, created concurrently) and each has its own.
-    procs = [
-        writer(root, start, rows, rounds, cs)
-        for start, cs in [(0, "US,FR,DE"), (1_000_000, "US,FR,JP")]
-    ]
-    for p in procs:
+    # A stops before its first manifest commit until B has committed its first write, so the
+    # race is certain: A's first commit must adopt the US/FR partitions B created.
+    flag = tmp_path / "paused"
+    a = writer(root, 0, rows, rounds, "US,FR,DE", pause=f"before_manifest_commit:{flag}")
+    wait_for_pause(a, flag)
+    b = writer(root, 1_000_000, rows, rounds, "US,FR,JP")
+    while "wrote" not in (b.stdout.readline() if b.stdout else ""):
+        assert b.poll() is None, b.stderr.read() if b.stderr else ""
+    while a.poll() is None:  # A pauses before every commit: let it go each time
+        flag.unlink(missing_ok=True)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            a.wait(timeout=0.05)
+    outs = []
+    for p in (a, b):
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0, err
-        assert "done" in out
+        outs.append(out)
+    first_a = outs[0].splitlines()[0]
+    assert "adopted=0" not in first_a, first_a
     expected = set(range(rows * rounds)) | set(range(1_000_000, 1_000_000 + rows * rounds))
     ns.refresh()
     check_consistent(ns, expected)

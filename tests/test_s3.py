@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from typed import raises_typed
 
 import lance_partitioned as lp
 
@@ -242,7 +243,7 @@ def test_secrets_never_shown(s3_uri: tuple[str, dict[str, str]]) -> None:
     assert SECRET not in repr(ns)
     assert SECRET not in repr(ns._ns)
     assert SECRET not in ns.explain("country = 'US'")
-    with pytest.raises(lp.LancePartitionedError) as e:
+    with raises_typed() as e:
         ns.scan(filter="no_such_column = 1")
     assert SECRET not in str(e.value)
 
@@ -254,14 +255,14 @@ def test_wrong_credentials_missing_bucket_unreachable_endpoint(
     create(uri, options).write(rows(range(10), ["US"]))
     t0 = time.monotonic()
     # No namespace in a bucket that does not exist.
-    with pytest.raises(lp.LancePartitionedError) as e:
+    with raises_typed() as e:
         lp.PartitionedNamespace.open("s3://lp-no-such-bucket/ns", storage_options=options)
     assert "lp-no-such-bucket" in str(e.value)
     # Nothing listens on this port: a typed error after bounded retries, not a hang.
     dead = {**options, "aws_endpoint": f"http://127.0.0.1:{_closed_port()}"}
     dead["client_max_retries"] = "1"
     dead["client_retry_timeout"] = "5"
-    with pytest.raises(lp.LancePartitionedError) as e:
+    with raises_typed() as e:
         lp.PartitionedNamespace.open(uri, storage_options=dead)
     assert uri in str(e.value)
     assert SECRET not in str(e.value)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from typed import raises_typed
 
 import lance_partitioned as lp
 from lance_partitioned import exceptions as exc
@@ -163,7 +164,7 @@ def test_filters_on_a_new_column_skip_partitions_written_before_it(
         for f in (Path(ns.root) / loc / "data").iterdir():
             f.unlink()
     assert sorted(ns.to_table("price IS NOT NULL")["id"].to_pylist()) == list(range(100, 110))
-    with pytest.raises(lp.LancePartitionedError):
+    with raises_typed():
         ns.to_table()
 
 

@@ -146,14 +146,29 @@ def _fail_partition_1(msg: bytes | None) -> None:
         raise RuntimeError("injected job failure")
 
 
+def _after_stage(monkeypatch: pytest.MonkeyPatch, hook: Any) -> None:
+    """Makes the write pass of lps.write run `hook(message)` after each task staged its rows
+    (a subclass of its task body defined here, so Spark ships it to the workers by value;
+    the package itself has no test hook)."""
+
+    class Hooked(lps._Stage):
+        def __call__(self, batches: Any) -> Any:
+            out = list(super().__call__(batches))
+            hook(out[0]["message"][0].as_py() if out else None)
+            yield from out
+
+    monkeypatch.setattr(lps, "_Stage", Hooked)
+
+
 def _write_with_a_failing_attempt(
-    spark: Any, tmp_path: Path, n: int, hook: Any
+    spark: Any, tmp_path: Path, n: int, hook: Any, monkeypatch: pytest.MonkeyPatch
 ) -> lp.PartitionedNamespace:
     """Writes 100 rows, then n more whose write pass runs `hook` after staging; checks that
     every row is there exactly once and that the failed attempt left cleanable files."""
     uri = str(tmp_path / "ns")
     lps.write(events(spark, 100), uri, spec=SPEC)
-    res = lps.write(events(spark, n, start=1000), uri, num_tasks=2, _after_stage=hook)
+    _after_stage(monkeypatch, hook)
+    res = lps.write(events(spark, n, start=1000), uri, num_tasks=2)
     assert res.rows == n
     ns = lp.PartitionedNamespace.open(uri)
     assert ids_of(ns) == [*range(100), *range(1000, 1000 + n)]
@@ -163,23 +178,30 @@ def _write_with_a_failing_attempt(
     return ns
 
 
-def test_task_retry_never_duplicates_rows(spark: Any, tmp_path: Path) -> None:
-    ns = _write_with_a_failing_attempt(spark, tmp_path, 3000, _fail_first_attempt)
+def test_task_retry_never_duplicates_rows(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns = _write_with_a_failing_attempt(spark, tmp_path, 3000, _fail_first_attempt, monkeypatch)
     ns.cleanup(older_than=dt.timedelta(0), retention_check=False)
     assert ids_of(ns) == [*range(100), *range(1000, 4000)]
 
 
-def test_killed_task_is_retried_without_duplicates(spark: Any, tmp_path: Path) -> None:
-    _write_with_a_failing_attempt(spark, tmp_path, 2000, _kill_first_attempt)
+def test_killed_task_is_retried_without_duplicates(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_with_a_failing_attempt(spark, tmp_path, 2000, _kill_first_attempt, monkeypatch)
 
 
-def test_failed_job_leaves_namespace_unchanged(spark: Any, tmp_path: Path) -> None:
+def test_failed_job_leaves_namespace_unchanged(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     uri = str(tmp_path / "ns")
     lps.write(events(spark, 100), uri, spec=SPEC)
     ns = lp.PartitionedNamespace.open(uri)
     before = ns.version
+    _after_stage(monkeypatch, _fail_partition_1)
     with pytest.raises(Exception, match="injected job failure"):
-        lps.write(events(spark, 3000, start=1000), uri, num_tasks=2, _after_stage=_fail_partition_1)
+        lps.write(events(spark, 3000, start=1000), uri, num_tasks=2)
     assert ns.refresh() is False
     assert ns.version == before
     assert ids_of(ns) == list(range(100))

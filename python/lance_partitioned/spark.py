@@ -85,15 +85,12 @@ def register(spark: SparkSession) -> None:
 class _Stage:
     """The ``mapInArrow`` body of the write pass (picklable)."""
 
-    def __init__(self, dw: DistributedWrite, limits: TaskLimits, after: Any) -> None:
+    def __init__(self, dw: DistributedWrite, limits: TaskLimits) -> None:
         self.dw = dw
         self.limits = limits
-        self.after = after
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         msg, rows = stage_task(self.dw, batches, self.limits)
-        if self.after is not None:
-            self.after(msg)
         if msg is not None:
             yield pa.record_batch(
                 {"message": pa.array([msg], pa.binary()), "rows": pa.array([rows], pa.int64())}
@@ -116,7 +113,6 @@ def write(
     properties: dict[str, str] | None = None,
     storage_options: StorageOptions | None = None,
     lineage_job: Job = None,
-    _after_stage: Any = None,
 ) -> WriteResult:
     """Writes ``df`` into the partitioned namespace at ``uri`` and returns what was
     committed. Creates the namespace from ``df.schema`` when it does not exist (``spec`` is
@@ -166,7 +162,7 @@ def write(
     log.info("lance-partitioned: writing to %s (%s, clustered=%s)", ns.root, dw, clustered)
     out = cluster(df, ns, dw, key, num_tasks) if clustered else df
     t1 = time.perf_counter()
-    rows = out.mapInArrow(_Stage(dw, limits, _after_stage), "message binary, rows long").collect()
+    rows = out.mapInArrow(_Stage(dw, limits), "message binary, rows long").collect()
     t2 = time.perf_counter()
     log.info(
         "lance-partitioned: staged %d rows in %d tasks in %.1f s",

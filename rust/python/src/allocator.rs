@@ -11,6 +11,7 @@
 
 use std::ffi::c_long;
 
+#[cfg(feature = "test-hooks")]
 use pyo3::prelude::*;
 
 #[global_allocator]
@@ -30,7 +31,8 @@ pub fn keep_freed_memory() {
     }
 }
 
-/// The allocator's purge delay in milliseconds (for tests).
+/// The allocator's purge delay in milliseconds (test builds only, `test-hooks`).
+#[cfg(feature = "test-hooks")]
 #[pyfunction]
 pub fn _allocator_purge_delay_ms() -> c_long {
     // SAFETY: reading an option is thread-safe in mimalloc.

@@ -20,10 +20,12 @@ mod snapshot;
 mod values;
 mod writes;
 
+#[cfg(feature = "test-hooks")]
 use errors::run;
 
 /// Panics inside the guarded Rust section; proves that no panic crosses into Python (the
-/// test suite expects `InternalError`). Not part of the public API.
+/// test suite expects `InternalError`). Only in test builds (`test-hooks`).
+#[cfg(feature = "test-hooks")]
 #[pyfunction]
 fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
     run(py, || -> lance_partitioned_core::Result<()> {
@@ -45,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(lance_compute_threads, m)?)?;
+    #[cfg(feature = "test-hooks")]
     m.add_function(wrap_pyfunction!(allocator::_allocator_purge_delay_ms, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::murmur3, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::murmur3_multi, m)?)?;
@@ -73,6 +76,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(values::hive_segment, m)?)?;
     m.add_function(wrap_pyfunction!(values::parse_hive_segment, m)?)?;
     m.add_function(wrap_pyfunction!(lineage::filter_condition, m)?)?;
+    #[cfg(feature = "test-hooks")]
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_class::<writes::DistributedWrite>()?;
     m.add_class::<writes::KeyHasher>()?;

@@ -75,6 +75,12 @@ pub struct WriteResult {
     pub attempts: u32,
     /// Partitions an append rewrote because they were written under an older schema.
     pub rewritten: u64,
+    /// Rebases: a partition's fragments re-committed on top of a concurrent commit to it.
+    pub rebased: u64,
+    /// Partitions a concurrent write created with the same values, adopted by this one.
+    pub adopted: u64,
+    /// The most input bytes the writer held at once (0 for a distributed commit).
+    pub peak_buffered_bytes: u64,
     /// A repeated commit of a write that was already committed: nothing was done.
     pub already_committed: bool,
     /// The partitions written.
@@ -108,6 +114,9 @@ impl WriteResult {
             manifest_version,
             attempts,
             rewritten,
+            rebased: 0,
+            adopted: 0,
+            peak_buffered_bytes: 0,
             already_committed,
             touched: Vec::new(),
         }
@@ -116,7 +125,8 @@ impl WriteResult {
     fn __repr__(&self) -> String {
         format!(
             "WriteResult(rows={}, partitions={}, created={}, dropped={}, files={}, bytes={}, \
-             manifest_version={}, attempts={}, rewritten={}, already_committed={})",
+             manifest_version={}, attempts={}, rewritten={}, rebased={}, adopted={}, \
+             already_committed={})",
             self.rows,
             self.partitions,
             self.created,
@@ -126,6 +136,8 @@ impl WriteResult {
             self.manifest_version,
             self.attempts,
             self.rewritten,
+            self.rebased,
+            self.adopted,
             if self.already_committed {
                 "True"
             } else {
@@ -147,6 +159,9 @@ impl From<&WriteSummary> for WriteResult {
             manifest_version: s.manifest_version,
             attempts: s.attempts,
             rewritten: s.rewritten,
+            rebased: s.rebased,
+            adopted: s.adopted,
+            peak_buffered_bytes: s.peak_buffered_bytes,
             already_committed: s.already_committed,
             touched: touched_list(&s.touched),
         }

@@ -112,6 +112,7 @@ impl Namespace {
             writer.abort().await;
             return Err(e);
         }
+        let peak = writer.peak_held_bytes();
         let parts = writer.close().await?;
         let rows = parts.iter().map(|p| p.rows).sum();
         hooks::pause("after_fragments");
@@ -119,6 +120,7 @@ impl Namespace {
             WriteTransaction::new(&self.storage, snap, strong, opts).staged_since(staged_since);
         let mut summary = tx.commit(parts).await?;
         summary.rows = rows;
+        summary.peak_buffered_bytes = peak;
         Ok(summary)
     }
 

@@ -47,6 +47,10 @@ pub(crate) struct WriteUpdate<'a> {
     pub(crate) dropped: u64,
     /// When the parts' staging started (the writer's clock, ms; `None`: unknown).
     pub(crate) staged_since_ms: Option<i64>,
+    /// Rebases done over all attempts.
+    pub(crate) rebased: u64,
+    /// Concurrently created partitions adopted.
+    pub(crate) adopted: u64,
 }
 
 impl ManifestUpdate for WriteUpdate<'_> {
@@ -157,6 +161,7 @@ impl WriteUpdate<'_> {
         p.operation = "append";
         // Later rebases re-append exactly the copied rows.
         p.fragments = copied;
+        self.adopted += 1;
         Ok(())
     }
 
@@ -255,6 +260,7 @@ impl WriteUpdate<'_> {
             .map_err(|e| rewritten_under_another_schema(e, &key))?;
         p.base = Some(read_version);
         p.committed = LeafVersion::of(&committed).await?;
+        self.rebased += 1;
         Ok(())
     }
 

@@ -260,6 +260,8 @@ impl WriteTransaction {
             already_committed: false,
             dropped: 0,
             staged_since_ms: self.staged_since_ms,
+            rebased: 0,
+            adopted: 0,
         };
         let committed =
             manifest_commit::commit_manifest(&self.storage, self.max_attempts, &mut update).await?;
@@ -274,6 +276,8 @@ impl WriteTransaction {
         summary.manifest_version = committed.version;
         summary.attempts = committed.attempts;
         summary.dropped = update.dropped;
+        summary.rebased = update.rebased;
+        summary.adopted = update.adopted;
         summary.touched = update
             .pending
             .iter()

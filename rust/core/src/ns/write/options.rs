@@ -122,6 +122,14 @@ pub struct WriteSummary {
     pub attempts: u32,
     /// Partitions an append rewrote because they were written under an older schema.
     pub rewritten: u64,
+    /// Rebases: a partition's fragments re-committed on top of a concurrent commit to it.
+    pub rebased: u64,
+    /// Partitions a concurrent write created with the same values, into which this write's
+    /// rows were copied.
+    pub adopted: u64,
+    /// The most input bytes the writer held at once (buffered and being written); bounded by
+    /// `max_buffer_bytes` plus one input batch.
+    pub peak_buffered_bytes: u64,
     /// The write had already been committed (a repeated commit of a distributed write):
     /// nothing was done.
     pub already_committed: bool,

@@ -54,6 +54,7 @@ pub struct PartitionWriter {
     permits: Arc<Semaphore>,
     inflight_bytes: usize,
     buffered_bytes: usize,
+    peak_held_bytes: usize,
     new_parts: usize,
     rows: u64,
 }
@@ -90,6 +91,7 @@ impl PartitionWriter {
             permits: Arc::new(Semaphore::new(opts.concurrency.max(1))),
             inflight_bytes: 0,
             buffered_bytes: 0,
+            peak_held_bytes: 0,
             new_parts: 0,
             rows: 0,
         })
@@ -151,6 +153,12 @@ impl PartitionWriter {
     ///
     /// # Errors
     /// The first flush error (after every flush has ended).
+    /// The most input bytes held at once so far (buffered and being written).
+    #[must_use]
+    pub fn peak_held_bytes(&self) -> u64 {
+        self.peak_held_bytes as u64
+    }
+
     pub async fn close(mut self) -> Result<Vec<StagedPart>> {
         let keys: Vec<Vec<ScalarValue>> = self.parts.keys().cloned().collect();
         for k in keys {
@@ -219,6 +227,9 @@ impl PartitionWriter {
         part.bytes += bytes;
         part.total_rows += rows as u64;
         self.buffered_bytes += bytes;
+        self.peak_held_bytes = self
+            .peak_held_bytes
+            .max(self.buffered_bytes + self.inflight_bytes);
         self.rows += rows as u64;
         if part.rows >= self.opts.max_rows_per_file {
             self.spawn_flush(&key);
