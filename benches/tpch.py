@@ -1,0 +1,295 @@
+"""Against the systems users would pick instead, on TPC-H (issue 32).
+
+TPC-H ``lineitem`` at scale factor ``--sf`` (1: 6M rows), generated once by ``tpchgen-cli``
+(PyPI) and cached, partitioned by ``l_shipmode`` (identity, 7 partitions) by each system as its
+own users would write it:
+
+- ours: ``PartitionedNamespace.create`` + ``write`` (strong mode, one atomic commit);
+- pyiceberg: a SQL catalog on SQLite, an identity partition spec, ``table.append``;
+- deltalake: ``write_deltalake(partition_by=["l_shipmode"])``;
+- DuckDB: ``COPY (...) TO dir (FORMAT parquet, PARTITION_BY (l_shipmode))``;
+- polars: ``write_parquet(dir, partition_by="l_shipmode")``.
+
+Operations: ``ingest``; ``pruned`` (sum of ``l_extendedprice`` where ``l_shipmode = 'AIR'``:
+one partition read); ``filtered`` (the same sum where ``l_quantity < 5``: no partition
+pruned, the filter on a data column). Each (system, operation) runs in a fresh process: the
+first call is timed (imports excluded), then the best of ``--repeat`` more; peak RSS is the
+process's. Every answer (row count read back after ingest, the sums) must be equal across the
+systems, or the bench fails.
+
+    python benches/tpch.py [--sf 1] [--repeat 3] [--write BENCHMARKS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from report import update_section
+
+SYSTEMS = ["ours", "pyiceberg", "deltalake", "duckdb", "polars"]
+OPS = ["ingest", "pruned", "filtered"]
+CACHE = Path.home() / ".cache" / "lance-partitioned" / "tpch"
+
+
+def generate(sf: float) -> Path:
+    """lineitem.parquet at `sf`, generated once."""
+    out = CACHE / f"sf{sf:g}"
+    target = out / "lineitem.parquet"
+    if not target.exists():
+        out.mkdir(parents=True, exist_ok=True)
+        cli = Path(sys.executable).parent / "tpchgen-cli"
+        subprocess.run(
+            [str(cli), "parquet", "-s", f"{sf:g}", "--tables", "lineitem", "-o", str(out)],
+            check=True,
+        )
+    return target
+
+
+def source_table(path: Path) -> Any:
+    """The generated table with plain string columns (pyiceberg takes no string_view)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(path)
+    fields = [
+        pa.field(f.name, pa.string()) if pa.types.is_string_view(f.type) else f for f in t.schema
+    ]
+    return t.cast(pa.schema(fields))
+
+
+# -- one system's operations, run in a child process ------------------------------------------
+
+
+def ours(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
+    import pyarrow.compute as pc
+
+    import lance_partitioned as lp
+
+    root = str(work / "ours")
+    spec = lp.PartitionSpec([lp.PartitionField("mode", "l_shipmode", lp.Identity())])
+
+    def ingest() -> int:
+        shutil.rmtree(root, ignore_errors=True)
+        ns = lp.PartitionedNamespace.create(root, table.schema, spec)
+        ns.write(table)
+        return int(pc.sum(ns.stats()["rows"]).as_py())
+
+    def total(sql: str) -> Decimal:
+        t = lp.PartitionedNamespace.open(root).to_table(sql, columns=["l_extendedprice"])
+        return pc.sum(t["l_extendedprice"]).as_py()
+
+    return {
+        "ingest": ingest,
+        "pruned": lambda: total("l_shipmode = 'AIR'"),
+        "filtered": lambda: total("l_quantity < 5"),
+    }
+
+
+def iceberg(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
+    import pyarrow.compute as pc
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.expressions import EqualTo, LessThan
+    from pyiceberg.transforms import IdentityTransform
+
+    wh = work / "iceberg"
+    wh.mkdir(exist_ok=True)
+
+    def catalog() -> Any:
+        return SqlCatalog(
+            "bench", uri=f"sqlite:///{wh}/catalog.db", warehouse=f"file://{wh}/warehouse"
+        )
+
+    def ingest() -> int:
+        cat = catalog()
+        if ("bench",) not in cat.list_namespaces():
+            cat.create_namespace("bench")
+        if cat.table_exists("bench.lineitem"):
+            cat.purge_table("bench.lineitem")
+        t = cat.create_table("bench.lineitem", schema=table.schema)
+        with t.update_spec() as update:
+            update.add_field("l_shipmode", IdentityTransform(), "mode")
+        t.append(table)
+        return int(t.scan().count())
+
+    def total(expr: Any) -> Decimal:
+        t = catalog().load_table("bench.lineitem")
+        got = t.scan(row_filter=expr, selected_fields=("l_extendedprice",)).to_arrow()
+        return pc.sum(got["l_extendedprice"]).as_py()
+
+    return {
+        "ingest": ingest,
+        "pruned": lambda: total(EqualTo("l_shipmode", "AIR")),
+        "filtered": lambda: total(LessThan("l_quantity", Decimal(5))),
+    }
+
+
+def delta(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+    from deltalake import DeltaTable, write_deltalake
+
+    path = str(work / "delta")
+
+    def ingest() -> int:
+        shutil.rmtree(path, ignore_errors=True)
+        write_deltalake(path, table, partition_by=["l_shipmode"])
+        return DeltaTable(path).to_pyarrow_dataset().count_rows()
+
+    def total(expr: Any) -> Decimal:
+        d = DeltaTable(path).to_pyarrow_dataset()
+        got = d.to_table(filter=expr, columns=["l_extendedprice"])
+        return pc.sum(got["l_extendedprice"]).as_py()
+
+    return {
+        "ingest": ingest,
+        "pruned": lambda: total(ds.field("l_shipmode") == "AIR"),
+        "filtered": lambda: total(ds.field("l_quantity") < Decimal(5)),
+    }
+
+
+def duck(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
+    import duckdb
+
+    path = work / "duckdb"
+    glob = f"{path}/**/*.parquet"
+
+    def ingest() -> int:
+        shutil.rmtree(path, ignore_errors=True)
+        con = duckdb.connect()
+        con.register("src", table)
+        con.execute(f"COPY src TO '{path}' (FORMAT parquet, PARTITION_BY (l_shipmode))")
+        return con.execute(f"SELECT count(*) FROM read_parquet('{glob}')").fetchone()[0]
+
+    def total(where: str) -> Decimal:
+        q = (
+            f"SELECT sum(l_extendedprice) FROM read_parquet('{glob}', hive_partitioning=true) "
+            f"WHERE {where}"
+        )
+        return duckdb.connect().execute(q).fetchone()[0]
+
+    return {
+        "ingest": ingest,
+        "pruned": lambda: total("l_shipmode = 'AIR'"),
+        "filtered": lambda: total("l_quantity < 5"),
+    }
+
+
+def polars(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
+    import polars as pl
+
+    path = work / "polars"
+
+    def ingest() -> int:
+        shutil.rmtree(path, ignore_errors=True)
+        pl.from_arrow(table).write_parquet(path, partition_by="l_shipmode", mkdir=True)
+        return pl.scan_parquet(path, hive_partitioning=True).select(pl.len()).collect().item()
+
+    def total(cond: Any) -> Decimal:
+        lf = pl.scan_parquet(path, hive_partitioning=True)
+        return lf.filter(cond).select(pl.col("l_extendedprice").sum()).collect().item()
+
+    return {
+        "ingest": ingest,
+        "pruned": lambda: total(pl.col("l_shipmode") == "AIR"),
+        "filtered": lambda: total(pl.col("l_quantity") < 5),
+    }
+
+
+MAKERS = {"ours": ours, "pyiceberg": iceberg, "deltalake": delta, "duckdb": duck, "polars": polars}
+
+
+def child(system: str, op: str, work: Path, data: Path, repeat: int) -> None:
+    table = source_table(data)
+    fn = MAKERS[system](work, table)[op]
+    t0 = time.perf_counter()
+    answer = fn()
+    first = time.perf_counter() - t0
+    best = first
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"first": first, "best": best, "answer": str(answer), "rss_mib": rss}))
+
+
+def run(system: str, op: str, work: Path, data: Path, repeat: int) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", system, op, str(work), str(data), str(repeat)],
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"{system} {op} failed:\n{out.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def same(answers: dict[str, str]) -> bool:
+    values = {round(float(a), 2) for a in answers.values()}
+    return len(values) == 1
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        system, op, work, data, repeat = sys.argv[2:7]
+        child(system, op, Path(work), Path(data), int(repeat))
+        return
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sf", type=float, default=1.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--write", type=Path)
+    args = ap.parse_args()
+    data = generate(args.sf)
+    work = Path(tempfile.mkdtemp(prefix="lp-tpch-", dir=Path.home()))
+    results: dict[str, dict[str, dict[str, Any]]] = {op: {} for op in OPS}
+    try:
+        for op in OPS:
+            for system in SYSTEMS:
+                results[op][system] = run(system, op, work, data, args.repeat)
+                print(op, system, results[op][system], flush=True)
+            answers = {s: r["answer"] for s, r in results[op].items()}
+            if not same(answers):
+                raise SystemExit(f"{op}: the systems disagree: {answers}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    import pyarrow.parquet as pq
+
+    rows = pq.ParquetFile(data).metadata.num_rows
+    lines = [
+        f"`python benches/tpch.py --sf {args.sf:g} --repeat {args.repeat}` (TPC-H lineitem, "
+        f"{rows} rows, partitioned by l_shipmode; each cell a fresh process: first call, best "
+        f"of {args.repeat} more, peak RSS; every answer equal across the systems; ratio = "
+        "their best / ours, above 1 means we are faster):",
+        "",
+        "| operation | system | first s | best s | peak RSS MiB | vs ours |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for op in OPS:
+        base = results[op]["ours"]["best"]
+        for system in SYSTEMS:
+            r = results[op][system]
+            ratio = "(ours)" if system == "ours" else f"{r['best'] / base:.2f}x"
+            lines.append(
+                f"| {op} | {system} | {r['first']:.3f} | {r['best']:.3f} | "
+                f"{r['rss_mib']:.0f} | {ratio} |"
+            )
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        update_section(args.write, "tpch", text, "## TPC-H against the systems users pick")
+
+
+if __name__ == "__main__":
+    main()
