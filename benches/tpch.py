@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -80,6 +81,7 @@ def ours(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
     spec = lp.PartitionSpec([lp.PartitionField("mode", "l_shipmode", lp.Identity())])
 
     def ingest() -> int:
+        assert table is not None
         shutil.rmtree(root, ignore_errors=True)
         ns = lp.PartitionedNamespace.create(root, table.schema, spec)
         ns.write(table)
@@ -130,7 +132,7 @@ def iceberg(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
     return {
         "ingest": ingest,
         "pruned": lambda: total(EqualTo("l_shipmode", "AIR")),
-        "filtered": lambda: total(LessThan("l_quantity", Decimal(5))),
+        "filtered": lambda: total(LessThan("l_quantity", Decimal("5.00"))),
     }
 
 
@@ -210,7 +212,8 @@ MAKERS = {"ours": ours, "pyiceberg": iceberg, "deltalake": delta, "duckdb": duck
 
 
 def child(system: str, op: str, work: Path, data: Path, repeat: int) -> None:
-    table = source_table(data)
+    # Only an ingest holds the source table: a query's peak RSS is the query's own.
+    table = source_table(data) if op == "ingest" else None
     fn = MAKERS[system](work, table)[op]
     t0 = time.perf_counter()
     answer = fn()
@@ -222,6 +225,10 @@ def child(system: str, op: str, work: Path, data: Path, repeat: int) -> None:
         best = min(best, time.perf_counter() - t0)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"first": first, "best": best, "answer": str(answer), "rss_mib": rss}))
+    sys.stdout.flush()
+    # Leave without interpreter teardown: deltalake's native threads can abort it ("terminate
+    # called without an active exception"), after everything measured is done.
+    os._exit(0)
 
 
 def run(system: str, op: str, work: Path, data: Path, repeat: int) -> dict[str, Any]:
