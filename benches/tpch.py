@@ -12,10 +12,12 @@ own users would write it:
 
 Operations: ``ingest``; ``pruned`` (sum of ``l_extendedprice`` where ``l_shipmode = 'AIR'``:
 one partition read); ``filtered`` (the same sum where ``l_quantity < 5``: no partition
-pruned, the filter on a data column). Each (system, operation) runs in a fresh process: the
-first call is timed (imports excluded), then the best of ``--repeat`` more; peak RSS is the
-process's. Every answer (row count read back after ingest, the sums) must be equal across the
-systems, or the bench fails.
+pruned, the filter on a data column); ``join_ingest`` and ``join`` (``lineitem`` and ``orders``
+stored for a join on the order key, then the sum of ``l_extendedprice`` over the join with
+urgent orders; see ``JOIN_SQL`` for each system's layout). Each (system, operation) runs
+in a fresh process: the first call is timed (imports excluded), then the best of
+``--repeat`` more; peak RSS is the process's. Every answer (rows read back after an ingest,
+the sums) must be equal across the systems, or the bench fails.
 
     python benches/tpch.py [--sf 1] [--repeat 3] [--write BENCHMARKS.md]
 """
@@ -39,22 +41,22 @@ from typing import Any
 from report import update_section
 
 SYSTEMS = ["ours", "pyiceberg", "deltalake", "duckdb", "polars"]
-OPS = ["ingest", "pruned", "filtered"]
+OPS = ["ingest", "pruned", "filtered", "join_ingest", "join"]
 CACHE = Path.home() / ".cache" / "lance-partitioned" / "tpch"
 
 
 def generate(sf: float) -> Path:
-    """lineitem.parquet at `sf`, generated once."""
+    """lineitem.parquet and orders.parquet at `sf`, generated once; the lineitem path."""
     out = CACHE / f"sf{sf:g}"
-    target = out / "lineitem.parquet"
-    if not target.exists():
-        out.mkdir(parents=True, exist_ok=True)
-        cli = Path(sys.executable).parent / "tpchgen-cli"
-        subprocess.run(
-            [str(cli), "parquet", "-s", f"{sf:g}", "--tables", "lineitem", "-o", str(out)],
-            check=True,
-        )
-    return target
+    for table in ("lineitem", "orders"):
+        if not (out / f"{table}.parquet").exists():
+            out.mkdir(parents=True, exist_ok=True)
+            cli = Path(sys.executable).parent / "tpchgen-cli"
+            subprocess.run(
+                [str(cli), "parquet", "-s", f"{sf:g}", "--tables", table, "-o", str(out)],
+                check=True,
+            )
+    return out / "lineitem.parquet"
 
 
 def source_table(path: Path) -> Any:
@@ -210,11 +212,184 @@ def polars(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
 
 MAKERS = {"ours": ours, "pyiceberg": iceberg, "deltalake": delta, "duckdb": duck, "polars": polars}
 
+# -- the join: lineitem JOIN orders ON orderkey, orders filtered ------------------------------
+# Each system stores both tables as its users would for a join on the key: ours and pyiceberg
+# bucket both by the order key (16 buckets: ours joins bucket by bucket), the Parquet and
+# Delta writers keep them unpartitioned (a key of 1.5M values is no partition column for them).
+
+JOIN_SQL = (
+    "SELECT sum(l_extendedprice) FROM lineitem JOIN orders ON l_orderkey = o_orderkey "
+    "WHERE o_orderpriority = '1-URGENT'"
+)
+BUCKETS = 16
+
+
+def ours_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
+    import pyarrow.compute as pc
+
+    import lance_partitioned as lp
+
+    roots = {name: str(work / f"ours_{name}") for name in ("lineitem", "orders")}
+    keys = {"lineitem": "l_orderkey", "orders": "o_orderkey"}
+
+    def ingest() -> int:
+        n = 0
+        for name, table in tables().items():
+            shutil.rmtree(roots[name], ignore_errors=True)
+            field = lp.PartitionField("b", keys[name], lp.Bucket(BUCKETS))
+            ns = lp.PartitionedNamespace.create(
+                roots[name], table.schema, lp.PartitionSpec([field])
+            )
+            n += ns.write(table).rows
+        return n
+
+    def join() -> Decimal:
+        reader = lp.join(
+            lp.PartitionedNamespace.open(roots["lineitem"]),
+            lp.PartitionedNamespace.open(roots["orders"]),
+            on=[("l_orderkey", "o_orderkey")],
+            columns=["l_extendedprice"],
+            filter=(None, "o_orderpriority = '1-URGENT'"),
+        )
+        return pc.sum(reader.read_all()["l_extendedprice"]).as_py()
+
+    return {"join_ingest": ingest, "join": join}
+
+
+def iceberg_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
+    import pyarrow.compute as pc
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.expressions import EqualTo
+    from pyiceberg.transforms import BucketTransform
+
+    wh = work / "iceberg_join"
+    wh.mkdir(exist_ok=True)
+    keys = {"lineitem": "l_orderkey", "orders": "o_orderkey"}
+
+    def catalog() -> Any:
+        return SqlCatalog(
+            "bench", uri=f"sqlite:///{wh}/catalog.db", warehouse=f"file://{wh}/warehouse"
+        )
+
+    def ingest() -> int:
+        cat = catalog()
+        if ("bench",) not in cat.list_namespaces():
+            cat.create_namespace("bench")
+        n = 0
+        for name, table in tables().items():
+            if cat.table_exists(f"bench.{name}"):
+                cat.purge_table(f"bench.{name}")
+            t = cat.create_table(f"bench.{name}", schema=table.schema)
+            with t.update_spec() as update:
+                update.add_field(keys[name], BucketTransform(BUCKETS), "b")
+            t.append(table)
+            n += table.num_rows
+        return n
+
+    def join() -> Decimal:
+        # What a pyiceberg user does without a SQL engine: scan both, join in pyarrow.
+        cat = catalog()
+        li = cat.load_table("bench.lineitem").scan(
+            selected_fields=("l_orderkey", "l_extendedprice")
+        )
+        od = cat.load_table("bench.orders").scan(
+            row_filter=EqualTo("o_orderpriority", "1-URGENT"), selected_fields=("o_orderkey",)
+        )
+        joined = li.to_arrow().join(od.to_arrow(), "l_orderkey", "o_orderkey")
+        return pc.sum(joined["l_extendedprice"]).as_py()
+
+    return {"join_ingest": ingest, "join": join}
+
+
+def delta_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
+    from deltalake import DeltaTable, QueryBuilder, write_deltalake
+
+    paths = {name: str(work / f"delta_{name}") for name in ("lineitem", "orders")}
+
+    def ingest() -> int:
+        n = 0
+        for name, table in tables().items():
+            shutil.rmtree(paths[name], ignore_errors=True)
+            write_deltalake(paths[name], table)
+            n += table.num_rows
+        return n
+
+    def join() -> Decimal:
+        qb = QueryBuilder()
+        for name, path in paths.items():
+            qb = qb.register(name, DeltaTable(path))
+        return qb.execute(JOIN_SQL).read_all().column(0)[0].as_py()
+
+    return {"join_ingest": ingest, "join": join}
+
+
+def duck_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
+    import duckdb
+
+    paths = {name: work / f"duckdb_{name}.parquet" for name in ("lineitem", "orders")}
+
+    def ingest() -> int:
+        con = duckdb.connect()
+        n = 0
+        for name, table in tables().items():
+            con.register("src", table)
+            con.execute(f"COPY src TO '{paths[name]}' (FORMAT parquet)")
+            con.unregister("src")
+            n += table.num_rows
+        return n
+
+    def join() -> Decimal:
+        con = duckdb.connect()
+        for name, path in paths.items():
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}')")
+        return con.execute(JOIN_SQL).fetchone()[0]
+
+    return {"join_ingest": ingest, "join": join}
+
+
+def polars_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
+    import polars as pl
+
+    paths = {name: work / f"polars_{name}.parquet" for name in ("lineitem", "orders")}
+
+    def ingest() -> int:
+        n = 0
+        for name, table in tables().items():
+            pl.from_arrow(table).write_parquet(paths[name])
+            n += table.num_rows
+        return n
+
+    def join() -> Decimal:
+        li = pl.scan_parquet(paths["lineitem"])
+        od = pl.scan_parquet(paths["orders"]).filter(pl.col("o_orderpriority") == "1-URGENT")
+        q = li.join(od, left_on="l_orderkey", right_on="o_orderkey")
+        return q.select(pl.col("l_extendedprice").sum()).collect().item()
+
+    return {"join_ingest": ingest, "join": join}
+
+
+JOIN_MAKERS = {
+    "ours": ours_join,
+    "pyiceberg": iceberg_join,
+    "deltalake": delta_join,
+    "duckdb": duck_join,
+    "polars": polars_join,
+}
+
 
 def child(system: str, op: str, work: Path, data: Path, repeat: int) -> None:
-    # Only an ingest holds the source table: a query's peak RSS is the query's own.
-    table = source_table(data) if op == "ingest" else None
-    fn = MAKERS[system](work, table)[op]
+    # Only an ingest holds the source tables: a query's peak RSS is the query's own.
+    if op.startswith("join"):
+
+        def tables() -> dict[str, Any]:
+            return {name: source_table(data.parent / f"{name}.parquet") for name in loaded}
+
+        loaded = ("lineitem", "orders")
+        cached = tables() if op == "join_ingest" else {}
+        fn = JOIN_MAKERS[system](work, lambda: cached)[op]
+    else:
+        table = source_table(data) if op == "ingest" else None
+        fn = MAKERS[system](work, table)[op]
     t0 = time.perf_counter()
     answer = fn()
     first = time.perf_counter() - t0

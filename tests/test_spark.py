@@ -169,6 +169,7 @@ def _write_with_a_failing_attempt(
     lps.write(events(spark, 100), uri, spec=SPEC)
     _after_stage(monkeypatch, hook)
     res = lps.write(events(spark, n, start=1000), uri, num_tasks=2)
+    monkeypatch.undo()
     assert res.rows == n
     ns = lp.PartitionedNamespace.open(uri)
     assert ids_of(ns) == [*range(100), *range(1000, 1000 + n)]
@@ -202,6 +203,7 @@ def test_failed_job_leaves_namespace_unchanged(
     _after_stage(monkeypatch, _fail_partition_1)
     with pytest.raises(Exception, match="injected job failure"):
         lps.write(events(spark, 3000, start=1000), uri, num_tasks=2)
+    monkeypatch.undo()  # later writes run without the failing hook
     assert ns.refresh() is False
     assert ns.version == before
     assert ids_of(ns) == list(range(100))
