@@ -42,6 +42,13 @@ SMOKE = textwrap.dedent(
     assert "site-packages" in jar_path(), jar_path()
     names = zipfile.ZipFile(jar_path()).namelist()
     assert "io/lancepartitioned/spark/Bucket.class" in names, names
+    # Test hooks are compiled into test builds only, never into the wheel users install.
+    from lance_partitioned import _native
+    for hook in ("_panic_for_tests", "_allocator_purge_delay_ms"):
+        assert not hasattr(_native, hook), hook
+    import inspect
+    import lance_partitioned.spark as lps
+    assert "_after_stage" not in inspect.signature(lps.write).parameters
     print("smoke ok", lp.__version__)
     print("root=" + root)
     """
