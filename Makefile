@@ -93,7 +93,10 @@ bench-rust: venv
 
 bench: build
 	$(PY) -m pip install -q -r requirements-bench.txt
+	$(PY) benches/limits.py
 	$(PY) benches/kernels.py
+	$(PY) benches/commit_cost.py
+	$(PY) benches/tpch.py
 
 java-check:
 	@JAVA="$${JAVA_HOME:+$$JAVA_HOME/bin/}java"; \

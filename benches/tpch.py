@@ -295,7 +295,7 @@ def iceberg_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
         od = cat.load_table("bench.orders").scan(
             row_filter=EqualTo("o_orderpriority", "1-URGENT"), selected_fields=("o_orderkey",)
         )
-        joined = li.to_arrow().join(od.to_arrow(), "l_orderkey", "o_orderkey")
+        joined = li.to_arrow().join(od.to_arrow(), "l_orderkey", "o_orderkey", join_type="inner")
         return pc.sum(joined["l_extendedprice"]).as_py()
 
     return {"join_ingest": ingest, "join": join}
