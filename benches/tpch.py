@@ -74,6 +74,21 @@ def source_table(path: Path) -> Any:
 # -- one system's operations, run in a child process ------------------------------------------
 
 
+def iceberg_catalog(warehouse: Path) -> Any:
+    """pyiceberg's SQL catalog on SQLite in `warehouse`, with the namespace ``bench``."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    warehouse.mkdir(exist_ok=True)
+    cat = SqlCatalog(
+        "bench",
+        uri=f"sqlite:///{warehouse}/catalog.db",
+        warehouse=f"file://{warehouse}/warehouse",
+    )
+    if ("bench",) not in cat.list_namespaces():
+        cat.create_namespace("bench")
+    return cat
+
+
 def ours(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
     import pyarrow.compute as pc
 
@@ -102,22 +117,14 @@ def ours(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
 
 def iceberg(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
     import pyarrow.compute as pc
-    from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.expressions import EqualTo, LessThan
     from pyiceberg.transforms import IdentityTransform
 
-    wh = work / "iceberg"
-    wh.mkdir(exist_ok=True)
-
     def catalog() -> Any:
-        return SqlCatalog(
-            "bench", uri=f"sqlite:///{wh}/catalog.db", warehouse=f"file://{wh}/warehouse"
-        )
+        return iceberg_catalog(work / "iceberg")
 
     def ingest() -> int:
         cat = catalog()
-        if ("bench",) not in cat.list_namespaces():
-            cat.create_namespace("bench")
         if cat.table_exists("bench.lineitem"):
             cat.purge_table("bench.lineitem")
         t = cat.create_table("bench.lineitem", schema=table.schema)
@@ -258,23 +265,16 @@ def ours_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
 
 def iceberg_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
     import pyarrow.compute as pc
-    from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.expressions import EqualTo
     from pyiceberg.transforms import BucketTransform
 
-    wh = work / "iceberg_join"
-    wh.mkdir(exist_ok=True)
     keys = {"lineitem": "l_orderkey", "orders": "o_orderkey"}
 
     def catalog() -> Any:
-        return SqlCatalog(
-            "bench", uri=f"sqlite:///{wh}/catalog.db", warehouse=f"file://{wh}/warehouse"
-        )
+        return iceberg_catalog(work / "iceberg_join")
 
     def ingest() -> int:
         cat = catalog()
-        if ("bench",) not in cat.list_namespaces():
-            cat.create_namespace("bench")
         n = 0
         for name, table in tables().items():
             if cat.table_exists(f"bench.{name}"):

@@ -33,10 +33,12 @@ except KeyboardInterrupt as e:
 """
 
 
-def interrupted_append(root: Path, point: str, flag: Path) -> str:
+def interrupted(args: list[str], point: str, flag: Path) -> str:
+    """Runs `python -c *args` stopping at the test pause `point`, sends it SIGINT there, lets
+    it go on and returns what it printed."""
     env = dict(os.environ, LANCE_PARTITIONED_TEST_PAUSE=f"{point}:{flag}")
     p = subprocess.Popen(
-        [sys.executable, "-c", APPEND, str(root), str(Path(__file__).parent)],
+        [sys.executable, "-c", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -49,6 +51,10 @@ def interrupted_append(root: Path, point: str, flag: Path) -> str:
     assert p.returncode == 0, err
     assert "panic" not in err.lower(), err
     return out.strip()
+
+
+def interrupted_append(root: Path, point: str, flag: Path) -> str:
+    return interrupted([APPEND, str(root), str(Path(__file__).parent)], point, flag)
 
 
 def ids(root: Path) -> list[int]:
@@ -99,19 +105,7 @@ def test_ctrl_c_before_a_schema_change_commits_leaves_the_schema(tmp_path: Path)
         "except KeyboardInterrupt as e:\n"
         "    print('INTERRUPTED', e)\n"
     )
-    env = dict(os.environ, LANCE_PARTITIONED_TEST_PAUSE=f"before_root_commit:{flag}")
-    p = subprocess.Popen(
-        [sys.executable, "-c", code, str(root)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for_pause(p, flag)
-    p.send_signal(signal.SIGINT)
-    flag.unlink()
-    out, err = p.communicate(timeout=300)
-    assert p.returncode == 0, err
+    out = interrupted([code, str(root)], "before_root_commit", flag)
     assert out.startswith("INTERRUPTED"), out
     assert "nothing of it is visible" in out, out
     assert "extra" not in lp.PartitionedNamespace.open(str(root)).schema.names
