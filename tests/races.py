@@ -3,6 +3,7 @@ they write (tests/ns_writer.py), waiting for a paused process, and the consisten
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -88,21 +89,37 @@ def race_writers(
     return total, {i for start, _ in starts for i in range(start, start + n * rounds)}
 
 
-def writer(
-    root: Path, start: int, n: int, rounds: int, countries: str, pause: str | None = None
-) -> subprocess.Popen[str]:
-    """A process appending ``rounds`` rounds of ``n`` rows from id ``start`` over
-    ``countries`` to ``root`` (stopping at the test hook ``pause``, ``point:flag``, if given)."""
+def python_child(args: list[str], pause: str | None = None) -> subprocess.Popen[str]:
+    """A Python process running ``args`` (a script or ``-c CODE`` and its arguments), its
+    output captured, stopping at the test hook ``pause`` (``point:flag[,point:flag]``) if
+    given."""
     env = dict(os.environ)
     if pause is not None:
         env["LANCE_PARTITIONED_TEST_PAUSE"] = pause
     return subprocess.Popen(
-        [sys.executable, WRITER, str(root), str(start), str(n), str(rounds), countries],
+        [sys.executable, *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def resume(p: subprocess.Popen[Any], flag: Path) -> None:
+    """Lets a paused process go on, and again each time it pauses at ``flag`` (a retried
+    commit reaches its pause point once per attempt), until it ends."""
+    while p.poll() is None:
+        flag.unlink(missing_ok=True)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=0.05)
+
+
+def writer(
+    root: Path, start: int, n: int, rounds: int, countries: str, pause: str | None = None
+) -> subprocess.Popen[str]:
+    """A process appending ``rounds`` rounds of ``n`` rows from id ``start`` over
+    ``countries`` to ``root`` (stopping at the test hook ``pause``, ``point:flag``, if given)."""
+    return python_child([WRITER, str(root), str(start), str(n), str(rounds), countries], pause)
 
 
 def paused_writer(

@@ -5,9 +5,7 @@ input data (pyarrow), never from the namespace under test."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +14,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from races import check_consistent, make_ns, paused_writer, rows, wait_for_pause
+from races import (
+    check_consistent,
+    make_ns,
+    paused_writer,
+    python_child,
+    resume,
+    rows,
+    wait_for_pause,
+)
 
 import lance_partitioned as lp
 
@@ -44,25 +50,8 @@ except lp.LancePartitionedError as e:
 
 
 def change(root: Path, what: str, arg: str, pause: Path | None = None) -> subprocess.Popen[str]:
-    env = dict(os.environ)
-    if pause is not None:
-        env["LANCE_PARTITIONED_TEST_PAUSE"] = f"before_root_commit:{pause}"
-    return subprocess.Popen(
-        [sys.executable, "-c", CHANGE, str(root), what, arg],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def resume(p: subprocess.Popen[str], flag: Path) -> None:
-    """Lets a paused process go on, at every attempt it pauses again (a retried commit
-    reaches its pause point once per attempt)."""
-    while p.poll() is None:
-        flag.unlink(missing_ok=True)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            p.wait(timeout=0.05)
+    point = None if pause is None else f"before_root_commit:{pause}"
+    return python_child(["-c", CHANGE, str(root), what, arg], point)
 
 
 def result(p: subprocess.Popen[str], flag: Path | None = None) -> str:

@@ -6,14 +6,11 @@ come from the input (pyarrow), never from the namespace."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from races import make_ns, rows, wait_for_pause
+from races import make_ns, python_child, rows, wait_for_pause
 
 import lance_partitioned as lp
 
@@ -36,14 +33,7 @@ except KeyboardInterrupt as e:
 def interrupted(args: list[str], point: str, flag: Path) -> str:
     """Runs `python -c *args` stopping at the test pause `point`, sends it SIGINT there, lets
     it go on and returns what it printed."""
-    env = dict(os.environ, LANCE_PARTITIONED_TEST_PAUSE=f"{point}:{flag}")
-    p = subprocess.Popen(
-        [sys.executable, "-c", *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    p = python_child(["-c", *args], f"{point}:{flag}")
     wait_for_pause(p, flag)
     p.send_signal(signal.SIGINT)
     flag.unlink()

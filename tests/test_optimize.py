@@ -3,9 +3,7 @@ other processes (rebased appends, recompacted partitions), old versions still re
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -13,7 +11,14 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from races import check_consistent, make_ns, paused_writer, race_writers, wait_for_pause
+from races import (
+    check_consistent,
+    make_ns,
+    paused_writer,
+    python_child,
+    race_writers,
+    wait_for_pause,
+)
 from races import rows as race_rows
 
 import lance_partitioned as lp
@@ -131,14 +136,7 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
 
 
 def paused_optimizer(root: Path, flag: Path) -> subprocess.Popen[str]:
-    env = dict(os.environ, LANCE_PARTITIONED_TEST_PAUSE=f"optimize_before_manifest_commit:{flag}")
-    return subprocess.Popen(
-        [sys.executable, "-c", OPTIMIZER, str(root)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return python_child(["-c", OPTIMIZER, str(root)], f"optimize_before_manifest_commit:{flag}")
 
 
 def three_writes(tmp_path: Path) -> tuple[Path, Path, lp.PartitionedNamespace]:

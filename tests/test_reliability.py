@@ -3,15 +3,13 @@ the same values, readers unaffected by a writer killed mid-commit."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import signal
-import subprocess
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from races import check_consistent, make_ns, paused_writer, wait_for_pause, writer
+from races import check_consistent, make_ns, paused_writer, resume, wait_for_pause, writer
 
 import lance_partitioned as lp
 
@@ -30,10 +28,7 @@ def test_two_processes_append_concurrently(tmp_path: Path) -> None:
     b = writer(root, 1_000_000, rows, rounds, "US,FR,JP")
     while "wrote" not in (b.stdout.readline() if b.stdout else ""):
         assert b.poll() is None, b.stderr.read() if b.stderr else ""
-    while a.poll() is None:  # A pauses before every commit: let it go each time
-        flag.unlink(missing_ok=True)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            a.wait(timeout=0.05)
+    resume(a, flag)  # A pauses before every commit: let it go each time
     outs = []
     for p in (a, b):
         out, err = p.communicate(timeout=600)

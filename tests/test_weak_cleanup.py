@@ -7,15 +7,12 @@ typed. Real processes stop at test pause points; expected ids come from the inpu
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from races import check_consistent, make_ns, rows, wait_for_pause, writer
+from races import check_consistent, make_ns, python_child, resume, rows, wait_for_pause, writer
 
 import lance_partitioned as lp
 
@@ -28,22 +25,12 @@ print(len(r.stale_files))
 
 
 def cleanup(root: Path, point: str, flag: Path) -> subprocess.Popen[str]:
-    env = dict(os.environ, LANCE_PARTITIONED_TEST_PAUSE=f"{point}:{flag}")
-    return subprocess.Popen(
-        [sys.executable, "-c", CLEANUP, str(root)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return python_child(["-c", CLEANUP, str(root)], f"{point}:{flag}")
 
 
 def finish(p: subprocess.Popen[str], flag: Path) -> tuple[int, str, str]:
     """Lets `p` go on past every later pause at `flag` and waits for it."""
-    while p.poll() is None:
-        flag.unlink(missing_ok=True)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            p.wait(timeout=0.05)
+    resume(p, flag)
     out, err = p.communicate(timeout=300)
     assert "panic" not in err.lower(), err
     return p.returncode, out, err
