@@ -135,22 +135,22 @@ impl WriteTransaction {
                 return Err(gone);
             }
         }
-        match self.commit_manifest(pending).await {
-            Ok(summary) => Ok(summary),
-            Err(e) => match self.withdraw_if_files_gone(&visible).await {
-                Some(gone) => Err(gone),
-                None => Err(self.partial_commit(&visible, e)),
-            },
+        let e = match self.commit_manifest(pending).await {
+            Ok(summary) => return Ok(summary),
+            Err(e) => e,
+        };
+        if !visible.is_empty() && self.cleanup_may_have_run().await.unwrap_or(true) {
+            if let Some(gone) = self.withdraw_if_files_gone(&visible).await {
+                return Err(gone);
+            }
         }
+        Err(self.partial_commit(&visible, e))
     }
 
-    /// After a failed weak-mode manifest commit: when a cleanup removed data files the leaf
-    /// commits already made visible, takes those commits back and returns why (nothing of the
-    /// write stays visible); None otherwise.
+    /// When a cleanup removed data files that weak-mode leaf commits already made visible,
+    /// takes those commits back and returns why (nothing of the write stays visible); None
+    /// when every file is there. Callers check first that a cleanup may have run.
     async fn withdraw_if_files_gone(&self, visible: &[Pending]) -> Option<Error> {
-        if visible.is_empty() || !self.cleanup_may_have_run().await.unwrap_or(true) {
-            return None;
-        }
         let written: Vec<Written> = visible
             .iter()
             .map(|p| Written::new(&p.location, p.committed.version, &p.fragments))
