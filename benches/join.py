@@ -8,17 +8,22 @@ Local (pyarrow results, every row materialised):
 
 - ours: ``lp.join`` (8 groups, hash join per group in Rust, default threads and batches);
 - DataFusion (Python package): both sides read unpartitioned from Lance tables (one dataset
-  each, written by pylance), then ``SessionContext`` join;
+  each, written by pylance), then ``SessionContext`` join with ``target_partitions`` = cores;
 - pyarrow: ``Table.join`` of the same tables read unpartitioned;
 - for reference, DataFusion's join alone of the two tables already in memory (no read).
 
 Spark local[2] (``--spark``; counted with ``count()`` of the join result, which Spark cannot
-skip for any of them):
+skip for any of them; Spark's defaults otherwise, adaptive execution on):
 
 - ours: ``lps.join`` (one task per group, no shuffle);
-- Spark sort-merge join of both sides read from Parquet (shuffle included);
-- Spark join of tables written with ``bucketBy(16)`` / ``bucketBy(8)`` (Spark uses its
-  buckets: one side is not shuffled).
+- Spark's join of both sides read from Parquet that Spark wrote, with broadcast joins
+  allowed (Spark's default) and off;
+- Spark's join of tables written with ``bucketBy(16).sortBy`` / ``bucketBy(8).sortBy`` (Spark
+  uses its buckets), broadcast allowed and off.
+
+Every join is a cell (``cells.py``): a fresh process (for Spark a fresh session: the first
+call includes the first job of the JVM), first call and best of ``--repeat``, peak RSS of the
+Python process (Spark's JVM is not counted). Every answer must equal pyarrow's join size.
 
     python benches/join.py [--rows N] [--spark] [--write BENCHMARKS.md]
 """
@@ -30,12 +35,15 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import lance
 import pyarrow as pa
 import pyarrow.compute as pc
-from report import best_alternating, update_section
+from cells import Cell, measure
+from report import CELL_HEADER, cell_columns, ratio, update_section
 
 import lance_partitioned as lp
 
@@ -72,9 +80,14 @@ def make_data(n: int) -> tuple[pa.Table, pa.Table]:
     return orders, cust_t
 
 
-def local(n: int, work: Path, repeat: int) -> list[tuple[str, float]]:
-    import datafusion
+SQL = (
+    "SELECT o.order_id, o.customer_id, o.amount, c.name, c.tier "
+    "FROM o JOIN c ON o.customer_id = c.id"
+)
 
+
+def prepare_local(n: int, work: Path) -> int:
+    """Both namespaces and both unpartitioned Lance tables; the expected join size."""
     orders, customers = make_data(n)
     o = lp.PartitionedNamespace.create(
         str(work / "orders"),
@@ -90,113 +103,149 @@ def local(n: int, work: Path, repeat: int) -> list[tuple[str, float]]:
     c.write(customers)
     lance.write_dataset(orders, str(work / "orders.lance"))
     lance.write_dataset(customers, str(work / "customers.lance"))
-    expected = orders.join(customers, "customer_id", "id").num_rows
+    n_joined: int = orders.join(customers, "customer_id", "id").num_rows
+    return n_joined
 
-    def ours() -> None:
-        t = lp.join(o, c, on=[("customer_id", "id")]).read_all()
-        assert t.num_rows == expected
 
-    def df() -> None:
-        ctx = datafusion.SessionContext()
-        ctx.register_record_batches(
-            "o", [lance.dataset(str(work / "orders.lance")).to_table().to_batches()]
-        )
-        ctx.register_record_batches(
-            "c", [lance.dataset(str(work / "customers.lance")).to_table().to_batches()]
-        )
-        t = ctx.sql(
-            "SELECT o.order_id, o.customer_id, o.amount, c.name, c.tier "
-            "FROM o JOIN c ON o.customer_id = c.id"
-        ).to_arrow_table()
-        assert t.num_rows == expected
+def ours(work: str) -> Callable[[], int]:
+    o = lp.PartitionedNamespace.open(f"{work}/orders")
+    c = lp.PartitionedNamespace.open(f"{work}/customers")
+    return lambda: lp.join(o, c, on=[("customer_id", "id")]).read_all().num_rows
 
-    def pyarrow_join() -> None:
-        lo = lance.dataset(str(work / "orders.lance")).to_table()
-        rc = lance.dataset(str(work / "customers.lance")).to_table()
-        assert lo.join(rc, "customer_id", "id").num_rows == expected
 
-    in_memory = datafusion.SessionContext()
+def _context() -> Any:
+    import datafusion
+
+    # DataFusion as its users tune it: one target partition per core (its default, stated).
+    config = datafusion.SessionConfig().with_target_partitions(os.cpu_count() or 1)
+    return datafusion.SessionContext(config)
+
+
+def datafusion_read(work: str) -> Callable[[], int]:
+    def run() -> int:
+        ctx = _context()
+        for name, path in (("o", "orders.lance"), ("c", "customers.lance")):
+            ctx.register_record_batches(
+                name, [lance.dataset(f"{work}/{path}").to_table().to_batches()]
+            )
+        n: int = ctx.sql(SQL).to_arrow_table().num_rows
+        return n
+
+    return run
+
+
+def pyarrow_join(work: str) -> Callable[[], int]:
+    def run() -> int:
+        lo = lance.dataset(f"{work}/orders.lance").to_table()
+        rc = lance.dataset(f"{work}/customers.lance").to_table()
+        n: int = lo.join(rc, "customer_id", "id").num_rows
+        return n
+
+    return run
+
+
+def datafusion_in_memory(work: str) -> Callable[[], int]:
+    ctx = _context()
     for name, path in (("o", "orders.lance"), ("c", "customers.lance")):
-        # The batches exactly as the DataFusion row reads them, read once.
-        in_memory.register_record_batches(
-            name, [lance.dataset(str(work / path)).to_table().to_batches()]
-        )
-
-    def df_join_only() -> None:
-        t = in_memory.sql(
-            "SELECT o.order_id, o.customer_id, o.amount, c.name, c.tier "
-            "FROM o JOIN c ON o.customer_id = c.id"
-        ).to_arrow_table()
-        assert t.num_rows == expected
-
-    times = best_alternating([ours, df, pyarrow_join, df_join_only], repeat)
-    return list(
-        zip(
-            [
-                "ours: lp.join",
-                "DataFusion join (unpartitioned Lance)",
-                "pyarrow Table.join (unpartitioned Lance)",
-                "(reference: DataFusion's join alone, both tables already in memory)",
-            ],
-            times,
-            strict=True,
-        )
-    )
+        ctx.register_record_batches(name, [lance.dataset(f"{work}/{path}").to_table().to_batches()])
+    return lambda: ctx.sql(SQL).to_arrow_table().num_rows
 
 
-def spark_runs(n: int, work: Path, repeat: int) -> list[tuple[str, float]]:
+LOCAL = {
+    "ours": "ours: lp.join",
+    "datafusion_read": "DataFusion join (unpartitioned Lance, target_partitions = cores)",
+    "pyarrow_join": "pyarrow Table.join (unpartitioned Lance)",
+    "datafusion_in_memory": "(reference: DataFusion's join alone, both tables already in memory)",
+}
+
+
+def prepare_spark(n: int, work: Path) -> None:
+    """Parquet written by Spark, and the same rows written with bucketBy + sortBy."""
+    spark = session(work, broadcast=False)
+    try:
+        orders, customers = make_data(n)
+        spark.createDataFrame(orders.to_pandas()).write.parquet(str(work / "o.parquet"))
+        spark.createDataFrame(customers.to_pandas()).write.parquet(str(work / "c.parquet"))
+        for src, table, key, buckets in (("o", "ob", "customer_id", 16), ("c", "cb", "id", 8)):
+            df = spark.read.parquet(str(work / f"{src}.parquet"))
+            df.write.bucketBy(buckets, key).sortBy(key).option(
+                "path", str(work / f"{table}.bucketed")
+            ).saveAsTable(table)
+    finally:
+        spark.stop()
+
+
+def session(work: Path, broadcast: bool) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    import lance_partitioned.spark as lps
-
-    spark = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .config("spark.sql.shuffle.partitions", "16")
-        .config("spark.sql.autoBroadcastJoinThreshold", "-1")
         .config("spark.sql.warehouse.dir", str(work / "warehouse"))
         .config("spark.ui.enabled", "false")
-        .getOrCreate()
+        .config("spark.ui.showConsoleProgress", "false")
     )
+    if not broadcast:
+        builder = builder.config("spark.sql.autoBroadcastJoinThreshold", "-1")
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    try:
-        orders, customers = make_data(n)
-        o_root, c_root = str(work / "orders"), str(work / "customers")
-        spark.createDataFrame(orders.to_pandas()).write.parquet(str(work / "o.parquet"))
-        spark.createDataFrame(customers.to_pandas()).write.parquet(str(work / "c.parquet"))
-        spark.read.parquet(str(work / "o.parquet")).write.bucketBy(16, "customer_id").saveAsTable(
-            "ob"
-        )
-        spark.read.parquet(str(work / "c.parquet")).write.bucketBy(8, "id").saveAsTable("cb")
-        expected = orders.join(customers, "customer_id", "id").num_rows
+    return spark
 
-        def ours() -> None:
-            df = lps.join(spark, o_root, c_root, on=[("customer_id", "id")])
-            assert df.count() == expected
 
-        def smj() -> None:
-            lo = spark.read.parquet(str(work / "o.parquet"))
-            rc = spark.read.parquet(str(work / "c.parquet"))
-            assert lo.join(rc, lo.customer_id == rc.id).count() == expected
+def spark_join(work: str, mode: str, broadcast: bool) -> Callable[[], int]:
+    """One Spark join in a fresh session (Spark's defaults: adaptive execution on)."""
+    spark = session(Path(work), broadcast)
+    if mode == "bucketed":
+        for table, columns, key, buckets in (
+            ("ob", "order_id BIGINT, customer_id BIGINT, amount DOUBLE", "customer_id", 16),
+            ("cb", "id BIGINT, name STRING, tier INT", "id", 8),
+        ):
+            spark.sql(
+                f"CREATE TABLE {table} ({columns}) USING parquet CLUSTERED BY ({key}) "
+                f"SORTED BY ({key}) INTO {buckets} BUCKETS LOCATION '{work}/{table}.bucketed'"
+            )
 
-        def bucketed() -> None:
+    def run() -> int:
+        if mode == "ours":
+            import lance_partitioned.spark as lps
+
+            df = lps.join(spark, f"{work}/orders", f"{work}/customers", on=[("customer_id", "id")])
+            n: int = df.count()
+            return n
+        if mode == "bucketed":
             lo, rc = spark.table("ob"), spark.table("cb")
-            assert lo.join(rc, lo.customer_id == rc.id).count() == expected
+        else:
+            lo = spark.read.parquet(f"{work}/o.parquet")
+            rc = spark.read.parquet(f"{work}/c.parquet")
+        n = lo.join(rc, lo.customer_id == rc.id).count()
+        return n
 
-        times = best_alternating([ours, smj, bucketed], repeat)
-    finally:
-        spark.stop()
-    return list(
-        zip(
-            [
-                "ours: lps.join",
-                "Spark sort-merge join of Parquet",
-                "Spark join of bucketBy(16)/bucketBy(8) tables",
-            ],
-            times,
-            strict=True,
-        )
-    )
+    return run
+
+
+SPARK = {
+    ("ours", False): "ours: lps.join (no shuffle)",
+    ("parquet", False): "Spark join of Parquet Spark wrote, broadcast off",
+    ("parquet", True): "Spark join of Parquet Spark wrote, broadcast allowed (default)",
+    ("bucketed", False): "Spark join of bucketBy(16)/bucketBy(8) + sortBy tables, broadcast off",
+    ("bucketed", True): "Spark join of bucketBy + sortBy tables, broadcast allowed (default)",
+}
+
+CASES: dict[str, Callable[..., Any]] = {
+    "ours": ours,
+    "datafusion_read": datafusion_read,
+    "pyarrow_join": pyarrow_join,
+    "datafusion_in_memory": datafusion_in_memory,
+    "spark": spark_join,
+}
+
+
+def table(cells: dict[Any, Cell], labels: dict[Any, str], ours_key: Any) -> list[str]:
+    return [
+        f"| {labels[k]} | {cell_columns(c)} | {ratio(c, cells[ours_key])} |"
+        for k, c in cells.items()
+    ]
 
 
 def main() -> None:
@@ -206,26 +255,34 @@ def main() -> None:
     ap.add_argument("--spark", action="store_true")
     ap.add_argument("--write", type=str, default=None)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="lp-join-bench-"))
+    work = Path(tempfile.mkdtemp(prefix="lp-join-bench-", dir=Path.home()))
+    params = {"work": str(work)}
+    spark: dict[Any, Cell] = {}
     try:
-        res = local(args.rows, work, args.repeat)
-        sres = spark_runs(args.rows, work, args.repeat) if args.spark else []
+        expected = prepare_local(args.rows, work)
+        local = {name: measure("join", name, params, args.repeat) for name in LOCAL}
+        if args.spark:
+            prepare_spark(args.rows, work)
+            for mode, broadcast in SPARK:
+                p = {**params, "mode": mode, "broadcast": broadcast}
+                spark[(mode, broadcast)] = measure("join", "spark", p, args.repeat)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    answers = {c.answer for c in [*local.values(), *spark.values()]}
+    if answers != {str(expected)}:
+        raise SystemExit(f"the joins disagree: {answers}, expected {expected}")
     lines = [
-        f"`python benches/join.py --rows {args.rows}{' --spark' if args.spark else ''}` "
-        f"(orders {args.rows:,} rows bucket(customer_id, 16) x customers {args.rows // 10:,} "
-        f"rows bucket(id, 8), inner join; best of {args.repeat}, alternating):",
+        f"`python benches/join.py --rows {args.rows}{' --spark' if args.spark else ''} "
+        f"--repeat {args.repeat}` (orders {args.rows:,} rows bucket(customer_id, 16) x "
+        f"customers {args.rows // 10:,} rows bucket(id, 8), inner join, {expected:,} rows; "
+        "local: every row materialised as Arrow; Spark local[2]: `count()` of the join):",
         "",
-        "| join | s | ours is faster by |",
-        "|---|---:|---:|",
+        f"| join | {CELL_HEADER} | ours vs this |",
+        "|---|---:|---:|---:|---:|",
+        *table(local, LOCAL, "ours"),
     ]
-    for group in (res, sres):
-        if not group:
-            continue
-        ours = group[0][1]
-        for name, t in group:
-            lines.append(f"| {name} | {t:.2f} | {'(ours)' if t == ours else f'{t / ours:.2f}x'} |")
+    if spark:
+        lines += table(spark, SPARK, ("ours", False))
     text = "\n".join(lines)
     print(text)
     if args.write:

@@ -1,32 +1,23 @@
-"""The cost of lineage on a write: the ingest benchmark's table (10M rows into ~800 partitions,
-identity(country) x bucket(city, 16)) written with OpenLineage off and on (the client's file
-transport, every event written to a file), alternating, in one run.
+"""The cost of lineage on a write: the ingest bench's write (``ingest.py``: the events table
+into ~800 partitions, identity(country) x bucket(city, 16)) with OpenLineage off and on (the
+client's file transport, every event written to a file), each a cell of its own (a fresh
+process: first call, best of ``--repeat``, peak RSS).
 
     python benches/lineage.py [--rows N] [--repeat 3] [--write BENCHMARKS.md]
 
-Reports the best time of each and the ratio on/off (goal: within 5%).
+Goal: lineage on within 5% of off.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
-from ingest import SPEC, make_table
-from report import update_section
-
-import lance_partitioned as lp
-
-ROOT = Path(__file__).resolve().parent.parent
-ENV = {
-    "OPENLINEAGE__TRANSPORT__TYPE": "file",
-    "OPENLINEAGE__TRANSPORT__APPEND": "true",
-}
+from cells import measure
+from report import CELL_HEADER, cell_columns, update_section
 
 
 def main() -> None:
@@ -35,47 +26,44 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write", type=Path, default=None)
     args = ap.parse_args()
-    table = make_table(args.rows)
-    work = Path(tempfile.mkdtemp(prefix="lp-lineage-bench-"))
+    work = Path(tempfile.mkdtemp(prefix="lp-lineage-bench-", dir=Path.home()))
     log = work / "events.jsonl"
-    times: dict[str, list[float]] = {"off": [], "on": []}
-    partitions = 0
+    on = {
+        "OPENLINEAGE__TRANSPORT__TYPE": "file",
+        "OPENLINEAGE__TRANSPORT__APPEND": "true",
+        "OPENLINEAGE__TRANSPORT__LOG_FILE_PATH": str(log),
+    }
+    params = {"rows": args.rows, "work": str(work)}
     try:
-        for r in range(args.repeat):
-            for mode in ("off", "on"):
-                root = work / f"ns-{mode}-{r}"
-                ns = lp.PartitionedNamespace.create(str(root), table.schema, SPEC)
-                if mode == "on":
-                    os.environ.update(ENV, OPENLINEAGE__TRANSPORT__LOG_FILE_PATH=str(log))
-                else:
-                    for key in (*ENV, "OPENLINEAGE__TRANSPORT__LOG_FILE_PATH"):
-                        os.environ.pop(key, None)
-                assert lp.lineage.enabled() == (mode == "on")
-                t0 = time.perf_counter()
-                result = ns.write(table)
-                times[mode].append(time.perf_counter() - t0)
-                partitions = result.partitions
-                shutil.rmtree(root)
-                print(f"{mode}: {times[mode][-1]:.2f} s", flush=True)
+        cells = {
+            "off": measure("ingest", "ours", params, args.repeat, sync=True),
+            "on (file transport)": measure("ingest", "ours", params, args.repeat, True, on),
+        }
         events = sum(1 for _ in log.open()) if log.exists() else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    off, on = min(times["off"]), min(times["on"])
+    if events == 0:
+        raise SystemExit("lineage on wrote no events")
+    off, with_lineage = cells["off"], cells["on (file transport)"]
     lines = [
-        f"`python benches/lineage.py --rows {args.rows}` ({platform.machine()}, "
-        f"{os.cpu_count()} cores, best of {args.repeat}, alternating): one write of "
-        f"{args.rows:,} rows into {partitions} partitions; {events} events written.",
+        f"`python benches/lineage.py --rows {args.rows} --repeat {args.repeat}` "
+        f"({os.cpu_count()} cores): the ingest bench's write of {args.rows:,} rows; "
+        f"{events} events written with lineage on.",
         "",
-        "| lineage | write (s) | M rows/s |",
-        "|---|---:|---:|",
-        f"| off | {off:.2f} | {args.rows / off / 1e6:.2f} |",
-        f"| on (file transport) | {on:.2f} | {args.rows / on / 1e6:.2f} |",
-        "",
-        f"Lineage on / off: {on / off:.3f}x (goal: <= 1.05x).",
+        f"| lineage | M rows/s | {CELL_HEADER} |",
+        "|---|---:|---:|---:|---:|",
     ]
-    print("\n".join(lines))
+    for name, c in cells.items():
+        lines.append(f"| {name} | {args.rows / c.best / 1e6:.2f} | {cell_columns(c)} |")
+    lines += [
+        "",
+        f"Lineage on / off, best: {with_lineage.best / off.best:.3f}x; first call: "
+        f"{with_lineage.first / off.first:.3f}x (goal: <= 1.05x).",
+    ]
+    text = "\n".join(lines)
+    print(text)
     if args.write:
-        update_section(args.write, "lineage", "\n".join(lines), "## Lineage overhead")
+        update_section(args.write, "lineage", text, "## Lineage overhead")
 
 
 if __name__ == "__main__":

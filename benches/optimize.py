@@ -11,10 +11,14 @@ files.
 - pylance: the same partitions as plain Lance datasets (one per partition, written by
   ``lance.write_dataset`` in the same four appends), each compacted with
   ``dataset.optimize.compact_files()``, then the manifest updated with the new versions in
-  one ``merge_insert`` (the least a user keeping their own manifest has to do).
+  one ``merge_insert`` (the least a user keeping their own manifest has to do): with the
+  defaults (one dataset after the other, pages decoded and re-encoded), and as a Lance expert
+  runs it (``compaction_mode="try_binary_copy"``, datasets on a thread pool of one thread per
+  core).
 
-Each run starts from a fresh copy of the same data (the copy is not timed); the runs
-alternate and the best of ``--repeat`` is reported.
+Each (system) is one cell (``cells.py``: a fresh process, first call and best of
+``--repeat``, peak RSS); each call starts from a fresh copy of the same data (not timed).
+Share of limit: the data files read once and written once at the page-cache write bandwidth.
 
     python benches/optimize.py [--rows N] [--partitions P] [--repeat R] [--write BENCHMARKS.md]
 """
@@ -22,17 +26,23 @@ alternate and the best of ``--repeat`` is reported.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import json
+import os
 import shutil
 import tempfile
-import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from itertools import count
 from pathlib import Path
+from typing import Any
 
 import lance
+import limits
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from report import update_section
+from cells import measure
+from report import CELL_HEADER, cell_columns, ratio, share, update_section
 
 import lance_partitioned as lp
 
@@ -81,15 +91,16 @@ def prepare(work: Path, n: int, partitions: int) -> tuple[Path, Path]:
     ours = work / "template-ours"
     ns = lp.PartitionedNamespace.create(str(ours), SCHEMA, SPEC)
     peer = work / "template-peer"
-    peer.mkdir()
+    (peer / "parts").mkdir(parents=True)
     for task in range(TASKS):
         t = make_task(task, n, partitions)
         ns.write(t)
         keys = pc.binary_join_element_wise(t["country"], pc.cast(t["event_day"], pa.string()), "_")
         for key in pc.unique(keys).to_pylist():
             mode = "append" if task else "create"
-            lance.write_dataset(t.filter(pc.equal(keys, key)), str(peer / key), mode=mode)
-    versions = {p.name: lance.dataset(str(p)).version for p in peer.iterdir()}
+            part = t.filter(pc.equal(keys, key))
+            lance.write_dataset(part, str(peer / "parts" / key / "data"), mode=mode)
+    versions = {p.name: lance.dataset(str(p / "data")).version for p in (peer / "parts").iterdir()}
     lance.write_dataset(
         pa.table(
             {
@@ -97,40 +108,84 @@ def prepare(work: Path, n: int, partitions: int) -> tuple[Path, Path]:
                 "read_version": pa.array(list(versions.values()), pa.uint64()),
             }
         ),
-        str(work / "template-peer-manifest"),
+        str(peer / "manifest"),
     )
     files = ns.stats()["files"].to_pylist()
     assert set(files) == {TASKS}, f"expected {TASKS} files per partition, got {set(files)}"
     return ours, peer
 
 
-def run_ours(root: Path) -> tuple[float, int]:
-    ns = lp.PartitionedNamespace.open(str(root))
-    t0 = time.perf_counter()
-    r = ns.optimize()
-    took = time.perf_counter() - t0
-    assert set(ns.stats()["files"].to_pylist()) == {1}
-    return took, r.partitions
+def _copies(template: str, work: str, name: str) -> Callable[[], Path]:
+    n = count()
+
+    def prepare() -> Path:
+        dest = Path(work) / f"{name}-{os.getpid()}-{next(n)}"
+        shutil.copytree(template, dest)
+        return dest
+
+    return prepare
 
 
-def run_peer(peer: Path, manifest: Path) -> tuple[float, int]:
-    t0 = time.perf_counter()
-    versions = {}
-    for p in sorted(peer.iterdir()):
-        ds = lance.dataset(str(p))
-        ds.optimize.compact_files()
-        versions[p.name] = ds.version
-    m = lance.dataset(str(manifest))
-    update = pa.table(
-        {
-            "object_id": list(versions),
-            "read_version": pa.array(list(versions.values()), pa.uint64()),
-        }
-    )
-    m.merge_insert("object_id").when_matched_update_all().execute(update)
-    took = time.perf_counter() - t0
-    assert all(len(lance.dataset(str(p)).get_fragments()) == 1 for p in peer.iterdir())
-    return took, len(versions)
+def ours(template: str, work: str) -> Any:
+    def run(root: Path) -> Path:
+        lp.PartitionedNamespace.open(str(root)).optimize()
+        return root
+
+    def answer(root: Path) -> str:
+        ns = lp.PartitionedNamespace.open(str(root))
+        stats = ns.stats()
+        files = set(stats["files"].to_pylist())
+        return json.dumps({"partitions": stats.num_rows, "files": sorted(files)})
+
+    return _copies(template, work, "ours"), run, answer
+
+
+def _peer(template: str, work: str, tuned: bool) -> Any:
+    def compact(p: Path) -> tuple[str, int]:
+        ds = lance.dataset(str(p / "data"))
+        if tuned:
+            ds.optimize.compact_files(compaction_mode="try_binary_copy", num_threads=1)
+        else:
+            ds.optimize.compact_files()
+        return p.name, ds.version
+
+    def run(root: Path) -> Path:
+        parts = sorted((root / "parts").iterdir())
+        if tuned:
+            with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+                versions = dict(pool.map(compact, parts))
+        else:
+            versions = dict(map(compact, parts))
+        m = lance.dataset(str(root / "manifest"))
+        update = pa.table(
+            {
+                "object_id": list(versions),
+                "read_version": pa.array(list(versions.values()), pa.uint64()),
+            }
+        )
+        m.merge_insert("object_id").when_matched_update_all().execute(update)
+        return root
+
+    def answer(root: Path) -> str:
+        parts = list((root / "parts").iterdir())
+        files = {len(lance.dataset(str(p / "data")).get_fragments()) for p in parts}
+        return json.dumps({"partitions": len(parts), "files": sorted(files)})
+
+    return _copies(template, work, "peer-tuned" if tuned else "peer"), run, answer
+
+
+CASES = {
+    "ours": ours,
+    "pylance_default": lambda template, work: _peer(template, work, False),
+    "pylance_tuned": lambda template, work: _peer(template, work, True),
+}
+SYSTEMS = {
+    "ours": "ours: `ns.optimize()` (one manifest commit)",
+    "pylance_default": "pylance `compact_files` per dataset, defaults, + one manifest "
+    "`merge_insert`",
+    "pylance_tuned": "pylance `compact_files(compaction_mode='try_binary_copy')` on a thread "
+    "pool + one manifest `merge_insert` (tuned)",
+}
 
 
 def main() -> None:
@@ -140,54 +195,43 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write", type=str, default=None)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="lp-optimize-bench-"))
+    work = Path(tempfile.mkdtemp(prefix="lp-optimize-bench-", dir=Path.home()))
     try:
-        t0 = time.perf_counter()
         ours_t, peer_t = prepare(work, args.rows, args.partitions)
-        print(f"prepared in {time.perf_counter() - t0:.1f} s")
-        ours_times, peer_times = [], []
-        for k in range(args.repeat):
-            o, p, pm = work / f"o{k}", work / f"p{k}", work / f"pm{k}"
-            shutil.copytree(ours_t, o)
-            shutil.copytree(peer_t, p)
-            shutil.copytree(work / "template-peer-manifest", pm)
-            took, parts = run_ours(o)
-            ours_times.append(took)
-            ptook, pparts = run_peer(p, pm)
-            peer_times.append(ptook)
-            print(f"run {k}: ours {took:.2f} s ({parts} partitions), pylance {ptook:.2f} s")
-            assert parts == pparts, (parts, pparts)
-            for d in (o, p, pm):
-                shutil.rmtree(d)
+        data_bytes = sum(f.stat().st_size for f in ours_t.rglob("*.lance") if f.is_file())
+        templates = {"ours": ours_t, "pylance_default": peer_t, "pylance_tuned": peer_t}
+        cells = {
+            name: measure(
+                "optimize",
+                name,
+                {"template": str(templates[name]), "work": str(work)},
+                args.repeat,
+            )
+            for name in SYSTEMS
+        }
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    ours, peer = min(ours_times), min(peer_times)
-    text = "\n".join(
-        [
-            f"`python benches/optimize.py --rows {args.rows} --partitions {args.partitions} "
-            f"--repeat {args.repeat}` ({dt.date.today()}; {args.partitions} partitions x "
-            f"{TASKS} files, {args.rows:,} rows; best of {args.repeat}, alternating):",
-            "",
-            "| compaction | s | ours is faster by |",
-            "|---|---:|---:|",
-            f"| ours: `ns.optimize()` (one manifest commit) | {ours:.2f} | (ours) |",
-            f"| pylance `compact_files` per dataset + one manifest `merge_insert` "
-            f"| {peer:.2f} | {peer / ours:.2f}x |",
-            "",
-            "All runs (s): ours "
-            + ", ".join(f"{t:.2f}" for t in ours_times)
-            + "; pylance "
-            + ", ".join(f"{t:.2f}" for t in peer_times)
-            + "; ratio per run "
-            + ", ".join(f"{p / o:.2f}x" for o, p in zip(ours_times, peer_times, strict=True))
-            + ".",
-            "",
-            "Where the difference comes from: ours compacts the leaves concurrently and copies "
-            "the pages of files that allow it as they are (Lance's binary copy); pylance's "
-            "`compact_files` (default options) decodes and re-encodes every row, one dataset "
-            "after the other.",
-        ]
-    )
+    answers = {c.answer for c in cells.values()}
+    want = json.dumps({"partitions": args.partitions, "files": [1]})
+    if answers != {want}:
+        raise SystemExit(f"compaction results differ: {answers}, expected {want}")
+    at_limit = 2 * data_bytes / (limits.current()["disk_gbps"] * 1e9)
+    lines = [
+        f"`python benches/optimize.py --rows {args.rows} --partitions {args.partitions} "
+        f"--repeat {args.repeat}`: {args.partitions} partitions x {TASKS} files, "
+        f"{args.rows:,} rows ({data_bytes / 1e6:.0f} MB of data files); every system leaves "
+        "one file per partition:",
+        "",
+        f"| compaction | {CELL_HEADER} | share of limit | ours vs this |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, label in SYSTEMS.items():
+        c = cells[name]
+        lines.append(
+            f"| {label} | {cell_columns(c)} | {share(at_limit, c.best)} "
+            f"| {ratio(c, cells['ours'])} |"
+        )
+    text = "\n".join(lines)
     print(text)
     if args.write:
         update_section(Path(args.write), "optimize", text, "## Compaction: optimize()")

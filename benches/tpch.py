@@ -15,9 +15,9 @@ one partition read); ``filtered`` (the same sum where ``l_quantity < 5``: no par
 pruned, the filter on a data column); ``join_ingest`` and ``join`` (``lineitem`` and ``orders``
 stored for a join on the order key, then the sum of ``l_extendedprice`` over the join with
 urgent orders; see ``JOIN_SQL`` for each system's layout). Each (system, operation) runs
-in a fresh process: the first call is timed (imports excluded), then the best of
-``--repeat`` more; peak RSS is the process's. Every answer (rows read back after an ingest,
-the sums) must be equal across the systems, or the bench fails.
+in a fresh process (``cells.py``): the first call is timed (imports excluded), then the best
+of ``--repeat`` more; peak RSS is the process's during the calls. Every answer (rows read
+back after an ingest, the sums) must be equal across the systems, or the bench fails.
 
     python benches/tpch.py [--sf 1] [--repeat 3] [--write BENCHMARKS.md]
 """
@@ -25,20 +25,17 @@ the sums) must be equal across the systems, or the bench fails.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from report import update_section
+from cells import Cell, measure
+from report import CELL_HEADER, cell_columns, ratio, update_section
 
 SYSTEMS = ["ours", "pyiceberg", "deltalake", "duckdb", "polars"]
 OPS = ["ingest", "pruned", "filtered", "join_ingest", "join"]
@@ -377,45 +374,25 @@ JOIN_MAKERS = {
 }
 
 
-def child(system: str, op: str, work: Path, data: Path, repeat: int) -> None:
-    # Only an ingest holds the source tables: a query's peak RSS is the query's own.
+def cell(system: str, op: str, work: str, data: str) -> Callable[[], Any]:
+    """The operation ``op`` of ``system``; only an ingest holds the source tables, so a
+    query's peak RSS is the query's own."""
+    lineitem = Path(data)
     if op.startswith("join"):
-
-        def tables() -> dict[str, Any]:
-            return {name: source_table(data.parent / f"{name}.parquet") for name in loaded}
-
         loaded = ("lineitem", "orders")
-        cached = tables() if op == "join_ingest" else {}
-        fn = JOIN_MAKERS[system](work, lambda: cached)[op]
-    else:
-        table = source_table(data) if op == "ingest" else None
-        fn = MAKERS[system](work, table)[op]
-    t0 = time.perf_counter()
-    answer = fn()
-    first = time.perf_counter() - t0
-    best = first
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"first": first, "best": best, "answer": str(answer), "rss_mib": rss}))
-    sys.stdout.flush()
-    # Leave without interpreter teardown: deltalake's native threads can abort it ("terminate
-    # called without an active exception"), after everything measured is done.
-    os._exit(0)
+        cached = (
+            {name: source_table(lineitem.parent / f"{name}.parquet") for name in loaded}
+            if op == "join_ingest"
+            else {}
+        )
+        fn: Callable[[], Any] = JOIN_MAKERS[system](Path(work), lambda: cached)[op]
+        return fn
+    table = source_table(lineitem) if op == "ingest" else None
+    made: Callable[[], Any] = MAKERS[system](Path(work), table)[op]
+    return made
 
 
-def run(system: str, op: str, work: Path, data: Path, repeat: int) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", system, op, str(work), str(data), str(repeat)],
-        capture_output=True,
-        text=True,
-    )
-    if out.returncode != 0:
-        raise SystemExit(f"{system} {op} failed:\n{out.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+CASES = {"cell": cell}
 
 
 def same(answers: dict[str, str]) -> bool:
@@ -424,10 +401,6 @@ def same(answers: dict[str, str]) -> bool:
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        system, op, work, data, repeat = sys.argv[2:7]
-        child(system, op, Path(work), Path(data), int(repeat))
-        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--sf", type=float, default=1.0)
     ap.add_argument("--repeat", type=int, default=3)
@@ -435,13 +408,13 @@ def main() -> None:
     args = ap.parse_args()
     data = generate(args.sf)
     work = Path(tempfile.mkdtemp(prefix="lp-tpch-", dir=Path.home()))
-    results: dict[str, dict[str, dict[str, Any]]] = {op: {} for op in OPS}
+    results: dict[str, dict[str, Cell]] = {op: {} for op in OPS}
     try:
         for op in OPS:
             for system in SYSTEMS:
-                results[op][system] = run(system, op, work, data, args.repeat)
-                print(op, system, results[op][system], flush=True)
-            answers = {s: r["answer"] for s, r in results[op].items()}
+                params = {"system": system, "op": op, "work": str(work), "data": str(data)}
+                results[op][system] = measure("tpch", "cell", params, args.repeat)
+            answers = {s: r.answer for s, r in results[op].items()}
             if not same(answers):
                 raise SystemExit(f"{op}: the systems disagree: {answers}")
     finally:
@@ -451,22 +424,17 @@ def main() -> None:
     rows = pq.ParquetFile(data).metadata.num_rows
     lines = [
         f"`python benches/tpch.py --sf {args.sf:g} --repeat {args.repeat}` (TPC-H lineitem, "
-        f"{rows} rows, partitioned by l_shipmode; each cell a fresh process: first call, best "
-        f"of {args.repeat} more, peak RSS; every answer equal across the systems; ratio = "
-        "their best / ours, above 1 means we are faster):",
+        f"{rows} rows, partitioned by l_shipmode; every answer equal across the systems):",
         "",
-        "| operation | system | first s | best s | peak RSS MiB | vs ours |",
-        "|---|---|---:|---:|---:|---:|",
+        f"| operation | system | {CELL_HEADER} | vs ours (best) | vs ours (first call) |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for op in OPS:
-        base = results[op]["ours"]["best"]
+        ours = results[op]["ours"]
         for system in SYSTEMS:
             r = results[op][system]
-            ratio = "(ours)" if system == "ours" else f"{r['best'] / base:.2f}x"
-            lines.append(
-                f"| {op} | {system} | {r['first']:.3f} | {r['best']:.3f} | "
-                f"{r['rss_mib']:.0f} | {ratio} |"
-            )
+            first = "(ours)" if r is ours else f"{r.first / ours.first:.2f}x"
+            lines.append(f"| {op} | {system} | {cell_columns(r)} | {ratio(r, ours)} | {first} |")
     text = "\n".join(lines)
     print(text)
     if args.write:

@@ -3,9 +3,10 @@ pa.string())`` on the same data, in one run.
 
 Usage: .venv/bin/python benches/values.py [--n 10000000] [--repeat 3] [--write BENCHMARKS.md]
 
-Reports the best of --repeat rounds (ours and the two casts in turn, one of each per round) as
-values per second and the ratio of ours to pyarrow's cast, with pyarrow's default memory pool
-(warm from the previous round) and with the system allocator (fresh memory each time).
+Each (values, implementation) is one cell (``cells.py``): a fresh process, first call and best
+of --repeat, peak RSS; pyarrow's cast with its default memory pool (warm after the first call)
+and with the system allocator (fresh memory each time). Share of limit: the input values and
+the output strings and offsets at the one-core warm copy bandwidth (``limits.py``).
 The two do not write the same text for timestamps (pyarrow: ``2024-06-15 19:30:45.123456Z``
 without the ISO ``T`` and with trailing zeros cut; ours: the string form of
 docs/partition-values.md), so the ratio compares the work, not the output.
@@ -15,11 +16,14 @@ from __future__ import annotations
 
 import argparse
 import platform
+from collections.abc import Callable
 from pathlib import Path
 
+import limits
 import pyarrow as pa
 import pyarrow.compute as pc
-from report import best_alternating, update_section
+from cells import measure
+from report import CELL_HEADER, cell_columns, ratio, share, update_section
 
 from lance_partitioned import values as lv
 
@@ -41,38 +45,56 @@ def arrays(n: int) -> dict[str, pa.Array]:
     }
 
 
+def _case(kind: str, n: int, impl: str) -> Callable[[], int]:
+    arr = arrays(n)[kind]
+    if impl == "ours":
+        return lambda: int(lv.to_strings(arr).null_count == 0)
+    pool = pa.system_memory_pool() if impl == "pyarrow_system" else None
+    return lambda: int(pc.cast(arr, pa.string(), memory_pool=pool).null_count == 0)
+
+
+CASES = {
+    impl: lambda kind, n, impl=impl: _case(kind, n, impl)
+    for impl in ("ours", "pyarrow", "pyarrow_system")
+}
+IMPLS = {
+    "ours": "ours: `values.to_strings`",
+    "pyarrow": "pyarrow `cast(string)`",
+    "pyarrow_system": "pyarrow `cast(string)`, `system_memory_pool()`",
+}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write", type=Path, default=None)
     args = ap.parse_args()
+    copy = limits.current()["copy_1_gbps"] * 1e9
     lines = [
-        f"`python benches/values.py --n {args.n}` ({platform.machine()}, best of "
-        f"{args.repeat}; M values/s):",
+        f"`python benches/values.py --n {args.n} --repeat {args.repeat}` "
+        f"({platform.machine()}; each cell a fresh process):",
         "",
-        "| values | ours (`values.to_strings`) | pyarrow `cast(string)` | ours / pyarrow "
-        "| pyarrow cast, `system_memory_pool()` | ours / that |",
-        "|---|---|---|---|---|---|",
+        f"| values | implementation | M values/s | {CELL_HEADER} | share of limit | ours vs this |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, arr in arrays(args.n).items():
-        assert lv.to_strings(arr[:1000]).null_count == 0
-        ours, theirs, fresh = best_alternating(
-            [
-                lambda arr=arr: lv.to_strings(arr),
-                lambda arr=arr: pc.cast(arr, pa.string()),
-                lambda arr=arr: pc.cast(arr, pa.string(), memory_pool=pa.system_memory_pool()),
-            ],
-            args.repeat,
-        )
-        row = (
-            f"| {name} | {args.n / ours / 1e6:.1f} | {args.n / theirs / 1e6:.1f} | "
-            f"{theirs / ours:.2f}x | {args.n / fresh / 1e6:.1f} | {fresh / ours:.2f}x |"
-        )
-        print(row, flush=True)
-        lines.append(row)
+    for kind, arr in arrays(args.n).items():
+        out = lv.to_strings(arr)
+        moved = arr.nbytes + out.nbytes
+        cells = {
+            impl: measure("values", impl, {"kind": kind, "n": args.n}, args.repeat)
+            for impl in IMPLS
+        }
+        for impl, label in IMPLS.items():
+            c = cells[impl]
+            lines.append(
+                f"| {kind} | {label} | {args.n / c.best / 1e6:.1f} | {cell_columns(c)} | "
+                f"{share(moved / copy, c.best)} | {ratio(c, cells['ours'])} |"
+            )
+    text = "\n".join(lines)
+    print(text)
     if args.write:
-        update_section(args.write, "values", "\n".join(lines), "## Partition values as strings")
+        update_section(args.write, "values", text, "## Partition values as strings")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,130 @@
+"""One measured cell of a benchmark table: a case run in a fresh Python process.
+
+A case is a function in a bench script, listed in that script's ``CASES`` dict; called with
+the cell's parameters it does its setup (reading the input, opening a namespace) and returns
+the operation to time: a callable, or ``(prepare, run)`` or ``(prepare, run, answer)``, where
+``prepare()`` makes what one call needs (a new directory) outside the timing, ``run(prepared)``
+is timed and ``answer(result)`` turns the last call's result into the answer, untimed. The child
+times the first call (the cost a batch job pays: it writes or reads once per process; imports
+and setup excluded), then the best of ``repeat`` more, and reports the process's peak resident
+memory during the calls (the high-water mark is reset after setup, so it counts what the
+operation holds on top of its resident input) and the answer, which the tables compare across
+systems.
+
+    from cells import measure
+    cell = measure("ingest", "ours", {"rows": 10_000_000}, repeat=3)
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Cell:
+    first: float
+    best: float
+    peak_mib: float
+    answer: str
+
+
+def _peak_mib() -> float:
+    """The process's peak RSS since the reset, or the largest of its finished children's (a
+    case that runs a command, such as the CLI) if that is larger."""
+    with open("/proc/self/status") as f:
+        match = re.search(r"VmHWM:\s+(\d+) kB", f.read())
+    own = int(match.group(1)) / 1024 if match else float("nan")
+    return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+
+
+def _reset_peak() -> None:
+    # Linux (>= 4.0): writing 5 resets the resident-set high-water mark to the current RSS.
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def _child(
+    script: str, case: str, params: dict[str, Any], repeat: int, sync: bool, cpus: int
+) -> None:
+    if cpus:
+        # Before anything starts a thread pool: pools size themselves by the allowed cores.
+        os.sched_setaffinity(0, range(cpus))
+    sys.path.insert(0, str(HERE))
+    module = importlib.import_module(script)
+    made = module.CASES[case](**params)
+    prepare: Callable[[], Any]
+    run: Callable[[Any], Any]
+    answer_of: Callable[[Any], Any] = str
+    if isinstance(made, tuple) and len(made) == 3:
+        prepare, run, answer_of = made
+    elif isinstance(made, tuple):
+        prepare, run = made
+    else:
+
+        def prepare() -> None:
+            return None
+
+        def run(_: Any) -> Any:
+            return made()
+
+    times = []
+    answer: Any = None
+    _reset_peak()
+    for _ in range(repeat + 1):
+        state = prepare()
+        if sync:
+            os.sync()  # the previous call's dirty pages are not written back during this one
+        t0 = time.perf_counter()
+        answer = run(state)
+        times.append(time.perf_counter() - t0)
+    out = {"first": times[0], "best": min(times[1:] or times), "peak_mib": _peak_mib()}
+    out["answer"] = str(answer_of(answer))
+    print("CELL " + json.dumps(out), flush=True)
+    # Leave without interpreter teardown: some peers' native threads (deltalake) can abort it
+    # after everything measured is done.
+    os._exit(0)
+
+
+def measure(
+    script: str,
+    case: str,
+    params: dict[str, Any] | None = None,
+    repeat: int = 3,
+    sync: bool = False,
+    env: dict[str, str] | None = None,
+    cpus: int = 0,
+) -> Cell:
+    """Runs ``script.CASES[case](**params)`` in a fresh process (on the first ``cpus`` cores
+    only, when given); raises SystemExit with the child's error output when it fails."""
+    args = [sys.executable, str(HERE / "cells.py"), "--child", script, case]
+    args += [json.dumps(params or {}), str(repeat), "1" if sync else "0", str(cpus)]
+    out = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    lines = [line for line in out.stdout.splitlines() if line.startswith("CELL ")]
+    if out.returncode != 0 or not lines:
+        raise SystemExit(f"{script} {case} failed:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
+    got = json.loads(lines[-1][len("CELL ") :])
+    cell = Cell(got["first"], got["best"], got["peak_mib"], got["answer"])
+    print(
+        f"  {script}/{case}: first {cell.first:.3f} s, best {cell.best:.3f} s, "
+        f"peak {cell.peak_mib:.0f} MiB",
+        flush=True,
+    )
+    return cell
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
+    script_, case_, params_, repeat_, sync_, cpus_ = sys.argv[2:8]
+    _child(script_, case_, json.loads(params_), int(repeat_), sync_ == "1", int(cpus_))
