@@ -25,7 +25,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 
 DIST := $(ROOT)/dist
 
-.PHONY: all venv jar build wheel test test-rust test-python lint stubtest fmt demo bench bench-rust java-check clean
+.PHONY: all venv jar build wheel test test-rust test-python lint stubtest fmt demo bench bench-quick bench-rust java-check clean
 
 all: test
 
@@ -91,12 +91,15 @@ test: venv
 bench-rust: venv
 	cargo bench -p lance-partitioned-core --bench kernels
 
-bench: build
+# Regenerates all of BENCHMARKS.md in one run (benches/all.py; under an hour on the project
+# machine); bench-quick runs every bench at a small size into build/BENCHMARKS-quick.md.
+bench: build java-check
 	$(PY) -m pip install -q -r requirements-bench.txt
-	$(PY) benches/limits.py
-	$(PY) benches/kernels.py
-	$(PY) benches/commit_cost.py
-	$(PY) benches/tpch.py
+	$(PY) benches/all.py
+
+bench-quick: build java-check
+	$(PY) -m pip install -q -r requirements-bench.txt
+	$(PY) benches/all.py --quick
 
 java-check:
 	@JAVA="$${JAVA_HOME:+$$JAVA_HOME/bin/}java"; \

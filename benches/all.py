@@ -58,7 +58,7 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         "optimize",
         "## Compaction: optimize()",
         "optimize.py",
-        ["--rows", "10000000"],
+        ["--rows", "10000000", "--repeat", "2"],
         ["--rows", "400000", "--partitions", "80", "--repeat", "1"],
     ),
     (
@@ -74,6 +74,48 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         "commit_cost.py",
         [],
         ["--repeat", "5"],
+    ),
+    (
+        "stats",
+        "## Metadata at scale: stats()",
+        "stats.py",
+        ["--partitions", "100000"],
+        ["--partitions", "2000", "--repeat", "1"],
+    ),
+    (
+        "join",
+        "## Storage-partitioned joins",
+        "join.py",
+        ["--rows", "5000000", "--spark"],
+        ["--rows", "300000", "--spark", "--repeat", "1"],
+    ),
+    (
+        "scaling",
+        "## Scaling",
+        "scaling.py",
+        [],
+        ["--quick", "--plots", str(ROOT / "build" / "plots")],
+    ),
+    (
+        "s3",
+        "## Object storage (local S3 servers)",
+        "s3_ingest.py",
+        ["--rows", "10000000", "--repeat", "1"],
+        ["--rows", "300000", "--partitions", "2000", "--repeat", "1"],
+    ),
+    (
+        "spark",
+        "## Spark ingest",
+        "spark_ingest.py",
+        ["--rows", "5000000"],
+        ["--rows", "200000"],
+    ),
+    (
+        "spark_read",
+        "## Spark reads",
+        "spark_read.py",
+        ["--rows", "10000000"],
+        ["--rows", "200000", "--repeat", "1"],
     ),
 ]
 

@@ -17,11 +17,13 @@ systems.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -39,21 +41,48 @@ class Cell:
     best: float
     peak_mib: float
     answer: str
+    median: float
+
+
+def _descendants() -> list[int]:
+    """Live processes started by this one, at any depth (Spark's JVM, a CLI command)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [os.getpid()]
+    while frontier:
+        pid = frontier.pop()
+        kids = [child for child, parent in parents.items() if parent == pid]
+        found += kids
+        frontier += kids
+    return found
+
+
+def _hwm_mib(pid: int | str) -> float:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    match = re.search(r"VmHWM:\s+(\d+) kB", status)
+    return int(match.group(1)) / 1024 if match else 0.0
 
 
 def _peak_mib() -> float:
-    """The process's peak RSS since the reset, or the largest of its finished children's (a
-    case that runs a command, such as the CLI) if that is larger."""
-    with open("/proc/self/status") as f:
-        match = re.search(r"VmHWM:\s+(\d+) kB", f.read())
-    own = int(match.group(1)) / 1024 if match else float("nan")
-    return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+    """Peak RSS since the reset of this process plus each live descendant's (Spark's JVM), or
+    the largest finished child's (a CLI command) if that is larger."""
+    tree = _hwm_mib("self") + sum(_hwm_mib(pid) for pid in _descendants())
+    return max(tree, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
 
 
 def _reset_peak() -> None:
     # Linux (>= 4.0): writing 5 resets the resident-set high-water mark to the current RSS.
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
+    for pid in ["self", *_descendants()]:
+        with contextlib.suppress(OSError):
+            Path(f"/proc/{pid}/clear_refs").write_text("5")
 
 
 def _child(
@@ -90,7 +119,9 @@ def _child(
         t0 = time.perf_counter()
         answer = run(state)
         times.append(time.perf_counter() - t0)
-    out = {"first": times[0], "best": min(times[1:] or times), "peak_mib": _peak_mib()}
+    rest = times[1:] or times
+    out = {"first": times[0], "best": min(rest), "peak_mib": _peak_mib()}
+    out["median"] = statistics.median(rest)
     out["answer"] = str(answer_of(answer))
     print("CELL " + json.dumps(out), flush=True)
     # Leave without interpreter teardown: some peers' native threads (deltalake) can abort it
@@ -116,7 +147,7 @@ def measure(
     if out.returncode != 0 or not lines:
         raise SystemExit(f"{script} {case} failed:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
     got = json.loads(lines[-1][len("CELL ") :])
-    cell = Cell(got["first"], got["best"], got["peak_mib"], got["answer"])
+    cell = Cell(got["first"], got["best"], got["peak_mib"], got["answer"], got["median"])
     print(
         f"  {script}/{case}: first {cell.first:.3f} s, best {cell.best:.3f} s, "
         f"peak {cell.peak_mib:.0f} MiB",

@@ -3,7 +3,7 @@
 Every write's commit now lists the cleanup marks, checks for a cleanup fence on the manifest
 it commits onto, and, when a cleanup started since the write began, checks that every file and
 leaf version it points at still exists. This bench times a small append (1,000 rows into 4 of
-16 existing partitions) in four settings, alternating, best of N and median:
+16 existing partitions) in four settings:
 
 - ours, strong mode, no cleanup running (the marks listing and the in-memory fence check);
 - ours, strong mode, while another thread runs ``cleanup(older_than=1 day)`` in a loop (each
@@ -12,7 +12,8 @@ leaf version it points at still exists. This bench times a small append (1,000 r
 - pylance: ``lance.write_dataset(mode="append")`` of the same rows into one dataset (the
   floor: one Lance commit, no partitions, no checks).
 
-The first write of a fresh process is timed in a subprocess, beside the warm numbers.
+Each setting is a cell (``cells.py``): a fresh process, the first write (what a job that
+writes once pays) and the best and median of ``--repeat``, peak RSS.
 
     python benches/commit_cost.py [--repeat 30] [--write BENCHMARKS.md]
 """
@@ -22,18 +23,16 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import shutil
-import statistics
-import subprocess
-import sys
 import tempfile
 import threading
-import time
-from collections.abc import Callable
+from itertools import count
 from pathlib import Path
+from typing import Any
 
 import lance
 import pyarrow as pa
-from report import update_section
+from cells import measure
+from report import CELL_HEADER, cell_columns, seconds, update_section
 
 import lance_partitioned as lp
 
@@ -75,32 +74,31 @@ class CleanupLoop:
         self.thread.join()
 
 
-FIRST = """
-import sys, time, pyarrow as pa
-t0 = time.perf_counter()
-import lance_partitioned as lp
-ns = lp.PartitionedNamespace.open(sys.argv[1])
-ids = list(range(10_000_000, 10_001_000))
-ns.write(pa.table({"id": pa.array(ids, pa.int64()), "p": pa.array([i % 4 for i in ids])}))
-print(time.perf_counter() - t0)
-"""
+def ours(root: str, cleanup: bool) -> Any:
+    """Appends of 1,000 rows into 4 partitions; with ``cleanup``, a cleanup loop runs on a
+    thread of the same process from before the first call to after the last."""
+    ns = lp.PartitionedNamespace.open(root)
+    counter = count(10_000_000, 1_000)
+    loop = CleanupLoop(root).__enter__() if cleanup else None
+
+    def run(_: None) -> int:
+        return int(ns.write(batch(next(counter), 1_000, 4)).rows)
+
+    def answer(_: int) -> int:
+        if loop is None:
+            return 0
+        loop.__exit__()
+        return loop.runs
+
+    return lambda: None, run, answer
 
 
-def first_call(root: Path) -> float:
-    out = subprocess.run(
-        [sys.executable, "-c", FIRST, str(root)], capture_output=True, text=True, check=True
-    )
-    return float(out.stdout.strip())
+def pylance(root: str) -> Any:
+    counter = count(10_000_000, 1_000)
+    return lambda: lance.write_dataset(batch(next(counter), 1_000, 4), root, mode="append")
 
 
-def timed(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    return times
+CASES = {"ours": ours, "pylance": pylance}
 
 
 def main() -> None:
@@ -108,47 +106,42 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--write", type=Path)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="lp-commit-"))
+    work = Path(tempfile.mkdtemp(prefix="lp-commit-", dir=Path.home()))
     try:
-        strong = namespace(work / "strong", "strong")
-        weak = namespace(work / "weak", "weak")
-        peer = work / "peer.lance"
-        lance.write_dataset(batch(0, 16_000, 16), str(peer))
-        counter = iter(range(1_000_000, 10**9, 1_000))
-
-        def ours(ns: lp.PartitionedNamespace) -> Callable[[], object]:
-            return lambda: ns.write(batch(next(counter), 1_000, 4))
-
-        def pylance() -> object:
-            return lance.write_dataset(batch(next(counter), 1_000, 4), str(peer), mode="append")
-
-        idle = timed({"strong": ours(strong), "weak": ours(weak), "pylance": pylance}, args.repeat)
-        with CleanupLoop(strong.root) as c1, CleanupLoop(weak.root) as c2:
-            busy = timed({"strong": ours(strong), "weak": ours(weak)}, args.repeat)
-            cleanups = c1.runs + c2.runs
-        first = first_call(work / "strong")
+        for mode in ("strong", "weak"):
+            namespace(work / mode, mode)
+        lance.write_dataset(batch(0, 16_000, 16), str(work / "peer.lance"))
+        rows = {
+            "ours, strong, no cleanup": ("ours", {"root": str(work / "strong"), "cleanup": False}),
+            "ours, strong, cleanup looping": (
+                "ours",
+                {"root": str(work / "strong"), "cleanup": True},
+            ),
+            "ours, weak, no cleanup": ("ours", {"root": str(work / "weak"), "cleanup": False}),
+            "ours, weak, cleanup looping": ("ours", {"root": str(work / "weak"), "cleanup": True}),
+            "pylance append, one dataset (floor)": ("pylance", {"root": str(work / "peer.lance")}),
+        }
+        cells = {
+            label: measure("commit_cost", case, params, args.repeat)
+            for label, (case, params) in rows.items()
+        }
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-    floor = statistics.median(idle["pylance"])
-    rows = [
-        ("ours, strong, no cleanup", idle["strong"]),
-        ("ours, strong, cleanup looping", busy["strong"]),
-        ("ours, weak, no cleanup", idle["weak"]),
-        ("ours, weak, cleanup looping", busy["weak"]),
-        ("pylance append, one dataset (floor)", idle["pylance"]),
-    ]
+    floor = cells["pylance append, one dataset (floor)"]
     lines = [
         f"`python benches/commit_cost.py --repeat {args.repeat}` (1,000 rows into 4 of 16 "
-        f"existing partitions; alternating; {cleanups} cleanups ran during the looping rows; "
-        f"first write of a fresh process, import included: {first * 1000:.0f} ms):",
+        "existing partitions; each row a fresh process; the cleanup loop runs on a thread of "
+        "the writing process, cleanups counted):",
         "",
-        "| write | best ms | median ms | median vs pylance |",
-        "|---|---:|---:|---:|",
+        f"| write | {CELL_HEADER} | median s | cleanups | median vs pylance |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, t in rows:
-        med = statistics.median(t)
-        lines.append(f"| {name} | {min(t) * 1000:.1f} | {med * 1000:.1f} | {med / floor:.2f}x |")
+    for label, c in cells.items():
+        cleanups = c.answer if "cleanup looping" in label else "-"
+        lines.append(
+            f"| {label} | {cell_columns(c)} | {seconds(c.median)} | {cleanups} "
+            f"| {c.median / floor.median:.2f}x |"
+        )
     text = "\n".join(lines)
     print(text)
     if args.write:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +41,7 @@ from typing import Any
 import lance
 import pyarrow as pa
 import pyarrow.compute as pc
+import sparks
 from cells import Cell, measure
 from report import CELL_HEADER, cell_columns, ratio, update_section
 
@@ -176,21 +176,10 @@ def prepare_spark(n: int, work: Path) -> None:
 
 
 def session(work: Path, broadcast: bool) -> Any:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.sql.shuffle.partitions", "16")
-        .config("spark.sql.warehouse.dir", str(work / "warehouse"))
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
+    conf = {"spark.sql.shuffle.partitions": "16", "spark.sql.warehouse.dir": str(work / "wh")}
     if not broadcast:
-        builder = builder.config("spark.sql.autoBroadcastJoinThreshold", "-1")
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+        conf["spark.sql.autoBroadcastJoinThreshold"] = "-1"
+    return sparks.session(**conf)
 
 
 def spark_join(work: str, mode: str, broadcast: bool) -> Callable[[], int]:

@@ -192,7 +192,7 @@ def main() -> None:
     batch = table.combine_chunks().to_batches()[0]
     bucket_col = k.bucket(batch.column("city"), 16)
     keys = pa.record_batch({"country": batch.column("country"), "city_bucket": bucket_col})
-    case = "route 10M rows by (country, bucket(city,16))"
+    case = f"route {n:,} rows by (country, bucket(city,16))"
 
     def ours_route() -> int:
         return len(k.route(batch, keys).batches)

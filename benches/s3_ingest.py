@@ -6,40 +6,50 @@ started here), every writer in the same run against the same server. Two servers
 - SeaweedFS (Go, concurrent, as a real object store): where writing partitions concurrently
   shows, and the fairer measure of time.
 
-Ingest: the table of ``benches/ingest.py`` (id, country ~50 values, ts, city), partitioned by
+Ingest: the events table (``events.py``: id, country ~50 values, ts, city), partitioned by
 identity(country) and bucket(city, 16) (~800 partitions), written by
 
-- ours: ``PartitionedNamespace.write`` (strong mode, one atomic manifest commit),
-- pylance per partition: every partition written as its own dataset with
-  ``lance.write_dataset`` (the approach a user would script by hand),
+- ours: ``PartitionedNamespace.write`` (strong mode, one atomic manifest commit);
+- pylance per partition: every partition its own dataset by ``lance.write_dataset``, in a loop
+  and on a thread pool of 16 threads (tuned: object-store requests wait on the network, so
+  more threads than cores);
 - pylance unpartitioned: ``lance.write_dataset`` of the whole table (the ceiling).
 
-Requests: the server's access log counts every request of each write (by method). A small
-append to 1 partition of namespaces holding 100 and 800 partitions shows whether the cost
-grows with the partitions that exist (it should not).
+Each writer on each server is a cell (``cells.py``: a fresh process, first call and best of
+``--repeat`` (on moto the first call only), each call into a new prefix, peak RSS). Requests:
+moto's access log counts the requests of one more write of each writer, by method; the serial
+request floor is that count times the measured latency of one small request (``limits.py``),
+and the share of limit is that floor over the best time (above 100%: the writer overlaps its
+requests). A small append to 1 partition of namespaces holding 100 and 800 partitions shows
+whether the cost grows with the partitions that exist (it should not).
 
-Pruning: a manifest of 100k partitions in the bucket, one equality filter on all partition
-fields, cold (fresh open) and warm (cached snapshot, version re-checked).
+Pruning: a manifest of ``--partitions`` partitions in the bucket, one equality filter on all
+partition fields: open + prune (first call = a fresh process) and prune on an open namespace.
 
     python benches/s3_ingest.py [--rows N] [--partitions N] [--servers moto,seaweedfs]
-                                [--repeat R] [--concurrency C] [--write BENCHMARKS.md]
+                                [--repeat R] [--write BENCHMARKS.md]
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
+import uuid
 from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import lance
+import limits
 import pyarrow as pa
 import pyarrow.compute as pc
-from ingest import SPEC, make_table, synthetic_manifest
-from report import update_section
+from cells import Cell, measure
+from events import SPEC, events, make_table
+from ingest import FILTER, synthetic_manifest
+from report import CELL_HEADER, cell_columns, ratio, share, update_section
 
 import lance_partitioned as lp
 from lance_partitioned import kernels as k
@@ -62,66 +72,115 @@ def _timed_requests(server: Any, fn: Any) -> tuple[float, Counter[str]]:
     return t, server.requests(mark)
 
 
-PAIR_RATIOS: dict[str, list[float]] = {}
-"""Per server: ours / unpartitioned throughput of each alternating pair of runs."""
+def _prefix(bucket: str, name: str) -> Callable[[], str]:
+    return lambda: f"s3://{bucket}/{name}-{uuid.uuid4().hex[:8]}"
 
 
-def _ours(server: Any, table: pa.Table, concurrency: int | None) -> tuple[float, Counter[str]]:
-    opts = server.options()
-    root = f"s3://{server.new_bucket()}/ours"
-    lp.PartitionedNamespace.create(root, table.schema, SPEC, storage_options=opts)
-    return _timed_requests(
-        server,
-        lambda: lp.PartitionedNamespace.open(root, storage_options=opts).write(
-            table, concurrency=concurrency
-        ),
+def _routed(table: pa.Table) -> list[pa.RecordBatch]:
+    keys = pa.record_batch(
+        {
+            "country": table["country"].combine_chunks(),
+            "b": k.bucket(table["city"].combine_chunks(), 16),
+        }
     )
+    return list(k.route(table.combine_chunks().to_batches()[0], keys).batches)
 
 
-def _flat(server: Any, table: pa.Table) -> tuple[float, Counter[str]]:
-    flat = f"s3://{server.new_bucket()}/flat"
-    opts = server.options()
-    return _timed_requests(server, lambda: lance.write_dataset(table, flat, storage_options=opts))
+def ours(rows: int, bucket: str, options: dict[str, str]) -> Any:
+    table = events(rows)
+    fresh = _prefix(bucket, "ours")
+
+    def prepare() -> str:
+        root = fresh()
+        lp.PartitionedNamespace.create(root, table.schema, SPEC, storage_options=options)
+        return root
+
+    def run(root: str) -> int:
+        r = lp.PartitionedNamespace.open(root, storage_options=options).write(table)
+        return int(r.rows)
+
+    return prepare, run
 
 
-def ingest(
-    server: Any, n: int, repeat: int, concurrency: int | None
-) -> list[tuple[str, float, Counter[str]]]:
-    """The three writers; ours and the unpartitioned write run ``repeat`` times, alternating
-    (each into a new bucket), and keep their median time."""
-    table = make_table(n)
-    opts = server.options()
-    out = []
-    runs = [(_ours(server, table, concurrency), _flat(server, table)) for _ in range(repeat)]
-    for (t_ours, _), (t_flat, _) in runs:
-        print(
-            f"{server.name}: ours {n / t_ours / 1e6:.2f} M rows/s, unpartitioned "
-            f"{n / t_flat / 1e6:.2f} M rows/s ({t_flat / t_ours:.2f}x)",
-            flush=True,
-        )
-    PAIR_RATIOS[server.name] = [f / o for (o, _), (f, _) in runs]
-    ours = sorted((r[0] for r in runs), key=lambda x: x[0])[len(runs) // 2]
-    flat = sorted((r[1] for r in runs), key=lambda x: x[0])[len(runs) // 2]
-    out.append(("ours: PartitionedNamespace.write (strong)", *ours))
+def pylance_loop(rows: int, bucket: str, options: dict[str, str]) -> Any:
+    table = events(rows)
 
-    parts_root = f"s3://{server.new_bucket()}/parts"
+    def run(root: str) -> int:
+        parts = _routed(table)
+        for i, part in enumerate(parts):
+            lance.write_dataset(part, f"{root}/p{i}", storage_options=options)
+        return sum(p.num_rows for p in parts)
 
-    def pylance_parts() -> None:
-        keys = pa.record_batch(
-            {
-                "country": table["country"].combine_chunks(),
-                "b": k.bucket(table["city"].combine_chunks(), 16),
-            }
-        )
-        routed = k.route(table.combine_chunks().to_batches()[0], keys)
-        for i, part in enumerate(routed.batches):
-            lance.write_dataset(part, f"{parts_root}/p{i}", storage_options=opts)
+    return _prefix(bucket, "loop"), run
 
-    t, req = _timed_requests(server, pylance_parts)
-    out.append(("pylance: lance.write_dataset per partition", t, req))
-    print(f"{server.name}: pylance per partition {n / t / 1e6:.2f} M rows/s", flush=True)
 
-    out.append(("pylance: lance.write_dataset, unpartitioned (ceiling)", *flat))
+def pylance_pool(rows: int, bucket: str, options: dict[str, str]) -> Any:
+    table = events(rows)
+
+    def run(root: str) -> int:
+        parts = list(enumerate(_routed(table)))
+        with ThreadPoolExecutor(16) as pool:
+            list(
+                pool.map(
+                    lambda ip: lance.write_dataset(
+                        ip[1], f"{root}/p{ip[0]}", storage_options=options
+                    ),
+                    parts,
+                )
+            )
+        return sum(p.num_rows for _, p in parts)
+
+    return _prefix(bucket, "pool"), run
+
+
+def pylance_flat(rows: int, bucket: str, options: dict[str, str]) -> Any:
+    table = events(rows)
+
+    def run(root: str) -> int:
+        lance.write_dataset(table, root, storage_options=options)
+        return table.num_rows
+
+    return _prefix(bucket, "flat"), run
+
+
+def prune_open(root: str, options: dict[str, str]) -> Callable[[], int]:
+    def run() -> int:
+        ns = lp.PartitionedNamespace.open(root, storage_options=options)
+        n: int = ns.partitions(FILTER, with_rows=False).num_rows
+        return n
+
+    return run
+
+
+def prune_warm(root: str, options: dict[str, str]) -> Callable[[], int]:
+    ns = lp.PartitionedNamespace.open(root, storage_options=options)
+    return lambda: ns.partitions(FILTER, with_rows=False).num_rows
+
+
+CASES: dict[str, Callable[..., Any]] = {
+    "ours": ours,
+    "pylance_loop": pylance_loop,
+    "pylance_pool": pylance_pool,
+    "pylance_flat": pylance_flat,
+    "prune_open": prune_open,
+    "prune_warm": prune_warm,
+}
+WRITERS = {
+    "ours": "ours: PartitionedNamespace.write (strong)",
+    "pylance_loop": "pylance: lance.write_dataset per partition, loop",
+    "pylance_pool": "pylance: lance.write_dataset per partition, 16 threads (tuned)",
+    "pylance_flat": "pylance: lance.write_dataset, unpartitioned (ceiling)",
+}
+
+
+def requests(server: Any, rows: int) -> dict[str, Counter[str]]:
+    """The requests of one write of each writer (moto's access log)."""
+    out = {}
+    bucket = server.new_bucket()
+    for name in WRITERS:
+        made = CASES[name](rows, bucket, server.options())
+        root = made[0]()
+        _, out[name] = _timed_requests(server, lambda made=made, root=root: made[1](root))
     return out
 
 
@@ -149,29 +208,6 @@ def small_appends(server: Any) -> list[tuple[int, Counter[str]]]:
     return out
 
 
-def pruning(server: Any, partitions: int) -> list[tuple[str, float]]:
-    opts = server.options()
-    root = f"s3://{server.new_bucket()}/big"
-    synthetic_manifest(root, partitions, opts)
-    filt = "y = 2001 AND c = 'c07' AND u = 12345"
-    cold = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        ns = lp.PartitionedNamespace.open(root, storage_options=opts)
-        kept = ns.partitions(filt, with_rows=False)
-        cold.append(time.perf_counter() - t0)
-    assert kept.num_rows == 1, kept
-    warm = []
-    for _ in range(30):
-        t0 = time.perf_counter()
-        ns.partitions(filt, with_rows=False)
-        warm.append(time.perf_counter() - t0)
-    return [
-        ("cold: open() + partitions(filter)", statistics.median(cold)),
-        ("warm: partitions(filter), cached manifest, version re-checked", statistics.median(warm)),
-    ]
-
-
 def _start(name: str) -> Any:
     return s3_server.start_seaweedfs() if name == "seaweedfs" else s3_server.start()
 
@@ -181,62 +217,75 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--servers", type=str, default="moto,seaweedfs")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--concurrency", type=int, default=None)
+    ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--write", type=str, default=None)
     args = ap.parse_args()
-    servers = args.servers.split(",")
-    results: dict[str, list[tuple[str, float, Counter[str]]]] = {}
+    latency = limits.current()["s3_put_ms"] / 1000
+    writes: dict[str, dict[str, Cell]] = {}
+    prunes: dict[str, dict[str, Cell]] = {}
+    counted: dict[str, Counter[str]] = {}
     appends: list[tuple[int, Counter[str]]] = []
-    pr: dict[str, list[tuple[str, float]]] = {}
-    for name in servers:
+    for name in args.servers.split(","):
         server = _start(name)
         try:
-            results[name] = ingest(server, args.rows, args.repeat, args.concurrency)
+            params = {"rows": args.rows, "bucket": server.new_bucket(), "options": server.options()}
+            # moto answers one request at a time (times there are its per-request cost): one
+            # call per writer; SeaweedFS gets the repeats.
+            repeat = 0 if server.log is not None else args.repeat
+            writes[name] = {w: measure("s3_ingest", w, params, repeat) for w in WRITERS}
             if server.log is not None:
+                counted = requests(server, args.rows)
                 appends = small_appends(server)
-            pr[name] = pruning(server, args.partitions)
+            root = f"s3://{server.new_bucket()}/big"
+            synthetic_manifest(root, args.partitions, server.options())
+            p = {"root": root, "options": server.options()}
+            prunes[name] = {
+                q: measure("s3_ingest", q, p, args.repeat) for q in ("prune_open", "prune_warm")
+            }
         finally:
             server.stop()
+    answers = {c.answer for cells in writes.values() for c in cells.values()}
+    if answers != {str(args.rows)}:
+        raise SystemExit(f"the writers wrote different row counts: {answers}")
     lines = [
-        f"`python benches/s3_ingest.py --rows {args.rows} --repeat {args.repeat}` (one run; "
-        "each server on 127.0.0.1, started by the script; ours and the unpartitioned write "
-        f"alternate {args.repeat} times, median shown; requests counted from moto's access log):",
+        f"`python benches/s3_ingest.py --rows {args.rows} --repeat {args.repeat}` (each server "
+        "on 127.0.0.1, started by the script; requests of one write counted from moto's access "
+        "log; serial floor = requests x the measured small-PUT latency):",
         "",
-        "| server | writer | M rows/s | ours vs this | requests |",
-        "|---|---|---:|---:|---|",
+        f"| server | writer | M rows/s | {CELL_HEADER} | requests | share of serial floor "
+        "| ours vs this |",
+        "|---|---|---:|---:|---:|---:|---|---:|---:|",
     ]
-    for name, res in results.items():
-        ours_t = res[0][1]
-        for writer, t, req in res:
-            ratio = "(ours)" if t == ours_t else f"{t / ours_t:.2f}x"
+    for name, cells in writes.items():
+        for w, label in WRITERS.items():
+            c = cells[w]
+            req = counted.get(w) if name == "moto" else None
+            floor = share(sum(req.values()) * latency, c.best) if req else "-"
             lines.append(
-                f"| {name} | {writer} | {args.rows / t / 1e6:.2f} | {ratio} | {_fmt(req) or '-'} |"
+                f"| {name} | {label} | {args.rows / c.best / 1e6:.2f} | {cell_columns(c)} "
+                f"| {_fmt(req) if req else '-'} | {floor} | {ratio(c, cells['ours'])} |"
             )
-    lines += [""]
-    lines += [
-        f"- {name}: ours / unpartitioned per pair of runs: "
-        + ", ".join(f"{r:.2f}x" for r in ratios)
-        + f" (median {statistics.median(ratios):.2f}x)"
-        for name, ratios in PAIR_RATIOS.items()
-    ]
     if appends:
         lines += ["", "Appending 100 rows to one partition (requests of the whole write):", ""]
         lines += [f"- namespace of {p} partitions: {_fmt(req)}" for p, req in appends]
     lines += [
         "",
-        f"Pruning a manifest of {args.partitions} partitions in the bucket (median, ms):",
+        f"Pruning a manifest of {args.partitions:,} partitions in the bucket:",
         "",
-        "| query | " + " | ".join(pr) + " |",
-        "|---|" + "---:|" * len(pr),
+        f"| server | query | {CELL_HEADER} |",
+        "|---|---|---:|---:|---:|",
     ]
-    names = [q for q, _ in next(iter(pr.values()))]
-    for j, q in enumerate(names):
-        lines.append(f"| {q} | " + " | ".join(f"{pr[s][j][1] * 1e3:.1f}" for s in pr) + " |")
+    labels = {
+        "prune_open": "open() + partitions(filter)",
+        "prune_warm": "partitions(filter) on an open namespace (version re-checked)",
+    }
+    for name, cells in prunes.items():
+        for q, c in cells.items():
+            lines.append(f"| {name} | {labels[q]} | {cell_columns(c)} |")
     text = "\n".join(lines)
     print(text)
     if args.write:
-        update_section(Path(args.write), "s3", text, "## Object storage (local S3 server)")
+        update_section(Path(args.write), "s3", text, "## Object storage (local S3 servers)")
 
 
 if __name__ == "__main__":

@@ -337,9 +337,9 @@ def main() -> None:
         )
         history, budget = [1, 10, 100], 120.0
     else:
-        sizes = [1_000_000, 5_000_000, 10_000_000, 20_000_000, 50_000_000]
-        part_rows, counts, core_rows = 2_000_000, [10, 100, 1_000, 10_000, 100_000], 10_000_000
-        history, budget = [1, 10, 100, 1_000, 10_000], 900.0
+        sizes = [1_000_000, 5_000_000, 10_000_000, 50_000_000]
+        part_rows, counts, core_rows = 1_000_000, [10, 100, 1_000, 10_000, 100_000], 5_000_000
+        history, budget = [1, 10, 100, 1_000, 10_000], 300.0
     work = Path(tempfile.mkdtemp(prefix="lp-scaling-", dir=Path.home()))
     try:
         lines = [

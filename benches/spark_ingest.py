@@ -17,8 +17,9 @@ country and bucket(city, 16) (~800 partitions), written in one run by:
   alone) and once with Spark's own ``pmod(hash(city), 16)`` computed in the pass (the
   cheapest key Spark can compute, though not the spec's bucket).
 
-Reads: one partition (a country) read back with a filter, ours (manifest pruning) against
-Spark's Parquet partition discovery.
+Each writer is a cell (``cells.py``): a fresh process and Spark session, the input cached
+before the first call, first call and best of ``--repeat``, peak RSS of the driver and its
+JVM. Reads are in ``spark_read.py``.
 
     python benches/spark_ingest.py [--rows N] [--tasks N] [--write BENCHMARKS.md]
 """
@@ -28,14 +29,15 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
-import time
 from collections.abc import Callable
+from itertools import count
 from pathlib import Path
 from typing import Any
 
-from report import update_section
+import sparks
+from cells import measure
+from report import CELL_HEADER, cell_columns, update_section
 
 import lance_partitioned as lp
 import lance_partitioned.spark as lps
@@ -53,34 +55,20 @@ def count_files(p: Path, suffix: str) -> int:
     return sum(1 for _ in p.rglob(f"*{suffix}"))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=10_000_000)
-    ap.add_argument("--tasks", type=int, default=4, help="shuffle partitions / writing tasks")
-    ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--write", default=None)
-    args = ap.parse_args()
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
+def frames(rows: int, tasks: int) -> tuple[Any, Any]:
+    """The cached DataFrame, and the same with Spark's bucket column (both counted once, so
+    they are in memory before anything is timed)."""
     from pyspark.sql import functions as F
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("lance-partitioned-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(args.tasks))
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
-        .config("spark.driver.memory", "6g")
-        .getOrCreate()
+    spark = sparks.session(
+        **{
+            "spark.sql.shuffle.partitions": str(tasks),
+            "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+        }
     )
-    spark.sparkContext.setLogLevel("ERROR")
     lps.register(spark)
-    n = args.rows
     df = (
-        spark.range(n, numPartitions=args.tasks)
+        spark.range(rows, numPartitions=tasks)
         .select(
             F.col("id"),
             F.concat(F.lit("c"), (F.abs(F.hash("id", F.lit(3))) % 50).cast("string")).alias(
@@ -96,149 +84,150 @@ def main() -> None:
     df.count()
     keyed = df.withColumn("city_bucket", F.expr("pmod(hash(city), 16)")).cache()
     keyed.count()
+    return df, keyed
 
-    work = Path(tempfile.mkdtemp(prefix="lp-spark-bench-"))
-    results: list[tuple[str, float, int | None]] = []
-    runs = iter(range(1_000_000))
-    last: dict[str, Path] = {}
 
-    def timed(name: str, fn: Callable[[Path], int | None]) -> None:
-        """Best of --repeat runs; every run writes into a directory of its own and nothing is
-        deleted until the end: on a file system without a journal (this machine's), ext4
-        scans recently deleted inodes on every file creation, so deleting the previous run's
-        thousands of files just before a write slows the next writer (whichever it is) by a
-        cost no real job pays."""
-        best = None
-        files = None
-        for _ in range(args.repeat):
-            out = work / f"run{next(runs)}"
-            t0 = time.perf_counter()
-            files = fn(out)
-            dt = time.perf_counter() - t0
-            best = dt if best is None else min(best, dt)
-            last[name.split(":")[0]] = out
-        assert best is not None
-        results.append((name, best, files))
-        print(f"{name}: {n / best / 1e6:.2f} M rows/s, files {files}", flush=True)
+def _dirs(work: str, name: str) -> Callable[[], Path]:
+    n = count()
+    return lambda: Path(work) / f"{name}-{os.getpid()}-{next(n)}"
 
-    def ours(clustered: bool, key: str = "exact", jvm: bool = True) -> Callable[[Path], int | None]:
-        def run(out: Path) -> int | None:
-            tasks = {"num_tasks": args.tasks} if clustered else {}
-            _spark_key.use_jvm = jvm
-            try:
-                w = lps.write(df, str(out), spec=SPEC, clustered=clustered, key=key, **tasks)
-            finally:
-                _spark_key.use_jvm = True
-            return w.files
 
-        return run
+def ours(
+    rows: int, tasks: int, work: str, clustered: bool, key: str = "exact", jvm: bool = True
+) -> Any:
+    df, _ = frames(rows, tasks)
 
-    timed("ours: lps.write, clustered (exact key in the JVM)", ours(True))
-    timed("ours: lps.write, clustered, exact key through Python", ours(True, jvm=False))
-    timed("ours: lps.write, clustered, key='native'", ours(True, "native"))
-    timed("ours: lps.write, one-pass", ours(False))
+    def run(out: Path) -> int:
+        extra = {"num_tasks": tasks} if clustered else {}
+        _spark_key.use_jvm = jvm
+        try:
+            w = lps.write(df, str(out), spec=SPEC, clustered=clustered, key=key, **extra)
+        finally:
+            _spark_key.use_jvm = True
+        return int(w.files)
 
-    def datasource(out: Path) -> int | None:
+    return _dirs(work, "ours"), run
+
+
+def datasource(rows: int, tasks: int, work: str) -> Any:
+    df, _ = frames(rows, tasks)
+
+    def run(out: Path) -> int:
         df.write.format(lps.FORMAT).option("spec", lps.spec_option(SPEC, df)).mode("append").save(
             str(out)
         )
         return count_files(out, ".lance") - count_files(out / "__manifest", ".lance")
 
-    timed("ours: df.write.format('lance-partitioned') (one-pass)", datasource)
+    return _dirs(work, "ds"), run
 
-    def parquet(repartition: bool) -> Callable[[Path], int | None]:
-        def run(out: Path) -> int | None:
-            d = keyed.repartition("country", "city_bucket") if repartition else keyed
-            d.write.partitionBy("country", "city_bucket").mode("overwrite").parquet(str(out))
-            return count_files(out, ".parquet")
 
-        return run
+def parquet(rows: int, tasks: int, work: str, repartition: bool) -> Any:
+    _, keyed = frames(rows, tasks)
 
-    timed("Spark: partitionBy(...).parquet", parquet(False))
-    timed("Spark: repartition(keys) + partitionBy(...).parquet", parquet(True))
+    def run(out: Path) -> int:
+        d = keyed.repartition("country", "city_bucket") if repartition else keyed
+        d.write.partitionBy("country", "city_bucket").mode("overwrite").parquet(str(out))
+        return count_files(out, ".parquet")
 
-    def noop(shuffle: str | None) -> Callable[[Path], int | None]:
-        def run(out: Path) -> int | None:
-            if shuffle == "cached":
-                d = keyed.repartition("country", "city_bucket").drop("city_bucket")
-            elif shuffle == "computed":
-                d = df.repartition(args.tasks, "country", F.expr("pmod(hash(city), 16)"))
-            else:
-                d = df
-            d.mapInArrow(lambda it: it, df.schema).write.format("noop").mode("overwrite").save()
-            return None
+    return _dirs(work, "parquet"), run
 
-        return run
 
-    timed("bare mapInArrow(identity) -> noop (round-trip limit)", noop(None))
-    timed(
+def noop(rows: int, tasks: int, work: str, shuffle: str) -> Any:
+    from pyspark.sql import functions as F
+
+    df, keyed = frames(rows, tasks)
+
+    def run(_: Path) -> int:
+        if shuffle == "cached":
+            d = keyed.repartition("country", "city_bucket").drop("city_bucket")
+        elif shuffle == "computed":
+            d = df.repartition(tasks, "country", F.expr("pmod(hash(city), 16)"))
+        else:
+            d = df
+        d.mapInArrow(lambda it: it, df.schema).write.format("noop").mode("overwrite").save()
+        return 0
+
+    return _dirs(work, "noop"), run
+
+
+CASES: dict[str, Callable[..., Any]] = {
+    "ours": ours,
+    "datasource": datasource,
+    "parquet": parquet,
+    "noop": noop,
+}
+WRITERS: list[tuple[str, str, dict[str, Any]]] = [
+    ("ours: lps.write, clustered (exact key in the JVM)", "ours", {"clustered": True}),
+    (
+        "ours: lps.write, clustered, exact key through Python",
+        "ours",
+        {"clustered": True, "jvm": False},
+    ),
+    ("ours: lps.write, clustered, key='native'", "ours", {"clustered": True, "key": "native"}),
+    ("ours: lps.write, one-pass", "ours", {"clustered": False}),
+    ("ours: df.write.format('lance-partitioned') (one-pass)", "datasource", {}),
+    ("Spark: partitionBy(...).parquet", "parquet", {"repartition": False}),
+    ("Spark: repartition(keys) + partitionBy(...).parquet", "parquet", {"repartition": True}),
+    ("bare mapInArrow(identity) -> noop (round-trip limit)", "noop", {"shuffle": "none"}),
+    (
         "bare repartition(keys) + mapInArrow(identity) -> noop (limit with a shuffle)",
-        noop("cached"),
-    )
-    timed(
-        "bare repartition(country, Spark's pmod(hash(city), 16)) + mapInArrow(identity) -> noop"
-        " (limit with a shuffle by a key computed in the pass)",
-        noop("computed"),
-    )
+        "noop",
+        {"shuffle": "cached"},
+    ),
+    (
+        "bare repartition(country, Spark's pmod(hash(city), 16)) + mapInArrow(identity) -> "
+        "noop (limit with a shuffle by a key computed in the pass)",
+        "noop",
+        {"shuffle": "computed"},
+    ),
+]
 
-    # Reads with a partition filter: ours from the last write of ours (the Data Source run),
-    # Parquet from the last Parquet run (the repartitioned one).
-    reads: list[tuple[str, float, int]] = []
 
-    def read_timed(name: str, fn: Callable[[], Any]) -> None:
-        times = []
-        rows = 0
-        for _ in range(3):
-            t0 = time.perf_counter()
-            rows = fn()
-            times.append(time.perf_counter() - t0)
-        reads.append((name, min(times), rows))
-        print(f"{name}: {min(times):.2f} s ({rows} rows)", flush=True)
-
-    read_timed(
-        "ours: lps.read(..., \"country = 'c7'\").count()",
-        lambda: lps.read(spark, str(last["ours"]), "country = 'c7'").count(),
-    )
-    read_timed(
-        "Spark: read.parquet(...).filter(country = 'c7').count()",
-        lambda: spark.read.parquet(str(last["Spark"])).filter(F.col("country") == "c7").count(),
-    )
-    spark.stop()
-    shutil.rmtree(work, ignore_errors=True)
-
-    by = {name: t for name, t, _ in results}
-    pq_t = by["Spark: partitionBy(...).parquet"]
-    trip_t = by["bare mapInArrow(identity) -> noop (round-trip limit)"]
-    shuffle_t = by["bare repartition(keys) + mapInArrow(identity) -> noop (limit with a shuffle)"]
-    keyed_t = next(t for name, t in by.items() if "computed in the pass" in name)
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--tasks", type=int, default=4, help="shuffle partitions / writing tasks")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--write", default=None)
+    args = ap.parse_args()
+    n = args.rows
+    work = Path(tempfile.mkdtemp(prefix="lp-spark-bench-", dir=Path.home()))
+    base = {"rows": n, "tasks": args.tasks, "work": str(work)}
+    try:
+        cells = [
+            measure("spark_ingest", case, {**base, **extra}, args.repeat, sync=True)
+            for _, case, extra in WRITERS
+        ]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    by = {label: c for (label, _, _), c in zip(WRITERS, cells, strict=True)}
+    pq_t = by["Spark: partitionBy(...).parquet"].best
+    trip_t = cells[7].best
+    shuffle_t = cells[8].best
+    keyed_t = cells[9].best
     lines = [
         f"`python benches/spark_ingest.py --rows {n} --tasks {args.tasks} --repeat "
-        f"{args.repeat}` (local[2], best of {args.repeat}; speed-up = this writer's rate / "
-        "Spark partitionBy().parquet; of round trip = this writer's rate / the bare "
-        "mapInArrow round trip; of shuffle limit = this writer's rate / the bare repartition + "
-        "mapInArrow round trip; of keyed limit = the same with the key computed in the pass):",
+        f"{args.repeat}` (local[2]; each writer a fresh Spark session, its input cached before "
+        "the first call; speed-up = Spark partitionBy().parquet's best / this one's; of round "
+        "trip = the bare mapInArrow round trip's best / this one's; of shuffle limit = the same "
+        "for the bare repartition + mapInArrow; of keyed limit = the same with the key computed "
+        "in the pass; peak RSS of the driver and its JVM):",
         "",
-        "| writer | M rows/s | files | vs Spark partitionBy parquet | of round trip "
-        "| of shuffle limit | of keyed limit |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        f"| writer | M rows/s | files | {CELL_HEADER} | vs Spark partitionBy parquet "
+        "| of round trip | of shuffle limit | of keyed limit |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, t, files in results:
+    for (label, _, _), c in zip(WRITERS, cells, strict=True):
+        t = c.best
+        files = c.answer if c.answer != "0" else "-"
         lines.append(
-            f"| {name} | {n / t / 1e6:.2f} | {files if files is not None else '-'} | "
-            f"{pq_t / t:.2f}x | {trip_t / t:.0%} | {shuffle_t / t:.0%} | {keyed_t / t:.0%} |"
+            f"| {label} | {n / t / 1e6:.2f} | {files} | {cell_columns(c)} | {pq_t / t:.2f}x "
+            f"| {trip_t / t:.0%} | {shuffle_t / t:.0%} | {keyed_t / t:.0%} |"
         )
-    lines += [
-        "",
-        "Read one partition value (country, ~16 of ~800 partitions) and count (best of 3):",
-        "",
-        "| reader | s | rows |",
-        "|---|---:|---:|",
-    ]
-    lines += [f"| {name} | {t:.2f} | {rows} |" for name, t, rows in reads]
     text = "\n".join(lines)
     print(text)
     if args.write:
-        update_section(Path(args.write), "spark", text, "## Spark ingest and reads")
+        update_section(Path(args.write), "spark", text, "## Spark ingest")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@ same partitions (Hive directories, Spark's partition discovery), local[2], in on
 
 Data: ``--rows`` (default 10M) rows of 6 columns (id, country ~50 values, event_ts, city
 ~100k values, amount, payload), partitioned by identity(country) and bucket(city, 16) (~800
-partitions): ours written by ``PartitionedNamespace.write``, Parquet by pyarrow's
-``write_to_dataset`` with the partition columns ``country`` and ``city_bucket``.
+partitions): ours written by ``PartitionedNamespace.write``, Parquet by Spark
+(``repartition`` by the keys, then ``partitionBy("country", "city_bucket")``: one file per
+partition).
 
 Queries (each sums a column, so that no reader can answer from metadata alone):
 
@@ -17,16 +18,17 @@ Queries (each sums a column, so that no reader can answer from metadata alone):
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from report import best_alternating, update_section
+import sparks
+from cells import measure
+from report import CELL_HEADER, cell_columns, ratio, update_section
 
 import lance_partitioned as lp
 import lance_partitioned.spark as lps
@@ -62,73 +64,93 @@ def make_table(n: int) -> pa.Table:
     )
 
 
+def prepare(rows: int, work: Path) -> tuple[int, int, int]:
+    """Ours written by ``PartitionedNamespace.write``; the Parquet copy written by Spark
+    (``partitionBy`` after a ``repartition`` by the keys: one file per partition). Returns the
+    partitions and the two expected sums."""
+    table = make_table(rows)
+    ns = lp.PartitionedNamespace.create(str(work / "ours"), table.schema, SPEC)
+    ns.write(table)
+    keyed = table.append_column("city_bucket", k.bucket(table["city"].combine_chunks(), 16))
+    pq.write_table(keyed, str(work / "source.parquet"))
+    spark = sparks.session()
+    try:
+        src = spark.read.parquet(str(work / "source.parquet"))
+        src.repartition("country", "city_bucket").write.partitionBy(
+            "country", "city_bucket"
+        ).parquet(str(work / "parquet"))
+    finally:
+        spark.stop()
+    want_one = pc.sum(table.filter(pc.equal(table["country"], "c7"))["id"]).as_py()
+    parts: int = ns.partitions(with_rows=False).num_rows
+    return parts, want_one, pc.sum(table["id"]).as_py()
+
+
+def query(work: str, reader: str, scope: str) -> Callable[[], int]:
+    from pyspark.sql import functions as F
+
+    spark = sparks.session()
+    root, pq_root = f"{work}/ours", f"{work}/parquet"
+
+    def run() -> int:
+        if reader == "ours":
+            where = "country = 'c7'" if scope == "one" else None
+            df = lps.read(spark, root, where, columns=["id", "amount"])
+        else:
+            df = spark.read.parquet(pq_root)
+            df = df.filter(F.col("country") == "c7") if scope == "one" else df
+        if scope == "one":
+            return int(df.agg(F.sum("id")).collect()[0][0])
+        return int(df.agg(F.sum("id"), F.max("amount")).collect()[0][0])
+
+    return run
+
+
+CASES = {"query": query}
+QUERIES = {"one": "country = 'c7', sum(id)", "all": "full scan, sum(id) and max(amount)"}
+READERS = {"ours": "ours: lps.read", "parquet": "Spark read.parquet of Parquet Spark wrote"}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write", default=None)
     args = ap.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
-
-    work = Path(tempfile.mkdtemp(prefix="lp-spark-read-"))
-    table = make_table(args.rows)
-    ns = lp.PartitionedNamespace.create(str(work / "ours"), table.schema, SPEC)
-    ns.write(table)
-    parts = ns.partitions(with_rows=False).num_rows
-    buckets = k.bucket(table["city"].combine_chunks(), 16)
-    pq.write_to_dataset(
-        table.append_column("city_bucket", buckets),
-        str(work / "parquet"),
-        partition_cols=["country", "city_bucket"],
-        max_partitions=2000,
-    )
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "4g")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    work = Path(tempfile.mkdtemp(prefix="lp-spark-read-", dir=Path.home()))
     try:
-        root, pq_root = ns.root, str(work / "parquet")
-        want_one = pc.sum(table.filter(pc.equal(table["country"], "c7"))["id"]).as_py()
-        want_all = pc.sum(table["id"]).as_py()
-
-        def ours_one() -> None:
-            df = lps.read(spark, root, "country = 'c7'", columns=["id"])
-            assert df.agg(F.sum("id")).collect()[0][0] == want_one
-
-        def spark_one() -> None:
-            df = spark.read.parquet(pq_root).filter(F.col("country") == "c7")
-            assert df.agg(F.sum("id")).collect()[0][0] == want_one
-
-        def ours_all() -> None:
-            df = lps.read(spark, root, columns=["id", "amount"])
-            assert df.agg(F.sum("id"), F.max("amount")).collect()[0][0] == want_all
-
-        def spark_all() -> None:
-            df = spark.read.parquet(pq_root).select("id", "amount")
-            assert df.agg(F.sum("id"), F.max("amount")).collect()[0][0] == want_all
-
-        one = best_alternating([ours_one, spark_one], args.repeat)
-        full = best_alternating([ours_all, spark_all], args.repeat)
+        parts, want_one, want_all = prepare(args.rows, work)
+        cells = {
+            (scope, reader): measure(
+                "spark_read",
+                "query",
+                {"work": str(work), "reader": reader, "scope": scope},
+                args.repeat,
+            )
+            for scope in QUERIES
+            for reader in READERS
+        }
     finally:
-        spark.stop()
         shutil.rmtree(work, ignore_errors=True)
+    for (scope, reader), c in cells.items():
+        want = want_one if scope == "one" else want_all
+        if c.answer != str(want):
+            raise SystemExit(f"{reader} {scope}: {c.answer}, expected {want}")
     lines = [
-        f"`python benches/spark_read.py --rows {args.rows}` (local[2], {parts} partitions, "
-        f"best of {args.repeat}, alternating; Parquet: the same partitions as Hive directories "
-        "read by Spark's partition discovery):",
+        f"`python benches/spark_read.py --rows {args.rows} --repeat {args.repeat}` (local[2], "
+        f"{parts} partitions; each query a fresh process and Spark session; Parquet: the same "
+        "partitions written by Spark's partitionBy, read by its partition discovery; peak RSS "
+        "of the driver and its JVM):",
         "",
-        "| query | ours: lps.read (s) | Spark read.parquet (s) | ours / Spark speed |",
-        "|---|---:|---:|---:|",
-        f"| country = 'c7', sum(id) | {one[0]:.2f} | {one[1]:.2f} | {one[1] / one[0]:.2f}x |",
-        f"| full scan, 2 of 6 columns | {full[0]:.2f} | {full[1]:.2f} | {full[1] / full[0]:.2f}x |",
+        f"| query | reader | {CELL_HEADER} | ours vs this |",
+        "|---|---|---:|---:|---:|---:|",
     ]
+    for scope, label in QUERIES.items():
+        for reader, name in READERS.items():
+            c = cells[(scope, reader)]
+            lines.append(
+                f"| {label} | {name} | {cell_columns(c)} | {ratio(c, cells[(scope, 'ours')])} |"
+            )
     text = "\n".join(lines)
     print(text)
     if args.write:
