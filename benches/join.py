@@ -156,6 +156,8 @@ LOCAL = {
     "datafusion_read": "DataFusion join (unpartitioned Lance, target_partitions = cores)",
     "pyarrow_join": "pyarrow Table.join (unpartitioned Lance)",
     "datafusion_in_memory": "(reference: DataFusion's join alone, both tables already in memory)",
+    "ours_purge_1s": "ours, `MIMALLOC_PURGE_DELAY=1000` (mimalloc's default, as DataFusion's)",
+    "datafusion_purge_10s": "DataFusion, `MIMALLOC_PURGE_DELAY=10000` (both keep it 10 s)",
 }
 
 
@@ -250,6 +252,14 @@ def main() -> None:
     try:
         expected = prepare_local(args.rows, work)
         local = {name: measure("join", name, params, args.repeat) for name in LOCAL}
+        # Equal allocator settings: ours with mimalloc's default purge delay (ours keeps
+        # freed memory 10 s), DataFusion's mimalloc with ours (both keep it).
+        local["ours_purge_1s"] = measure(
+            "join", "ours", params, args.repeat, env={"MIMALLOC_PURGE_DELAY": "1000"}
+        )
+        local["datafusion_purge_10s"] = measure(
+            "join", "datafusion_read", params, args.repeat, env={"MIMALLOC_PURGE_DELAY": "10000"}
+        )
         if args.spark:
             prepare_spark(args.rows, work)
             for mode, broadcast in SPARK:

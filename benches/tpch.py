@@ -34,10 +34,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import limits
 from cells import Cell, measure
-from report import CELL_HEADER, cell_columns, ratio, update_section
+from report import CELL_HEADER, cell_columns, ratio, share, update_section
 
 SYSTEMS = ["ours", "pyiceberg", "deltalake", "duckdb", "polars"]
+PURGE_1S = "ours, `MIMALLOC_PURGE_DELAY=1000` (mimalloc's default)"
 OPS = ["ingest", "pruned", "filtered", "join_ingest", "join"]
 CACHE = Path.home() / ".cache" / "lance-partitioned" / "tpch"
 
@@ -94,19 +96,24 @@ def ours(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
     root = str(work / "ours")
     spec = lp.PartitionSpec([lp.PartitionField("mode", "l_shipmode", lp.Identity())])
 
-    def ingest() -> int:
+    def reset() -> None:
         assert table is not None
         shutil.rmtree(root, ignore_errors=True)
+
+    def ingest() -> None:
         ns = lp.PartitionedNamespace.create(root, table.schema, spec)
         ns.write(table)
-        return int(pc.sum(ns.stats()["rows"]).as_py())
 
     def total(sql: str) -> Decimal:
         t = lp.PartitionedNamespace.open(root).to_table(sql, columns=["l_extendedprice"])
         return pc.sum(t["l_extendedprice"]).as_py()
 
     return {
+        "reset": reset,
         "ingest": ingest,
+        "count": lambda: (
+            lp.PartitionedNamespace.open(root).to_table(columns=["l_orderkey"]).num_rows
+        ),
         "pruned": lambda: total("l_shipmode = 'AIR'"),
         "filtered": lambda: total("l_quantity < 5"),
     }
@@ -120,15 +127,16 @@ def iceberg(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
     def catalog() -> Any:
         return iceberg_catalog(work / "iceberg")
 
-    def ingest() -> int:
+    def reset() -> None:
         cat = catalog()
         if cat.table_exists("bench.lineitem"):
             cat.purge_table("bench.lineitem")
-        t = cat.create_table("bench.lineitem", schema=table.schema)
+
+    def ingest() -> None:
+        t = catalog().create_table("bench.lineitem", schema=table.schema)
         with t.update_spec() as update:
             update.add_field("l_shipmode", IdentityTransform(), "mode")
         t.append(table)
-        return int(t.scan().count())
 
     def total(expr: Any) -> Decimal:
         t = catalog().load_table("bench.lineitem")
@@ -136,7 +144,9 @@ def iceberg(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
         return pc.sum(got["l_extendedprice"]).as_py()
 
     return {
+        "reset": reset,
         "ingest": ingest,
+        "count": lambda: int(catalog().load_table("bench.lineitem").scan().count()),
         "pruned": lambda: total(EqualTo("l_shipmode", "AIR")),
         "filtered": lambda: total(LessThan("l_quantity", Decimal("5.00"))),
     }
@@ -149,10 +159,8 @@ def delta(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
 
     path = str(work / "delta")
 
-    def ingest() -> int:
-        shutil.rmtree(path, ignore_errors=True)
+    def ingest() -> None:
         write_deltalake(path, table, partition_by=["l_shipmode"])
-        return DeltaTable(path).to_pyarrow_dataset().count_rows()
 
     def total(expr: Any) -> Decimal:
         d = DeltaTable(path).to_pyarrow_dataset()
@@ -160,7 +168,9 @@ def delta(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
         return pc.sum(got["l_extendedprice"]).as_py()
 
     return {
+        "reset": lambda: shutil.rmtree(path, ignore_errors=True),
         "ingest": ingest,
+        "count": lambda: DeltaTable(path).to_pyarrow_dataset().count_rows(),
         "pruned": lambda: total(ds.field("l_shipmode") == "AIR"),
         "filtered": lambda: total(ds.field("l_quantity") < Decimal(5)),
     }
@@ -172,12 +182,10 @@ def duck(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
     path = work / "duckdb"
     glob = f"{path}/**/*.parquet"
 
-    def ingest() -> int:
-        shutil.rmtree(path, ignore_errors=True)
+    def ingest() -> None:
         con = duckdb.connect()
         con.register("src", table)
         con.execute(f"COPY src TO '{path}' (FORMAT parquet, PARTITION_BY (l_shipmode))")
-        return con.execute(f"SELECT count(*) FROM read_parquet('{glob}')").fetchone()[0]
 
     def total(where: str) -> Decimal:
         q = (
@@ -187,7 +195,11 @@ def duck(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
         return duckdb.connect().execute(q).fetchone()[0]
 
     return {
+        "reset": lambda: shutil.rmtree(path, ignore_errors=True),
         "ingest": ingest,
+        "count": lambda: (
+            duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{glob}')").fetchone()[0]
+        ),
         "pruned": lambda: total("l_shipmode = 'AIR'"),
         "filtered": lambda: total("l_quantity < 5"),
     }
@@ -198,17 +210,19 @@ def polars(work: Path, table: Any) -> dict[str, Callable[[], Any]]:
 
     path = work / "polars"
 
-    def ingest() -> int:
-        shutil.rmtree(path, ignore_errors=True)
+    def ingest() -> None:
         pl.from_arrow(table).write_parquet(path, partition_by="l_shipmode", mkdir=True)
-        return pl.scan_parquet(path, hive_partitioning=True).select(pl.len()).collect().item()
 
     def total(cond: Any) -> Decimal:
         lf = pl.scan_parquet(path, hive_partitioning=True)
         return lf.filter(cond).select(pl.col("l_extendedprice").sum()).collect().item()
 
     return {
+        "reset": lambda: shutil.rmtree(path, ignore_errors=True),
         "ingest": ingest,
+        "count": lambda: (
+            pl.scan_parquet(path, hive_partitioning=True).select(pl.len()).collect().item()
+        ),
         "pruned": lambda: total(pl.col("l_shipmode") == "AIR"),
         "filtered": lambda: total(pl.col("l_quantity") < 5),
     }
@@ -236,10 +250,13 @@ def ours_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
     roots = {name: str(work / f"ours_{name}") for name in ("lineitem", "orders")}
     keys = {"lineitem": "l_orderkey", "orders": "o_orderkey"}
 
+    def reset() -> None:
+        for root in roots.values():
+            shutil.rmtree(root, ignore_errors=True)
+
     def ingest() -> int:
         n = 0
         for name, table in tables().items():
-            shutil.rmtree(roots[name], ignore_errors=True)
             field = lp.PartitionField("b", keys[name], lp.Bucket(BUCKETS))
             ns = lp.PartitionedNamespace.create(
                 roots[name], table.schema, lp.PartitionSpec([field])
@@ -257,7 +274,7 @@ def ours_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
         )
         return pc.sum(reader.read_all()["l_extendedprice"]).as_py()
 
-    return {"join_ingest": ingest, "join": join}
+    return {"join_reset": reset, "join_ingest": ingest, "join": join}
 
 
 def iceberg_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
@@ -270,12 +287,16 @@ def iceberg_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
     def catalog() -> Any:
         return iceberg_catalog(work / "iceberg_join")
 
+    def reset() -> None:
+        cat = catalog()
+        for name in keys:
+            if cat.table_exists(f"bench.{name}"):
+                cat.purge_table(f"bench.{name}")
+
     def ingest() -> int:
         cat = catalog()
         n = 0
         for name, table in tables().items():
-            if cat.table_exists(f"bench.{name}"):
-                cat.purge_table(f"bench.{name}")
             t = cat.create_table(f"bench.{name}", schema=table.schema)
             with t.update_spec() as update:
                 update.add_field(keys[name], BucketTransform(BUCKETS), "b")
@@ -295,7 +316,7 @@ def iceberg_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
         joined = li.to_arrow().join(od.to_arrow(), "l_orderkey", "o_orderkey", join_type="inner")
         return pc.sum(joined["l_extendedprice"]).as_py()
 
-    return {"join_ingest": ingest, "join": join}
+    return {"join_reset": reset, "join_ingest": ingest, "join": join}
 
 
 def delta_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
@@ -303,10 +324,13 @@ def delta_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
 
     paths = {name: str(work / f"delta_{name}") for name in ("lineitem", "orders")}
 
+    def reset() -> None:
+        for path in paths.values():
+            shutil.rmtree(path, ignore_errors=True)
+
     def ingest() -> int:
         n = 0
         for name, table in tables().items():
-            shutil.rmtree(paths[name], ignore_errors=True)
             write_deltalake(paths[name], table)
             n += table.num_rows
         return n
@@ -317,7 +341,7 @@ def delta_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
             qb = qb.register(name, DeltaTable(path))
         return qb.execute(JOIN_SQL).read_all().column(0)[0].as_py()
 
-    return {"join_ingest": ingest, "join": join}
+    return {"join_reset": reset, "join_ingest": ingest, "join": join}
 
 
 def duck_join(work: Path, tables: Any) -> dict[str, Callable[[], Any]]:
@@ -374,7 +398,7 @@ JOIN_MAKERS = {
 }
 
 
-def cell(system: str, op: str, work: str, data: str) -> Callable[[], Any]:
+def cell(system: str, op: str, work: str, data: str) -> Any:
     """The operation ``op`` of ``system``; only an ingest holds the source tables, so a
     query's peak RSS is the query's own."""
     lineitem = Path(data)
@@ -385,10 +409,17 @@ def cell(system: str, op: str, work: str, data: str) -> Callable[[], Any]:
             if op == "join_ingest"
             else {}
         )
-        fn: Callable[[], Any] = JOIN_MAKERS[system](Path(work), lambda: cached)[op]
+        ops = JOIN_MAKERS[system](Path(work), lambda: cached)
+        if op == "join_ingest" and "join_reset" in ops:
+            return ops["join_reset"], lambda _: ops["join_ingest"]()
+        fn: Callable[[], Any] = ops[op]
         return fn
     table = source_table(lineitem) if op == "ingest" else None
-    made: Callable[[], Any] = MAKERS[system](Path(work), table)[op]
+    ops = MAKERS[system](Path(work), table)
+    if op == "ingest":
+        # The old copy is removed and the rows are counted back outside the timing.
+        return ops["reset"], lambda _: ops["ingest"](), lambda _: ops["count"]()
+    made: Callable[[], Any] = ops[op]
     return made
 
 
@@ -400,6 +431,47 @@ def same(answers: dict[str, str]) -> bool:
     return len(values) == 1
 
 
+# Where each system keeps what an ingest wrote, for the bytes it wrote.
+STORED = {
+    "ingest": {
+        "ours": ["ours"],
+        "pyiceberg": ["iceberg/warehouse"],
+        "deltalake": ["delta"],
+        "duckdb": ["duckdb"],
+        "polars": ["polars"],
+    },
+    "join_ingest": {
+        "ours": ["ours_lineitem", "ours_orders"],
+        "pyiceberg": ["iceberg_join/warehouse"],
+        "deltalake": ["delta_lineitem", "delta_orders"],
+        "duckdb": ["duckdb_lineitem.parquet", "duckdb_orders.parquet"],
+        "polars": ["polars_lineitem.parquet", "polars_orders.parquet"],
+    },
+}
+
+
+def stored_bytes(work: Path, op: str, system: str) -> int:
+    paths = [work / p for p in STORED[op][system]]
+    files = [f for p in paths for f in ([p] if p.is_file() else p.rglob("*"))]
+    return sum(f.stat().st_size for f in files if f.is_file())
+
+
+def touched_bytes(data: Path) -> dict[str, int]:
+    """The Arrow bytes each query must read at least once: the columns it filters and sums
+    (only the AIR partition's for the pruned query, both join keys and the columns on top)."""
+    import pyarrow.compute as pc
+
+    li = source_table(data)
+    od = source_table(data.parent / "orders.parquet")
+    air = li.filter(pc.equal(li["l_shipmode"], "AIR"))
+    return {
+        "pruned": air["l_extendedprice"].nbytes,
+        "filtered": li["l_quantity"].nbytes + li["l_extendedprice"].nbytes,
+        "join": sum(li[c].nbytes for c in ("l_orderkey", "l_extendedprice"))
+        + sum(od[c].nbytes for c in ("o_orderkey", "o_orderpriority")),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sf", type=float, default=1.0)
@@ -409,32 +481,54 @@ def main() -> None:
     data = generate(args.sf)
     work = Path(tempfile.mkdtemp(prefix="lp-tpch-", dir=Path.home()))
     results: dict[str, dict[str, Cell]] = {op: {} for op in OPS}
+    written: dict[str, dict[str, int]] = {}
     try:
         for op in OPS:
             for system in SYSTEMS:
                 params = {"system": system, "op": op, "work": str(work), "data": str(data)}
                 results[op][system] = measure("tpch", "cell", params, args.repeat)
+            # Ours with mimalloc's default purge delay (ours keeps freed memory 10 s).
+            params = {"system": "ours", "op": op, "work": str(work), "data": str(data)}
+            results[op][PURGE_1S] = measure(
+                "tpch", "cell", params, args.repeat, env={"MIMALLOC_PURGE_DELAY": "1000"}
+            )
             answers = {s: r.answer for s, r in results[op].items()}
             if not same(answers):
                 raise SystemExit(f"{op}: the systems disagree: {answers}")
+            if op in STORED:
+                written[op] = {s: stored_bytes(work, op, s) for s in SYSTEMS}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     import pyarrow.parquet as pq
 
     rows = pq.ParquetFile(data).metadata.num_rows
+    limit = limits.current()
+    touched = touched_bytes(data)
     lines = [
         f"`python benches/tpch.py --sf {args.sf:g} --repeat {args.repeat}` (TPC-H lineitem, "
-        f"{rows} rows, partitioned by l_shipmode; every answer equal across the systems):",
+        f"{rows} rows, partitioned by l_shipmode; every answer equal across the systems; "
+        "share of limit: for an ingest the bytes it stored at the page-cache write bandwidth, "
+        "for a query the Arrow bytes of the columns it must read at the one-core copy "
+        "bandwidth):",
         "",
-        f"| operation | system | {CELL_HEADER} | vs ours (best) | vs ours (first call) |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        f"| operation | system | {CELL_HEADER} | MB stored | share of limit | vs ours (best) "
+        "| vs ours (first call) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for op in OPS:
         ours = results[op]["ours"]
-        for system in SYSTEMS:
+        for system in [*SYSTEMS, PURGE_1S]:
             r = results[op][system]
             first = "(ours)" if r is ours else f"{r.first / ours.first:.2f}x"
-            lines.append(f"| {op} | {system} | {cell_columns(r)} | {ratio(r, ours)} | {first} |")
+            if op in written:
+                stored = written[op]["ours" if system == PURGE_1S else system]
+                mb, at_limit = f"{stored / 1e6:.0f}", stored / (limit["disk_gbps"] * 1e9)
+            else:
+                mb, at_limit = "-", touched[op] / (limit["copy_1_gbps"] / 2 * 1e9)
+            lines.append(
+                f"| {op} | {system} | {cell_columns(r)} | {mb} | {share(at_limit, r.best)} "
+                f"| {ratio(r, ours)} | {first} |"
+            )
     text = "\n".join(lines)
     print(text)
     if args.write:
