@@ -39,11 +39,12 @@ from pathlib import Path
 from typing import Any
 
 import lance
+import limits
 import pyarrow as pa
 import pyarrow.compute as pc
 import sparks
 from cells import Cell, measure
-from report import CELL_HEADER, cell_columns, ratio, update_section
+from report import CELL_HEADER, cell_columns, ratio, share, update_section
 
 import lance_partitioned as lp
 
@@ -86,8 +87,9 @@ SQL = (
 )
 
 
-def prepare_local(n: int, work: Path) -> int:
-    """Both namespaces and both unpartitioned Lance tables; the expected join size."""
+def prepare_local(n: int, work: Path) -> tuple[int, int]:
+    """Both namespaces and both unpartitioned Lance tables; the expected join size and the
+    bytes a join must move at least once (both inputs read, the result written)."""
     orders, customers = make_data(n)
     o = lp.PartitionedNamespace.create(
         str(work / "orders"),
@@ -103,8 +105,8 @@ def prepare_local(n: int, work: Path) -> int:
     c.write(customers)
     lance.write_dataset(orders, str(work / "orders.lance"))
     lance.write_dataset(customers, str(work / "customers.lance"))
-    n_joined: int = orders.join(customers, "customer_id", "id").num_rows
-    return n_joined
+    joined = orders.join(customers, "customer_id", "id")
+    return joined.num_rows, orders.nbytes + customers.nbytes + joined.nbytes
 
 
 def ours(work: str) -> Callable[[], int]:
@@ -232,9 +234,12 @@ CASES: dict[str, Callable[..., Any]] = {
 }
 
 
-def table(cells: dict[Any, Cell], labels: dict[Any, str], ours_key: Any) -> list[str]:
+def table(
+    cells: dict[Any, Cell], labels: dict[Any, str], ours_key: Any, at_limit: float | None
+) -> list[str]:
     return [
-        f"| {labels[k]} | {cell_columns(c)} | {ratio(c, cells[ours_key])} |"
+        f"| {labels[k]} | {cell_columns(c)} "
+        f"| {share(at_limit, c.best) if at_limit else '-'} | {ratio(c, cells[ours_key])} |"
         for k, c in cells.items()
     ]
 
@@ -250,8 +255,10 @@ def main() -> None:
     params = {"work": str(work)}
     spark: dict[Any, Cell] = {}
     try:
-        expected = prepare_local(args.rows, work)
-        local = {name: measure("join", name, params, args.repeat) for name in LOCAL}
+        expected, moved = prepare_local(args.rows, work)
+        local = {
+            name: measure("join", name, params, args.repeat) for name in CASES if name in LOCAL
+        }
         # Equal allocator settings: ours with mimalloc's default purge delay (ours keeps
         # freed memory 10 s), DataFusion's mimalloc with ours (both keep it).
         local["ours_purge_1s"] = measure(
@@ -274,14 +281,16 @@ def main() -> None:
         f"`python benches/join.py --rows {args.rows}{' --spark' if args.spark else ''} "
         f"--repeat {args.repeat}` (orders {args.rows:,} rows bucket(customer_id, 16) x "
         f"customers {args.rows // 10:,} rows bucket(id, 8), inner join, {expected:,} rows; "
-        "local: every row materialised as Arrow; Spark local[2]: `count()` of the join):",
+        "local: every row materialised as Arrow; Spark local[2]: `count()` of the join; "
+        f"share of limit, local: the {moved / 1e6:.0f} MB of both inputs and the result moved "
+        "once at the one-core copy bandwidth):",
         "",
-        f"| join | {CELL_HEADER} | ours vs this |",
-        "|---|---:|---:|---:|---:|",
-        *table(local, LOCAL, "ours"),
+        f"| join | {CELL_HEADER} | share of limit | ours vs this |",
+        "|---|---:|---:|---:|---:|---:|",
+        *table(local, LOCAL, "ours", moved / (limits.current()["copy_1_gbps"] * 1e9)),
     ]
     if spark:
-        lines += table(spark, SPARK, ("ours", False))
+        lines += table(spark, SPARK, ("ours", False), None)
     text = "\n".join(lines)
     print(text)
     if args.write:
