@@ -2,11 +2,13 @@
 
 Usage: .venv/bin/python benches/kernels.py [--n 10000000] [--repeat 3] [--write BENCHMARKS.md]
 
-Each case reports the best of --repeat runs as values (rows) per second, and the ratio of ours
-to each peer measured in the same process on the same data. The copy rows copy the bytes the
-kernel reads between warm, pre-faulted buffers on one core (the physical reference); the
-Python-loop peers run on a prefix of the data and are scaled
-(reported as values/s, so the ratio holds).
+Each row reports the best of --repeat runs as values (rows) per second, the first call in the
+process (the kernel's first use: thread pools, fresh output memory), the process's peak RSS
+during the calls, and the ratio of ours to each peer measured in the same process on the same
+data. The copy rows copy the bytes the kernel reads between warm, pre-faulted buffers on one
+core (the physical reference); share of limit = the row's rate over its case's copy rate. The
+Python-loop peers run on a prefix of the data and are scaled (reported as values/s, so the
+ratio holds).
 """
 
 from __future__ import annotations
@@ -16,13 +18,17 @@ import os
 import platform
 import struct
 import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+import events
 import mmh3
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from report import best, update_section
+from report import seconds, share, update_section
 
 from lance_partitioned import kernels as k
 
@@ -31,35 +37,58 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def gen_ints(n: int) -> pa.Array:
     """Deterministic pseudo-random int64 values (Fibonacci hashing of 0..n)."""
-    return pa.array([(i * 0x9E3779B97F4A7C15) & 0x7FFFFFFFFFFFFFFF for i in range(n)], pa.int64())
+    scattered = np.arange(n, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return pa.array((scattered & np.uint64(0x7FFFFFFFFFFFFFFF)).astype(np.int64), pa.int64())
 
 
-def gen_strings(n: int, distinct: int, seed: int) -> pa.Array:
-    # 10-20 byte strings drawn from `distinct` values
-    pool = [f"v{seed}-{i:09d}-{'x' * (i % 8)}"[: 10 + (i * 7) % 11] for i in range(distinct)]
-    pool_arr = pa.array(pool, pa.string())
-    idx = pa.array([(i * 2654435761 + seed) % distinct for i in range(n)], pa.int64())
-    return pool_arr.take(idx)
+gen_strings = events.gen_strings
+
+
+@dataclass(frozen=True)
+class Timing:
+    first: float
+    best: float
+    peak_mib: float
+
+
+def timed(fn: Callable[[], object], repeat: int) -> Timing:
+    """The first call, the best of ``repeat`` more, and the peak RSS during them."""
+    Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark
+    times = []
+    for _ in range(repeat + 1):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    status = Path("/proc/self/status").read_text()
+    peak = int(status.split("VmHWM:")[1].split()[0]) / 1024
+    return Timing(times[0], min(times[1:] or times), peak)
 
 
 class Report:
     def __init__(self) -> None:
-        self.rows: list[tuple[str, str, float, str]] = []
+        self.rows: list[tuple[str, str, float, str, Timing]] = []
 
-    def add(self, case: str, impl: str, n: int, seconds: float, ours: float | None) -> float:
-        rate = n / seconds
+    def add(self, case: str, impl: str, n: int, t: Timing, ours: float | None) -> float:
+        rate = n / t.best
         ratio = "" if ours is None else f"{ours / rate:.1f}x"
-        self.rows.append((case, impl, rate, ratio))
+        self.rows.append((case, impl, rate, ratio, t))
         print(f"{case:38s} {impl:40s} {rate / 1e6:10.2f} M/s  {ratio}", flush=True)
         return rate
 
     def markdown(self) -> str:
+        copies = {case: rate for case, impl, rate, *_ in self.rows if impl.startswith("copy ")}
         out = [
-            "| case | implementation | M values/s | ours vs this |",
-            "|---|---|---:|---:|",
+            "| case | implementation | M values/s | first call in process s | peak RSS MiB "
+            "| share of limit | ours vs this |",
+            "|---|---|---:|---:|---:|---:|---:|",
         ]
-        for case, impl, rate, ratio in self.rows:
-            out.append(f"| {case} | {impl} | {rate / 1e6:.2f} | {ratio or '(ours)'} |")
+        for case, impl, rate, ratio, t in self.rows:
+            limit = share(1 / copies[case], 1 / rate) if case in copies else "-"
+            out.append(
+                f"| {case} | {impl} | {rate / 1e6:.2f} | {seconds(t.first)} | {t.peak_mib:.0f} "
+                f"| {limit} "
+                f"| {ratio or '(ours)'} |"
+            )
         return "\n".join(out)
 
 
@@ -106,17 +135,19 @@ def main() -> None:
     ints = gen_ints(n)
     case = "bucket(int64, 16)"
     ours = rep.add(
-        case, "lance_partitioned.kernels.bucket", n, best(lambda: k.bucket(ints, 16), r), None
+        case, "lance_partitioned.kernels.bucket", n, timed(lambda: k.bucket(ints, 16), r), None
     )
-    rep.add(case, "copy of the int64 values, warm buffers", n, best(WarmCopy(ints), r), ours)
-    rep.add(case, "pyiceberg_core.transform.bucket", n, best(lambda: ice.bucket(ints, 16), r), ours)
+    rep.add(case, "copy of the int64 values, warm buffers", n, timed(WarmCopy(ints), r), ours)
+    rep.add(
+        case, "pyiceberg_core.transform.bucket", n, timed(lambda: ice.bucket(ints, 16), r), ours
+    )
     ln = min(args.loop_n, n)
     py_ints = ints.slice(0, ln).to_pylist()
     rep.add(
         case,
         "mmh3 in a Python loop",
         ln,
-        best(lambda: [abs(mmh3.hash(struct.pack("<q", v), 0)) % 16 for v in py_ints], 1),
+        timed(lambda: [abs(mmh3.hash(struct.pack("<q", v), 0)) % 16 for v in py_ints], 1),
         ours,
     )
 
@@ -124,16 +155,18 @@ def main() -> None:
     strs = gen_strings(n, 1_000_000, 1)
     case = "bucket(utf8 10-20B, 16)"
     ours = rep.add(
-        case, "lance_partitioned.kernels.bucket", n, best(lambda: k.bucket(strs, 16), r), None
+        case, "lance_partitioned.kernels.bucket", n, timed(lambda: k.bucket(strs, 16), r), None
     )
-    rep.add(case, "copy of the string buffers, warm buffers", n, best(WarmCopy(strs), r), ours)
-    rep.add(case, "pyiceberg_core.transform.bucket", n, best(lambda: ice.bucket(strs, 16), r), ours)
+    rep.add(case, "copy of the string buffers, warm buffers", n, timed(WarmCopy(strs), r), ours)
+    rep.add(
+        case, "pyiceberg_core.transform.bucket", n, timed(lambda: ice.bucket(strs, 16), r), ours
+    )
     py_strs = strs.slice(0, ln).to_pylist()
     rep.add(
         case,
         "mmh3 in a Python loop",
         ln,
-        best(lambda: [abs(mmh3.hash(s, 0)) % 16 for s in py_strs], 1),
+        timed(lambda: [abs(mmh3.hash(s, 0)) % 16 for s in py_strs], 1),
         ours,
     )
 
@@ -144,7 +177,7 @@ def main() -> None:
         case,
         "lance_partitioned.kernels.multi_bucket",
         n,
-        best(lambda: k.multi_bucket([strs, strs2], 16), r),
+        timed(lambda: k.multi_bucket([strs, strs2], 16), r),
         None,
     )
     py_strs2 = strs2.slice(0, ln).to_pylist()
@@ -152,7 +185,7 @@ def main() -> None:
         case,
         "mmh3 in a Python loop (concat bytes)",
         ln,
-        best(
+        timed(
             lambda: [
                 abs(mmh3.hash(a.encode() + b.encode(), 0)) % 16
                 for a, b in zip(py_strs, py_strs2, strict=True)
@@ -165,18 +198,22 @@ def main() -> None:
     # --- year/hour of a UTC timestamp ----------------------------------------------------------
     ts_utc = pc.cast(pc.divide(ints, 4096), pa.timestamp("us", tz="UTC"))
     case = "year(timestamp[us, UTC])"
-    ours = rep.add(case, "lance_partitioned.kernels.year", n, best(lambda: k.year(ts_utc), r), None)
-    rep.add(case, "pyarrow.compute.year", n, best(lambda: pc.year(ts_utc), r), ours)
+    ours = rep.add(
+        case, "lance_partitioned.kernels.year", n, timed(lambda: k.year(ts_utc), r), None
+    )
+    rep.add(case, "pyarrow.compute.year", n, timed(lambda: pc.year(ts_utc), r), ours)
     rep.add(
         case,
         "pyiceberg_core.transform.year (years since 1970)",
         n,
-        best(lambda: ice.year(ts_utc), r),
+        timed(lambda: ice.year(ts_utc), r),
         ours,
     )
     case = "hour(timestamp[us, UTC])"
-    ours = rep.add(case, "lance_partitioned.kernels.hour", n, best(lambda: k.hour(ts_utc), r), None)
-    rep.add(case, "pyarrow.compute.hour", n, best(lambda: pc.hour(ts_utc), r), ours)
+    ours = rep.add(
+        case, "lance_partitioned.kernels.hour", n, timed(lambda: k.hour(ts_utc), r), None
+    )
+    rep.add(case, "pyarrow.compute.hour", n, timed(lambda: pc.hour(ts_utc), r), ours)
 
     # --- routing a 10M-row table ------------------------------------------------------------------
     import polars as pl
@@ -203,17 +240,17 @@ def main() -> None:
     n_parts = ours_route()
     print(f"  partitions: {n_parts}")
     ours = rep.add(
-        case, "lance_partitioned.kernels.route (all cores)", n, best(ours_route, r), None
+        case, "lance_partitioned.kernels.route (all cores)", n, timed(ours_route, r), None
     )
-    rep.add(case, "ours, threads=1", n, best(ours_route_1, r), ours)
+    rep.add(case, "ours, threads=1", n, timed(ours_route_1, r), ours)
 
     def ours_end_to_end() -> int:
         b = k.bucket(batch.column("city"), 16)
         kk = pa.record_batch({"country": batch.column("country"), "city_bucket": b})
         return len(k.route(batch, kk).batches)
 
-    rep.add(case, "ours incl. computing bucket(city)", n, best(ours_end_to_end, r), ours)
-    rep.add(case, "copy of the table's buffers, warm buffers", n, best(WarmCopy(table), r), ours)
+    rep.add(case, "ours incl. computing bucket(city)", n, timed(ours_end_to_end, r), ours)
+    rep.add(case, "copy of the table's buffers, warm buffers", n, timed(WarmCopy(table), r), ours)
 
     keyed = pa.Table.from_batches([batch]).append_column("city_bucket", bucket_col)
 
@@ -232,7 +269,7 @@ def main() -> None:
             start = end
         return len(parts)
 
-    rep.add(case, "pyarrow dictionary_encode+sort_indices+take", n, best(pyarrow_route, r), ours)
+    rep.add(case, "pyarrow dictionary_encode+sort_indices+take", n, timed(pyarrow_route, r), ours)
 
     df = pl.from_arrow(keyed)
 
@@ -240,7 +277,7 @@ def main() -> None:
         assert isinstance(df, pl.DataFrame)
         return len(df.partition_by(["country", "city_bucket"]))
 
-    rep.add(case, "polars DataFrame.partition_by", n, best(polars_route, r), ours)
+    rep.add(case, "polars DataFrame.partition_by", n, timed(polars_route, r), ours)
 
     from pyiceberg.io.pyarrow import _determine_partitions
     from pyiceberg.partitioning import PartitionField, PartitionSpec
@@ -263,16 +300,19 @@ def main() -> None:
     def iceberg_route() -> int:
         return len(list(_determine_partitions(ice_spec, ice_schema, ice_table)))
 
-    rep.add(case, "pyiceberg _determine_partitions (incl. bucket)", n, best(iceberg_route, 1), ours)
+    rep.add(
+        case, "pyiceberg _determine_partitions (incl. bucket)", n, timed(iceberg_route, 1), ours
+    )
 
     md = rep.markdown()
     print()
     print(md)
     if args.write:
         header = (
-            f"Measured by `benches/kernels.py --n {n}` (best of {r}; Python-loop peers on "
-            f"{ln:,} values) on {platform.machine()}, {os.cpu_count()} cores, SIMD level "
-            f"`{k.simd_level()}`, release build, pyarrow {pa.__version__}, polars {pl.__version__}."
+            f"Measured by `benches/kernels.py --n {n}` (best of {r} after the first call; "
+            f"Python-loop peers on {ln:,} values, their first call too) on "
+            f"{platform.machine()}, {os.cpu_count()} cores, SIMD level `{k.simd_level()}`, "
+            f"release build, pyarrow {pa.__version__}, polars {pl.__version__}."
         )
         update_section(args.write, "kernels", f"{header}\n\n{md}", "## Kernels against peers")
 
