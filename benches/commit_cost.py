@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import shutil
 import tempfile
 import threading
@@ -30,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import lance
+import limits
 import pyarrow as pa
 from cells import measure
-from report import CELL_HEADER, cell_columns, seconds, update_section
+from report import CELL_HEADER, cell_columns, seconds, share, update_section
 
 import lance_partitioned as lp
 
@@ -74,28 +76,46 @@ class CleanupLoop:
         self.thread.join()
 
 
+def _files(root: str) -> int:
+    return sum(1 for p in Path(root).rglob("*") if p.is_file())
+
+
 def ours(root: str, cleanup: bool) -> Any:
     """Appends of 1,000 rows into 4 partitions; with ``cleanup``, a cleanup loop runs on a
-    thread of the same process from before the first call to after the last."""
+    thread of the same process from before the first call to after the last. The answer: the
+    cleanups that ran and the files one commit created."""
     ns = lp.PartitionedNamespace.open(root)
     counter = count(10_000_000, 1_000)
+    before, calls = _files(root), count(1)
     loop = CleanupLoop(root).__enter__() if cleanup else None
 
     def run(_: None) -> int:
+        next(calls)
         return int(ns.write(batch(next(counter), 1_000, 4)).rows)
 
-    def answer(_: int) -> int:
-        if loop is None:
-            return 0
-        loop.__exit__()
-        return loop.runs
+    def answer(_: int) -> str:
+        if loop is not None:
+            loop.__exit__()
+        made = (_files(root) - before) / (next(calls) - 1)
+        return json.dumps({"cleanups": loop.runs if loop else 0, "files": made})
 
     return lambda: None, run, answer
 
 
 def pylance(root: str) -> Any:
     counter = count(10_000_000, 1_000)
-    return lambda: lance.write_dataset(batch(next(counter), 1_000, 4), root, mode="append")
+    before, calls = _files(root), count(1)
+
+    def run(_: None) -> int:
+        next(calls)
+        lance.write_dataset(batch(next(counter), 1_000, 4), root, mode="append")
+        return 1_000
+
+    def answer(_: int) -> str:
+        made = (_files(root) - before) / (next(calls) - 1)
+        return json.dumps({"cleanups": 0, "files": made})
+
+    return lambda: None, run, answer
 
 
 CASES = {"ours": ours, "pylance": pylance}
@@ -131,15 +151,20 @@ def main() -> None:
     lines = [
         f"`python benches/commit_cost.py --repeat {args.repeat}` (1,000 rows into 4 of 16 "
         "existing partitions; each row a fresh process; the cleanup loop runs on a thread of "
-        "the writing process, cleanups counted):",
+        "the writing process, cleanups counted; share of limit: the files one commit creates, "
+        "each at the measured latency of creating a small file, over the median):",
         "",
-        f"| write | {CELL_HEADER} | median s | cleanups | median vs pylance |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        f"| write | {CELL_HEADER} | median s | cleanups | files per commit | share of limit "
+        "| median vs pylance |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    per_file = limits.current()["small_file_ms"] / 1000
     for label, c in cells.items():
-        cleanups = c.answer if "cleanup looping" in label else "-"
+        got = json.loads(c.answer)
+        cleanups = got["cleanups"] if "cleanup looping" in label else "-"
         lines.append(
             f"| {label} | {cell_columns(c)} | {seconds(c.median)} | {cleanups} "
+            f"| {got['files']:.1f} | {share(got['files'] * per_file, c.median)} "
             f"| {c.median / floor.median:.2f}x |"
         )
     text = "\n".join(lines)

@@ -23,12 +23,13 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import limits
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import sparks
 from cells import measure
-from report import CELL_HEADER, cell_columns, ratio, update_section
+from report import CELL_HEADER, cell_columns, ratio, share, update_section
 
 import lance_partitioned as lp
 import lance_partitioned.spark as lps
@@ -64,10 +65,10 @@ def make_table(n: int) -> pa.Table:
     )
 
 
-def prepare(rows: int, work: Path) -> tuple[int, int, int]:
+def prepare(rows: int, work: Path) -> tuple[int, int, int, dict[str, int]]:
     """Ours written by ``PartitionedNamespace.write``; the Parquet copy written by Spark
     (``partitionBy`` after a ``repartition`` by the keys: one file per partition). Returns the
-    partitions and the two expected sums."""
+    partitions, the two expected sums and the Arrow bytes each query must read."""
     table = make_table(rows)
     ns = lp.PartitionedNamespace.create(str(work / "ours"), table.schema, SPEC)
     ns.write(table)
@@ -83,7 +84,9 @@ def prepare(rows: int, work: Path) -> tuple[int, int, int]:
         spark.stop()
     want_one = pc.sum(table.filter(pc.equal(table["country"], "c7"))["id"]).as_py()
     parts: int = ns.partitions(with_rows=False).num_rows
-    return parts, want_one, pc.sum(table["id"]).as_py()
+    one = table.filter(pc.equal(table["country"], "c7"))["id"].nbytes
+    touched = {"one": one, "all": table["id"].nbytes + table["amount"].nbytes}
+    return parts, want_one, pc.sum(table["id"]).as_py(), touched
 
 
 def query(work: str, reader: str, scope: str) -> Callable[[], int]:
@@ -119,7 +122,7 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="lp-spark-read-", dir=Path.home()))
     try:
-        parts, want_one, want_all = prepare(args.rows, work)
+        parts, want_one, want_all, touched = prepare(args.rows, work)
         cells = {
             (scope, reader): measure(
                 "spark_read",
@@ -140,16 +143,20 @@ def main() -> None:
         f"`python benches/spark_read.py --rows {args.rows} --repeat {args.repeat}` (local[2], "
         f"{parts} partitions; each query a fresh process and Spark session; Parquet: the same "
         "partitions written by Spark's partitionBy, read by its partition discovery; peak RSS "
-        "of the driver and its JVM):",
+        "of the driver and its JVM; share of limit: the Arrow bytes of the columns the query "
+        "must read, at the one-core copy bandwidth):",
         "",
-        f"| query | reader | {CELL_HEADER} | ours vs this |",
-        "|---|---|---:|---:|---:|---:|",
+        f"| query | reader | {CELL_HEADER} | share of limit | ours vs this |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
+    read_bw = limits.current()["copy_1_gbps"] / 2 * 1e9
     for scope, label in QUERIES.items():
         for reader, name in READERS.items():
             c = cells[(scope, reader)]
+            at_limit = touched[scope] / read_bw
             lines.append(
-                f"| {label} | {name} | {cell_columns(c)} | {ratio(c, cells[(scope, 'ours')])} |"
+                f"| {label} | {name} | {cell_columns(c)} | {share(at_limit, c.best)} "
+                f"| {ratio(c, cells[(scope, 'ours')])} |"
             )
     text = "\n".join(lines)
     print(text)
