@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import itertools
 import json
 import os
 import re
@@ -42,6 +43,12 @@ class Cell:
     peak_mib: float
     answer: str
     median: float
+
+
+def fresh_dirs(work: str, name: str) -> Callable[[], Path]:
+    """A ``prepare`` for cases that write: a new directory under ``work`` for every call."""
+    n = itertools.count()
+    return lambda: Path(work) / f"{name}-{os.getpid()}-{next(n)}"
 
 
 def _descendants() -> list[int]:

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import lance_partitioned as lp
+from lance_partitioned import kernels
 
 CACHE = Path.home() / ".cache" / "lance-partitioned" / "bench-data"
 
@@ -61,3 +62,15 @@ def events(n: int) -> pa.Table:
         tmp.rename(path)
     with pa.OSFile(str(path)) as source:
         return pa.ipc.open_file(source).read_all()
+
+
+def routed(table: pa.Table) -> list[pa.RecordBatch]:
+    """The table split into one batch per partition of ``SPEC`` (our kernels), for the peers
+    that write one dataset per partition."""
+    keys = pa.record_batch(
+        {
+            "country": table["country"].combine_chunks(),
+            "b": kernels.bucket(table["city"].combine_chunks(), 16),
+        }
+    )
+    return list(kernels.route(table.combine_chunks().to_batches()[0], keys).batches)

@@ -35,7 +35,6 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -45,19 +44,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
-from cells import Cell, measure
-from events import SPEC, events
+from cells import Cell, fresh_dirs, measure
+from events import SPEC, events, routed
 from report import CELL_HEADER, cell_columns, ratio, share, update_section
 
 import lance_partitioned as lp
 from lance_partitioned import kernels as k
 
 Case = tuple[Callable[[], Path], Callable[[Path], Path], Callable[[Path], str]]
-
-
-def _dirs(work: str, name: str) -> Callable[[], Path]:
-    n = count()
-    return lambda: Path(work) / f"{name}-{os.getpid()}-{next(n)}"
 
 
 def _tree_bytes(root: Path) -> int:
@@ -81,7 +75,7 @@ def _parquet_answer(root: Path) -> str:
 
 def ours(rows: int, work: str) -> Case:
     table = events(rows)
-    fresh = _dirs(work, "ours")
+    fresh = fresh_dirs(work, "ours")
 
     def prepare() -> Path:
         root = fresh()
@@ -111,7 +105,7 @@ def pyarrow_default(rows: int, work: str) -> Case:
         pq.write_to_dataset(_keyed(table), str(root), partition_cols=["country", "city_bucket"])
         return root
 
-    return _dirs(work, "parquet"), write, _parquet_answer
+    return fresh_dirs(work, "parquet"), write, _parquet_answer
 
 
 def pyarrow_sorted(rows: int, work: str) -> Case:
@@ -128,40 +122,30 @@ def pyarrow_sorted(rows: int, work: str) -> Case:
         )
         return root
 
-    return _dirs(work, "parquet-sorted"), write, _parquet_answer
-
-
-def _routed(table: pa.Table) -> list[pa.RecordBatch]:
-    keys = pa.record_batch(
-        {
-            "country": table["country"].combine_chunks(),
-            "b": k.bucket(table["city"].combine_chunks(), 16),
-        }
-    )
-    return list(k.route(table.combine_chunks().to_batches()[0], keys).batches)
+    return fresh_dirs(work, "parquet-sorted"), write, _parquet_answer
 
 
 def pylance_loop(rows: int, work: str) -> Case:
     table = events(rows)
 
     def write(root: Path) -> Path:
-        for i, part in enumerate(_routed(table)):
+        for i, part in enumerate(routed(table)):
             lance.write_dataset(part, str(root / f"p{i}"))
         return root
 
-    return _dirs(work, "pylance-loop"), write, _lance_answer
+    return fresh_dirs(work, "pylance-loop"), write, _lance_answer
 
 
 def pylance_pool(rows: int, work: str) -> Case:
     table = events(rows)
 
     def write(root: Path) -> Path:
-        parts = list(enumerate(_routed(table)))
+        parts = list(enumerate(routed(table)))
         with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
             list(pool.map(lambda ip: lance.write_dataset(ip[1], str(root / f"p{ip[0]}")), parts))
         return root
 
-    return _dirs(work, "pylance-pool"), write, _lance_answer
+    return fresh_dirs(work, "pylance-pool"), write, _lance_answer
 
 
 def pylance_flat(rows: int, work: str) -> Case:
@@ -171,7 +155,7 @@ def pylance_flat(rows: int, work: str) -> Case:
         lance.write_dataset(table, str(root))
         return root
 
-    return _dirs(work, "pylance-flat"), write, _lance_answer
+    return fresh_dirs(work, "pylance-flat"), write, _lance_answer
 
 
 WRITERS = {

@@ -44,10 +44,9 @@ from typing import Any
 
 import lance
 import limits
-import pyarrow as pa
 import pyarrow.compute as pc
 from cells import Cell, measure
-from events import SPEC, events, make_table
+from events import SPEC, events, make_table, routed
 from ingest import FILTER, synthetic_manifest
 from report import CELL_HEADER, cell_columns, ratio, share, update_section
 
@@ -76,16 +75,6 @@ def _prefix(bucket: str, name: str) -> Callable[[], str]:
     return lambda: f"s3://{bucket}/{name}-{uuid.uuid4().hex[:8]}"
 
 
-def _routed(table: pa.Table) -> list[pa.RecordBatch]:
-    keys = pa.record_batch(
-        {
-            "country": table["country"].combine_chunks(),
-            "b": k.bucket(table["city"].combine_chunks(), 16),
-        }
-    )
-    return list(k.route(table.combine_chunks().to_batches()[0], keys).batches)
-
-
 def ours(rows: int, bucket: str, options: dict[str, str]) -> Any:
     table = events(rows)
     fresh = _prefix(bucket, "ours")
@@ -106,7 +95,7 @@ def pylance_loop(rows: int, bucket: str, options: dict[str, str]) -> Any:
     table = events(rows)
 
     def run(root: str) -> int:
-        parts = _routed(table)
+        parts = routed(table)
         for i, part in enumerate(parts):
             lance.write_dataset(part, f"{root}/p{i}", storage_options=options)
         return sum(p.num_rows for p in parts)
@@ -118,7 +107,7 @@ def pylance_pool(rows: int, bucket: str, options: dict[str, str]) -> Any:
     table = events(rows)
 
     def run(root: str) -> int:
-        parts = list(enumerate(_routed(table)))
+        parts = list(enumerate(routed(table)))
         with ThreadPoolExecutor(16) as pool:
             list(
                 pool.map(

@@ -35,7 +35,7 @@ import limits
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from cells import Cell, measure
+from cells import Cell, fresh_dirs, measure
 from events import events
 from report import CELL_HEADER, cell_columns, ratio, share, update_section
 
@@ -52,14 +52,9 @@ def keyed(rows: int, parts: int) -> pa.Table:
     return t.append_column("k", pc.remainder(t["id"], parts))
 
 
-def _dirs(work: str, name: str) -> Callable[[], Path]:
-    n = count()
-    return lambda: Path(work) / f"{name}-{os.getpid()}-{next(n)}"
-
-
 def ours_parts(rows: int, parts: int, work: str) -> Any:
     table = keyed(rows, parts)
-    fresh = _dirs(work, f"ours-k{parts}")
+    fresh = fresh_dirs(work, f"ours-k{parts}")
 
     def prepare() -> Path:
         root = fresh()
@@ -94,7 +89,7 @@ def pyarrow_parts(rows: int, parts: int, work: str) -> Any:
     def answer(root: Path) -> int:
         return len(list(root.iterdir()))
 
-    return _dirs(work, f"pyarrow-k{parts}"), run, answer
+    return fresh_dirs(work, f"pyarrow-k{parts}"), run, answer
 
 
 def _small(start: int, n: int, part: int) -> pa.Table:

@@ -27,16 +27,14 @@ JVM. Reads are in ``spark_read.py``.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from itertools import count
 from pathlib import Path
 from typing import Any
 
 import sparks
-from cells import measure
+from cells import fresh_dirs, measure
 from report import CELL_HEADER, cell_columns, update_section
 
 import lance_partitioned as lp
@@ -87,11 +85,6 @@ def frames(rows: int, tasks: int) -> tuple[Any, Any]:
     return df, keyed
 
 
-def _dirs(work: str, name: str) -> Callable[[], Path]:
-    n = count()
-    return lambda: Path(work) / f"{name}-{os.getpid()}-{next(n)}"
-
-
 def ours(
     rows: int, tasks: int, work: str, clustered: bool, key: str = "exact", jvm: bool = True
 ) -> Any:
@@ -106,7 +99,7 @@ def ours(
             _spark_key.use_jvm = True
         return int(w.files)
 
-    return _dirs(work, "ours"), run
+    return fresh_dirs(work, "ours"), run
 
 
 def datasource(rows: int, tasks: int, work: str) -> Any:
@@ -118,7 +111,7 @@ def datasource(rows: int, tasks: int, work: str) -> Any:
         )
         return count_files(out, ".lance") - count_files(out / "__manifest", ".lance")
 
-    return _dirs(work, "ds"), run
+    return fresh_dirs(work, "ds"), run
 
 
 def parquet(rows: int, tasks: int, work: str, repartition: bool) -> Any:
@@ -129,7 +122,7 @@ def parquet(rows: int, tasks: int, work: str, repartition: bool) -> Any:
         d.write.partitionBy("country", "city_bucket").mode("overwrite").parquet(str(out))
         return count_files(out, ".parquet")
 
-    return _dirs(work, "parquet"), run
+    return fresh_dirs(work, "parquet"), run
 
 
 def noop(rows: int, tasks: int, work: str, shuffle: str) -> Any:
@@ -147,7 +140,7 @@ def noop(rows: int, tasks: int, work: str, shuffle: str) -> Any:
         d.mapInArrow(lambda it: it, df.schema).write.format("noop").mode("overwrite").save()
         return 0
 
-    return _dirs(work, "noop"), run
+    return fresh_dirs(work, "noop"), run
 
 
 CASES: dict[str, Callable[..., Any]] = {
