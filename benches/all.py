@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scratch import TRASH_ROOT, empty_trash
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -162,7 +164,10 @@ def main() -> None:
     )
     started, measured = time.time(), commit()
     results = Path(tempfile.mkdtemp(prefix="lp-bench-run-"))
-    env = {**os.environ, "LP_BENCH_RESULTS": str(results)}
+    # Scratch directories are renamed into the run's trash and removed after the run
+    # (benches/scratch.py): removing 100k partitions' files takes minutes.
+    trash = TRASH_ROOT / f"run-{os.getpid()}-{int(started)}"
+    env = {**os.environ, "LP_BENCH_RESULTS": str(results), "LP_BENCH_TRASH": str(trash)}
     draft = results / "BENCHMARKS.md"
     body = "".join(
         f"\n{heading}\n\n<!-- {marker}:start -->\n<!-- {marker}:end -->\n"
@@ -188,6 +193,7 @@ def main() -> None:
         print(f"wrote {out}")
     finally:
         shutil.rmtree(results, ignore_errors=True)
+        empty_trash()
 
 
 if __name__ == "__main__":

@@ -23,8 +23,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import shutil
-import tempfile
 import threading
 from itertools import count
 from pathlib import Path
@@ -35,6 +33,7 @@ import limits
 import pyarrow as pa
 from cells import measure
 from report import CELL_HEADER, cell_columns, seconds, share, update_section
+from scratch import discard, scratch
 
 import lance_partitioned as lp
 
@@ -76,17 +75,13 @@ class CleanupLoop:
         self.thread.join()
 
 
-def _files(root: str) -> int:
-    return sum(1 for p in Path(root).rglob("*") if p.is_file())
-
-
 def ours(root: str, cleanup: bool) -> Any:
     """Appends of 1,000 rows into 4 partitions; with ``cleanup``, a cleanup loop runs on a
     thread of the same process from before the first call to after the last. The answer: the
     cleanups that ran and the files one commit created."""
     ns = lp.PartitionedNamespace.open(root)
     counter = count(10_000_000, 1_000)
-    before, calls = _files(root), count(1)
+    before, calls = limits.tree_size(root)[0], count(1)
     loop = CleanupLoop(root).__enter__() if cleanup else None
 
     def run(_: None) -> int:
@@ -96,7 +91,7 @@ def ours(root: str, cleanup: bool) -> Any:
     def answer(_: int) -> str:
         if loop is not None:
             loop.__exit__()
-        made = (_files(root) - before) / (next(calls) - 1)
+        made = (limits.tree_size(root)[0] - before) / (next(calls) - 1)
         return json.dumps({"cleanups": loop.runs if loop else 0, "files": made})
 
     return lambda: None, run, answer
@@ -104,7 +99,7 @@ def ours(root: str, cleanup: bool) -> Any:
 
 def pylance(root: str) -> Any:
     counter = count(10_000_000, 1_000)
-    before, calls = _files(root), count(1)
+    before, calls = limits.tree_size(root)[0], count(1)
 
     def run(_: None) -> int:
         next(calls)
@@ -112,7 +107,7 @@ def pylance(root: str) -> Any:
         return 1_000
 
     def answer(_: int) -> str:
-        made = (_files(root) - before) / (next(calls) - 1)
+        made = (limits.tree_size(root)[0] - before) / (next(calls) - 1)
         return json.dumps({"cleanups": 0, "files": made})
 
     return lambda: None, run, answer
@@ -126,7 +121,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--write", type=Path)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="lp-commit-", dir=Path.home()))
+    work = scratch("lp-commit-")
     try:
         for mode in ("strong", "weak"):
             namespace(work / mode, mode)
@@ -146,7 +141,7 @@ def main() -> None:
             for label, (case, params) in rows.items()
         }
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        discard(work)
     floor = cells["pylance append, one dataset (floor)"]
     lines = [
         f"`python benches/commit_cost.py --repeat {args.repeat}` (1,000 rows into 4 of 16 "

@@ -31,8 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -47,6 +45,7 @@ import pyarrow.parquet as pq
 from cells import Cell, fresh_dirs, measure
 from events import SPEC, events, routed
 from report import CELL_HEADER, cell_columns, ratio, share, update_section
+from scratch import discard, scratch
 
 import lance_partitioned as lp
 from lance_partitioned import kernels as k
@@ -54,12 +53,8 @@ from lance_partitioned import kernels as k
 Case = tuple[Callable[[], Path], Callable[[Path], Path], Callable[[Path], str]]
 
 
-def _tree_bytes(root: Path) -> int:
-    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
-
-
 def _answer(rows: int, root: Path, **more: int) -> str:
-    return json.dumps({"rows": rows, "bytes": _tree_bytes(root), **more})
+    return json.dumps({"rows": rows, "bytes": limits.tree_size(root)[1], **more})
 
 
 def _lance_answer(root: Path) -> str:
@@ -187,7 +182,17 @@ def synthetic_manifest(
     m = ns.snapshot().manifest()
     per_c = 80
     n_c = 50
-    n_y = max(1, partitions // (per_c * n_c))
+    n_y = max(2, -(-partitions // (per_c * n_c)))
+    target = (2001, 7, k.bucket(pa.array([12345], pa.int64()), per_c)[0].as_py())
+    # The leaf the pruning filter selects comes first, so every size has exactly one match.
+    others = [
+        (2000 + yi, ci, u)
+        for yi in range(n_y)
+        for ci in range(n_c)
+        for u in range(per_c)
+        if (2000 + yi, ci, u) != target
+    ]
+    leaves = [target, *others[: partitions - 1]]
     rows: dict[str, list[Any]] = {name: [] for name in m.schema.names}
 
     def add(oid: str, typ: str, loc: Any, meta: str, rv: Any, y: Any, c: Any, u: Any) -> None:
@@ -201,32 +206,33 @@ def synthetic_manifest(
         rows["partition_field_c"].append(c)
         rows["partition_field_u"].append(u)
 
-    for yi in range(n_y):
-        y = 2000 + yi
+    seen: set[tuple[int, ...]] = set()
+    for y, ci, u in leaves:
+        yi = y - 2000
+        c = f"c{ci:02d}"
         yid = f"v1$y{yi:015d}"
-        add(yid, "namespace", None, json.dumps({"partition.y": str(y)}), None, y, None, None)
-        for ci in range(n_c):
-            c = f"c{ci:02d}"
-            cid = f"{yid}$c{yi:07d}{ci:08d}"
+        cid = f"{yid}$c{yi:07d}{ci:08d}"
+        if (y,) not in seen:
+            seen.add((y,))
+            add(yid, "namespace", None, json.dumps({"partition.y": str(y)}), None, y, None, None)
+        if (y, ci) not in seen:
+            seen.add((y, ci))
             add(cid, "namespace", None, json.dumps({"partition.c": c}), None, y, c, None)
-            for u in range(per_c):
-                uid = f"{cid}$u{yi:05d}{ci:05d}{u:05d}"
-                add(uid, "namespace", None, json.dumps({"partition.u": str(u)}), None, y, c, u)
-                tid = f"{uid}$dataset"
-                add(tid, "table", f"00000000_{tid}", "{}", 2, y, c, u)
-                add(
-                    f"{tid}$1", "table_version", None, '{"operation":"create"}', 1, None, None, None
-                )
-                add(
-                    f"{tid}$2",
-                    "table_version",
-                    None,
-                    '{"operation":"append","base_version":"1"}',
-                    2,
-                    None,
-                    None,
-                    None,
-                )
+        uid = f"{cid}$u{yi:05d}{ci:05d}{u:05d}"
+        add(uid, "namespace", None, json.dumps({"partition.u": str(u)}), None, y, c, u)
+        tid = f"{uid}$dataset"
+        add(tid, "table", f"00000000_{tid}", "{}", 2, y, c, u)
+        add(f"{tid}$1", "table_version", None, '{"operation":"create"}', 1, None, None, None)
+        add(
+            f"{tid}$2",
+            "table_version",
+            None,
+            '{"operation":"append","base_version":"1"}',
+            2,
+            None,
+            None,
+            None,
+        )
     t = pa.table(rows, schema=m.schema)
     lance.write_dataset(t, f"{root}/__manifest", mode="append", storage_options=storage_options)
 
@@ -354,7 +360,7 @@ def pruning_table(partitions: int, repeat: int, work: Path) -> list[str]:
     root = work / "big"
     synthetic_manifest(root, partitions)
     limit = limits.current()
-    manifest_bytes = _tree_bytes(root / "__manifest" / "data")
+    manifest_bytes = limits.tree_size(root / "__manifest" / "data")[1]
     cells: dict[str, Cell] = {
         name: measure("ingest", name, {"root": str(root)}, max(repeat, 10)) for name in PRUNERS
     }
@@ -388,12 +394,12 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--write", type=Path, default=None)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="lp-bench-", dir=Path.home()))
+    work = scratch("lp-bench-")
     try:
         lines = ingest_table(args.rows, args.repeat, work)
         lines += pruning_table(args.partitions, args.repeat, work)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        discard(work)
     text = "\n".join(lines)
     print(text)
     if args.write:

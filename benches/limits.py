@@ -179,6 +179,19 @@ def current() -> dict[str, float]:
     return measure()
 
 
+def tree_size(root: str | Path) -> tuple[int, int]:
+    """The files under ``root`` and their bytes."""
+    files = [p for p in Path(root).rglob("*") if p.is_file()]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def write_seconds(files: float, nbytes: float) -> float:
+    """The least time writing ``files`` new files of ``nbytes`` in all can take here: each file
+    at the small-file latency, the bytes at the page-cache write bandwidth."""
+    got = current()
+    return files * got["small_file_ms"] / 1000 + nbytes / (got["disk_gbps"] * 1e9)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--write", type=Path)

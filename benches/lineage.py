@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import limits
 from cells import measure
 from report import CELL_HEADER, cell_columns, share, update_section
+from scratch import discard, scratch
 
 
 def main() -> None:
@@ -28,7 +27,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write", type=Path, default=None)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="lp-lineage-bench-", dir=Path.home()))
+    work = scratch("lp-lineage-bench-")
     log = work / "events.jsonl"
     on = {
         "OPENLINEAGE__TRANSPORT__TYPE": "file",
@@ -43,7 +42,7 @@ def main() -> None:
         }
         events = sum(1 for _ in log.open()) if log.exists() else 0
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        discard(work)
     if events == 0:
         raise SystemExit("lineage on wrote no events")
     off, with_lineage = cells["off"], cells["on (file transport)"]

@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from itertools import count
@@ -43,6 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from cells import measure
 from report import CELL_HEADER, cell_columns, ratio, share, update_section
+from scratch import discard, scratch
 
 import lance_partitioned as lp
 
@@ -195,7 +195,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write", type=str, default=None)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="lp-optimize-bench-", dir=Path.home()))
+    work = scratch("lp-optimize-bench-")
     try:
         ours_t, peer_t = prepare(work, args.rows, args.partitions)
         data_bytes = sum(f.stat().st_size for f in ours_t.rglob("*.lance") if f.is_file())
@@ -210,7 +210,7 @@ def main() -> None:
             for name in SYSTEMS
         }
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        discard(work)
     answers = {c.answer for c in cells.values()}
     want = json.dumps({"partitions": args.partitions, "files": [1]})
     if answers != {want}:

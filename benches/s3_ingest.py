@@ -210,9 +210,11 @@ def main() -> None:
     ap.add_argument("--write", type=str, default=None)
     args = ap.parse_args()
     latency = limits.current()["s3_put_ms"] / 1000
+    get_latency = limits.current()["s3_get_ms"] / 1000
     writes: dict[str, dict[str, Cell]] = {}
     prunes: dict[str, dict[str, Cell]] = {}
     counted: dict[str, Counter[str]] = {}
+    prune_requests: dict[str, Counter[str]] = {}
     appends: list[tuple[int, Counter[str]]] = []
     for name in args.servers.split(","):
         server = _start(name)
@@ -228,6 +230,10 @@ def main() -> None:
             root = f"s3://{server.new_bucket()}/big"
             synthetic_manifest(root, args.partitions, server.options())
             p = {"root": root, "options": server.options()}
+            if server.log is not None:
+                for q in ("prune_open", "prune_warm"):
+                    query = CASES[q](**p)
+                    prune_requests[q] = _timed_requests(server, query)[1]
             prunes[name] = {
                 q: measure("s3_ingest", q, p, args.repeat) for q in ("prune_open", "prune_warm")
             }
@@ -259,10 +265,12 @@ def main() -> None:
         lines += [f"- namespace of {p} partitions: {_fmt(req)}" for p, req in appends]
     lines += [
         "",
-        f"Pruning a manifest of {args.partitions:,} partitions in the bucket:",
+        f"Pruning a manifest of {args.partitions:,} partitions in the bucket (requests of one "
+        "query counted on moto, the same on both servers: they are our client's; serial floor = "
+        "requests x the measured small-GET latency):",
         "",
-        f"| server | query | {CELL_HEADER} |",
-        "|---|---|---:|---:|---:|",
+        f"| server | query | {CELL_HEADER} | requests | share of serial floor |",
+        "|---|---|---:|---:|---:|---|---:|",
     ]
     labels = {
         "prune_open": "open() + partitions(filter)",
@@ -270,7 +278,12 @@ def main() -> None:
     }
     for name, cells in prunes.items():
         for q, c in cells.items():
-            lines.append(f"| {name} | {labels[q]} | {cell_columns(c)} |")
+            req = prune_requests.get(q)
+            floor = share(sum(req.values()) * get_latency, c.best) if req else "-"
+            lines.append(
+                f"| {name} | {labels[q]} | {cell_columns(c)} | {_fmt(req) if req else '-'} "
+                f"| {floor} |"
+            )
     text = "\n".join(lines)
     print(text)
     if args.write:

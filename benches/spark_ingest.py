@@ -27,8 +27,6 @@ JVM. Reads are in ``spark_read.py``.
 from __future__ import annotations
 
 import argparse
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,6 +34,7 @@ from typing import Any
 import sparks
 from cells import fresh_dirs, measure
 from report import CELL_HEADER, cell_columns, update_section
+from scratch import discard, scratch
 
 import lance_partitioned as lp
 import lance_partitioned.spark as lps
@@ -184,7 +183,7 @@ def main() -> None:
     ap.add_argument("--write", default=None)
     args = ap.parse_args()
     n = args.rows
-    work = Path(tempfile.mkdtemp(prefix="lp-spark-bench-", dir=Path.home()))
+    work = scratch("lp-spark-bench-")
     base = {"rows": n, "tasks": args.tasks, "work": str(work)}
     try:
         cells = [
@@ -192,7 +191,7 @@ def main() -> None:
             for _, case, extra in WRITERS
         ]
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        discard(work)
     by = {label: c for (label, _, _), c in zip(WRITERS, cells, strict=True)}
     pq_t = by["Spark: partitionBy(...).parquet"].best
     trip_t = cells[7].best

@@ -18,8 +18,6 @@ Queries (each sums a column, so that no reader can answer from metadata alone):
 from __future__ import annotations
 
 import argparse
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +28,7 @@ import pyarrow.parquet as pq
 import sparks
 from cells import measure
 from report import CELL_HEADER, cell_columns, ratio, share, update_section
+from scratch import discard, scratch
 
 import lance_partitioned as lp
 import lance_partitioned.spark as lps
@@ -120,7 +119,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write", default=None)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="lp-spark-read-", dir=Path.home()))
+    work = scratch("lp-spark-read-")
     try:
         parts, want_one, want_all, touched = prepare(args.rows, work)
         cells = {
@@ -134,7 +133,7 @@ def main() -> None:
             for reader in READERS
         }
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        discard(work)
     for (scope, reader), c in cells.items():
         want = want_one if scope == "one" else want_all
         if c.answer != str(want):

@@ -21,10 +21,8 @@ process; the OS page cache is warm) and the best of ``--repeat``, peak RSS.
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 from cells import measure
 from report import CELL_HEADER, cell_columns, ratio, share, update_section
+from scratch import discard, scratch
 
 import lance_partitioned as lp
 
@@ -114,7 +113,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write", type=str, default=None)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="lp-stats-bench-"))
+    work = scratch("lp-stats-bench-")
     try:
         root = work / "ns"
         built = build(root, args.partitions)
@@ -132,7 +131,7 @@ def main() -> None:
             for _, case, params, _ in ROWS
         ]
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        discard(work)
     counted = {
         int(c.answer) for c, (_, case, _, _) in zip(cells, ROWS, strict=True) if case != "cli"
     }

@@ -28,7 +28,6 @@ import argparse
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any
 import limits
 from cells import Cell, measure
 from report import CELL_HEADER, cell_columns, ratio, share, update_section
+from scratch import discard, scratch
 
 SYSTEMS = ["ours", "pyiceberg", "deltalake", "duckdb", "polars"]
 PURGE_1S = "ours, `MIMALLOC_PURGE_DELAY=1000` (mimalloc's default)"
@@ -479,7 +479,7 @@ def main() -> None:
     ap.add_argument("--write", type=Path)
     args = ap.parse_args()
     data = generate(args.sf)
-    work = Path(tempfile.mkdtemp(prefix="lp-tpch-", dir=Path.home()))
+    work = scratch("lp-tpch-")
     results: dict[str, dict[str, Cell]] = {op: {} for op in OPS}
     written: dict[str, dict[str, int]] = {}
     try:
@@ -498,7 +498,7 @@ def main() -> None:
             if op in STORED:
                 written[op] = {s: stored_bytes(work, op, s) for s in SYSTEMS}
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        discard(work)
     import pyarrow.parquet as pq
 
     rows = pq.ParquetFile(data).metadata.num_rows

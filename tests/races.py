@@ -20,7 +20,9 @@ import lance_partitioned as lp
 WRITER = str(Path(__file__).parent / "ns_writer.py")
 
 
-def make_ns(root: Path, transaction_mode: str = "strong") -> lp.PartitionedNamespace:
+def make_ns(
+    root: Path, transaction_mode: str = "strong", properties: dict[str, str] | None = None
+) -> lp.PartitionedNamespace:
     schema = pa.schema(
         [
             pa.field("id", pa.int64(), nullable=False),
@@ -35,7 +37,7 @@ def make_ns(root: Path, transaction_mode: str = "strong") -> lp.PartitionedNames
         ]
     )
     return lp.PartitionedNamespace.create(
-        str(root), schema, spec, transaction_mode=transaction_mode
+        str(root), schema, spec, transaction_mode=transaction_mode, properties=properties
     )
 
 

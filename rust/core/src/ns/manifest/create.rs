@@ -94,6 +94,7 @@ pub async fn create(
     spec: &PartitionSpec,
     extra_props: &HashMap<String, String>,
 ) -> Result<Schema> {
+    super::max_fragments(extra_props)?;
     let schema = assign_field_ids(&crate::types::storage_schema(schema), 0)?;
     let spec = &spec.with_storage_types()?;
     crate::ns::naming::check_column_names(&schema)?;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use futures::stream::{self, StreamExt, TryStreamExt};
+use lance::dataset::transaction::Operation;
 use lance::dataset::Dataset;
 
 use crate::arrow::array::{
@@ -42,6 +43,9 @@ struct State {
     spec_rows: BTreeSet<String>,
     /// Fences of running cleanups (root properties).
     fences: BTreeSet<String>,
+    /// The version is a step of a compaction of the manifest's fragments (a Lance
+    /// `ReserveFragments` for the new fragments' ids, then a `Rewrite`).
+    compaction: bool,
 }
 
 async fn state(ds: &Dataset) -> Result<State> {
@@ -72,6 +76,13 @@ async fn state(ds: &Dataset) -> Result<State> {
         out.versions.insert(ids.value(r).to_string(), (op, rows));
     }
     out.columns = ds.schema().fields.iter().map(|f| f.name.clone()).collect();
+    out.compaction = matches!(
+        ds.read_transaction().await,
+        Ok(Some(t)) if matches!(
+            t.operation,
+            Operation::Rewrite { .. } | Operation::ReserveFragments { .. }
+        )
+    );
     let props = ds.metadata();
     out.schema = props.get(SCHEMA_KEY).cloned();
     out.specs = props
@@ -162,6 +173,10 @@ fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &
     if now.fences != prev.fences || (ops.is_empty() && !now.fences.is_empty()) {
         ops.insert("cleanup");
     }
+    if ops.is_empty() && now.compaction {
+        // The manifest's fragments compacted after a commit (`compact`): nothing changed.
+        ops.insert("compact_manifest");
+    }
     let operation = if ops.is_empty() {
         "commit".to_string()
     } else {
@@ -179,7 +194,8 @@ fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &
 /// The last `limit` versions of the manifest of `snap` (all when `None`), newest first:
 /// `version`, `timestamp` (UTC), `operation` (`create_namespace`, `create` (new partitions),
 /// `append`, `overwrite`, `delete`,
-/// `compact`, `drop`, `evolve`, `schema`, `repair`, `cleanup`, joined with `+` when a commit did several, `commit`
+/// `compact`, `drop`, `evolve`, `schema`, `repair`, `cleanup`, joined with `+` when a commit did several,
+/// `compact_manifest` for a compaction of the manifest's own fragments, `commit`
 /// when none applies, `unknown` for the oldest kept version after `expire()`), `partitions`
 /// changed and `rows` written or deleted (NULL when not recorded).
 ///

@@ -10,6 +10,8 @@
 //! re-exported here):
 //! - `format`: column names, object types, the manifest Arrow schema, rows to batches;
 //! - `create`: creating a namespace, and its root properties ([`Root`]);
+//! - `compact`: compacting the manifest's own fragments after a commit
+//!   ([`compact_if_fragmented`]);
 //! - `index`: the leaves and the writers' lookups ([`Keys`]), and the queries on them;
 //! - `evolution`: the rules and manifest columns of a new partition spec version ([`prepare_spec`]);
 //! - `repair`: recovering manifest columns another tool dropped ([`repair()`]);
@@ -32,6 +34,7 @@ use crate::ns::storage::Storage;
 use crate::ns::{MANIFEST_DIR, SPEC_KEY_PREFIX};
 use crate::spec::PartitionSpec;
 
+mod compact;
 mod create;
 mod evolution;
 mod format;
@@ -41,6 +44,8 @@ mod named;
 mod repair;
 mod stats;
 
+pub(crate) use compact::compact_if_fragmented;
+pub use compact::{max_fragments, DEFAULT_MAX_FRAGMENTS, MAX_FRAGMENTS_KEY};
 pub use create::{create, Root};
 pub use evolution::{check_field_id_reuse, prepare_spec};
 pub(crate) use format::required_string as string_column_of;

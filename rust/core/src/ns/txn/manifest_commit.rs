@@ -10,7 +10,7 @@
 
 use futures::future::BoxFuture;
 use lance::dataset::{
-    DeleteBuilder, MergeInsertBuilder, WhenMatched, WhenNotMatched, WhenNotMatchedBySource,
+    Dataset, DeleteBuilder, MergeInsertBuilder, WhenMatched, WhenNotMatched, WhenNotMatchedBySource,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,7 +20,10 @@ use crate::arrow::compute::{cast, concat_batches, take_record_batch};
 use crate::arrow::datatypes::{DataType, UInt64Type};
 use crate::error::{lost_race, Error, Result};
 use crate::ns::cleanup_marks;
-use crate::ns::manifest::{rows_to_batch, Row, Snapshot, OBJECT_ID, READ_VERSION};
+use crate::ns::manifest::{
+    compact_if_fragmented, max_fragments, rows_to_batch, Row, Snapshot, DEFAULT_MAX_FRAGMENTS,
+    OBJECT_ID, READ_VERSION,
+};
 use crate::ns::storage::Storage;
 use crate::ns::txn::leaf::{verify_written, Written};
 use crate::ns::txn::root_commit::backoff;
@@ -122,11 +125,16 @@ pub(crate) async fn commit_manifest(
         crate::ns::txn::interrupt::enter_commit()?;
         crate::ns::txn::hooks::pause("after_commit_point");
         match apply(&latest, &change).await {
-            Ok(version) => {
+            Ok(dataset) => {
+                let version = dataset.version().version;
+                // Maintenance after the commit point: the change is visible whatever happens.
+                let limit =
+                    max_fragments(&latest.root_props.props).unwrap_or(DEFAULT_MAX_FRAGMENTS);
+                compact_if_fragmented((*dataset).clone(), limit).await;
                 return Ok(Committed {
                     version,
                     attempts: attempt,
-                })
+                });
             }
             Err(Error::Lance(e)) if manifest_race(&e) && attempt < max_attempts => {
                 backoff(attempt).await;
@@ -191,7 +199,7 @@ pub(crate) fn is_retryable(e: &lance::Error) -> bool {
 }
 
 /// Applies `change` to `latest` in one Lance commit; returns the new version.
-async fn apply(latest: &Snapshot, change: &ManifestChange) -> Result<u64> {
+async fn apply(latest: &Snapshot, change: &ManifestChange) -> Result<Arc<Dataset>> {
     let delete_ids = (!change.delete_ids.is_empty()).then(|| {
         let list: Vec<String> = change
             .delete_ids
@@ -206,7 +214,7 @@ async fn apply(latest: &Snapshot, change: &ManifestChange) -> Result<u64> {
             .conflict_retries(0)
             .execute()
             .await?;
-        return Ok(r.new_dataset.version().version);
+        return Ok(r.new_dataset);
     }
     let batch = source_batch(latest, change)?;
     let mut b = MergeInsertBuilder::try_new(Arc::clone(&latest.dataset), vec![OBJECT_ID.into()])?;
@@ -218,7 +226,7 @@ async fn apply(latest: &Snapshot, change: &ManifestChange) -> Result<u64> {
         b.when_not_matched_by_source(WhenNotMatchedBySource::delete_if(&latest.dataset, expr)?);
     }
     let (ds, _) = b.try_build()?.execute_batches(vec![batch]).await?;
-    Ok(ds.version().version)
+    Ok(ds)
 }
 
 /// The rows `change` writes, in the manifest's schema.

@@ -1,0 +1,132 @@
+"""Compaction of `__manifest`'s own fragments after a commit: the manifest stays a few
+fragments long however many commits it has seen, every row and every retained version reads as
+before, and writers in other processes racing the compactions lose nothing.
+
+Expected rows come from the inputs (pyarrow), fragment counts from pylance."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+
+import lance
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from races import WRITER, check_consistent, make_ns
+
+import lance_partitioned as lp
+
+KEY = "lance_partitioned.manifest.max_fragments"
+
+
+def rows(start: int, n: int, countries: str = "US,FR,DE") -> pa.Table:
+    cs = countries.split(",")
+    ids = list(range(start, start + n))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "country": pa.array([cs[i % len(cs)] for i in ids]),
+            "bucket_src": pa.array([i % 3 for i in ids], pa.int64()),
+        }
+    )
+
+
+def fragments(root: Path) -> int:
+    return len(lance.dataset(str(root / "__manifest")).get_fragments())
+
+
+def ids_of(table: pa.Table) -> list[int]:
+    return sorted(table["id"].to_pylist())
+
+
+def test_many_commits_keep_the_manifest_within_its_limit(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make_ns(root, properties={KEY: "4"})
+    written: list[pa.Table] = []
+    seen = []
+    for i in range(30):
+        written.append(rows(100 * i, 10))
+        ns.write(written[-1])
+        seen.append(fragments(root))
+    assert max(seen) <= 4, seen
+    # Without the compaction every commit adds one: it ran, more than once.
+    assert seen.count(1) >= 3, seen
+    expected = pa.concat_tables(written)
+    got = ns.to_table()
+    assert ids_of(got) == ids_of(expected)
+    us = ns.to_table("country = 'US'", columns=["id"])
+    assert ids_of(us) == ids_of(expected.filter(pc.equal(expected["country"], "US")))
+    ops = lp.PartitionedNamespace.open(str(root)).history()["operation"].to_pylist()
+    # One line per write (the first creates the partitions), and the compactions named as such.
+    assert sum(op in ("append", "create", "create+append") for op in ops) == 30, ops
+    assert ops.count("compact_manifest") >= 3, ops
+    assert "commit" not in ops, ops
+
+
+def test_versions_before_a_compaction_still_read_as_they_were(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make_ns(root, properties={KEY: "3"})
+    written: list[pa.Table] = []
+    versions: list[int] = []
+    for i in range(12):
+        written.append(rows(100 * i, 7))
+        versions.append(ns.write(written[-1]).manifest_version)
+    reopened = lp.PartitionedNamespace.open(str(root))
+    for i, v in enumerate(versions):
+        expected = pa.concat_tables(written[: i + 1])
+        assert ids_of(reopened.to_table(as_of=v, columns=["id"])) == ids_of(expected), v
+
+
+def test_zero_turns_the_compaction_off(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make_ns(root, properties={KEY: "0"})
+    seen = []
+    for i in range(40):
+        ns.write(rows(100 * i, 5))
+        seen.append(fragments(root))
+    # Every commit adds a fragment, past the default limit (32).
+    assert all(b == a + 1 for a, b in itertools.pairwise(seen)), seen
+    assert seen[-1] > 32
+    assert "compact_manifest" not in ns.history()["operation"].to_pylist()
+
+
+@pytest.mark.parametrize("value", ["many", "-1", "2.5", ""])
+def test_a_limit_that_is_not_a_whole_number_is_refused(tmp_path: Path, value: str) -> None:
+    with pytest.raises(lp.InvalidArgumentError, match="whole number"):
+        make_ns(tmp_path / "ns", properties={KEY: value})
+    assert not (tmp_path / "ns" / "__manifest").exists()
+
+
+def test_writers_in_other_processes_racing_compactions_lose_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    make_ns(root, properties={KEY: "2"})
+    procs = [
+        subprocess.Popen(
+            [sys.executable, WRITER, str(root), str(100_000 * w), "20", "15", "US,FR,DE,JP"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(3)
+    ]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert out.strip().endswith("done"), out
+    attempts = [
+        int(line.split("attempts=")[1].split()[0])
+        for out, _ in outs
+        for line in out.splitlines()
+        if line.startswith("wrote")
+    ]
+    assert len(attempts) == 45
+    # The writers raced each other and the compactions: some commits were planned again.
+    assert max(attempts) > 1, attempts
+    expected = {100_000 * w + i for w in range(3) for i in range(20 * 15)}
+    ns = lp.PartitionedNamespace.open(str(root))
+    check_consistent(ns, expected)
+    assert fragments(root) <= 2
+    assert "compact_manifest" in ns.history()["operation"].to_pylist()
