@@ -386,3 +386,17 @@ def test_data_source_write_emits_one_run_from_the_driver_host(tmp_path: Path) ->
     written = _partitions(ours[1]["outputs"][0], "outputFacets")
     assert sorted(p["dimensions"]["country"] for p in written) == ["DE", "US"]
     assert lp.PartitionedNamespace.open(uri).to_table().num_rows == 3
+
+
+def test_the_compact_view_says_why_a_dataset_has_no_subset(tmp_path: Path, events: Any) -> None:
+    from lance_partitioned.lineage.show import compact
+
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    ns.write(_table().slice(0, 0), lineage_job="empty")
+    ns.write(_table(), lineage_job="full")
+    shown = "\n".join(compact(events()))
+    subsets = [line.strip() for line in shown.splitlines() if "subset:" in line]
+    assert subsets[0] == "subset: (none: a new namespace holds no partitions)", shown
+    assert subsets[1] == "subset: no partition (nothing written)", shown
+    assert subsets[2].startswith("subset: 5 partition(s): "), shown
+    assert "too many partitions" not in shown

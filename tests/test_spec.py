@@ -197,3 +197,22 @@ def test_schema_json_round_trip_keeps_ids_and_nullability() -> None:
     back = schema_from_json(schema_to_json(SCHEMA))
     assert back.equals(SCHEMA, check_metadata=True)
     assert not back.field("id").nullable
+
+
+@pytest.mark.parametrize(
+    ("transform", "hint"),
+    [
+        ("year", "lp.Year(...), not the string 'year'"),
+        ("Bucket", "lp.Bucket(...), not the string 'Bucket'"),
+        ("yearly", "a transform object, not the string 'yearly'"),
+        (lp.Year, "an instance: Year(...), not the class"),
+        (lp.Bucket, "an instance: Bucket(...), not the class"),
+        (16, "a Transform (lp.Year(), lp.Bucket(16), ...), not 16"),
+    ],
+)
+def test_a_transform_that_is_not_a_transform_object_is_a_spec_error(
+    transform: object, hint: str
+) -> None:
+    with pytest.raises(exc.SpecError) as got:
+        lp.PartitionField("y", source="ts", transform=transform)  # type: ignore[arg-type]
+    assert str(got.value) == f"partition field 'y': transform must be {hint}"

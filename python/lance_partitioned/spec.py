@@ -257,6 +257,18 @@ def assign_field_ids(schema: pa.Schema, start: int | None = None) -> pa.Schema:
 # --------------------------------------------------------------------------------------------
 
 
+_TRANSFORMS: tuple[type[Transform], ...] = (
+    Identity,
+    Year,
+    Month,
+    Day,
+    Hour,
+    Bucket,
+    MultiBucket,
+    Truncate,
+)
+
+
 @dataclass(frozen=True)
 class PartitionField:
     """One partition field.
@@ -273,6 +285,19 @@ class PartitionField:
     expression: str | None = None
     result_type: pa.DataType | None = None
     source_ids: Sequence[int] | None = None
+
+    def __post_init__(self) -> None:
+        t: object = self.transform
+        if t is None or isinstance(t, Transform):
+            return
+        where = f"partition field {self.field_id!r}: transform"
+        if isinstance(t, type) and issubclass(t, Transform):
+            raise SpecError(f"{where} must be an instance: {t.__name__}(...), not the class")
+        if isinstance(t, str):
+            known = {c.name: c.__name__ for c in _TRANSFORMS}
+            hint = f"lp.{known[t.lower()]}(...)" if t.lower() in known else "a transform object"
+            raise SpecError(f"{where} must be {hint}, not the string {t!r}")
+        raise SpecError(f"{where} must be a Transform (lp.Year(), lp.Bucket(16), ...), not {t!r}")
 
     def _sources(self, schema: pa.Schema) -> tuple[list[int], list[pa.DataType]]:
         by_name = field_ids(schema)

@@ -21,6 +21,8 @@ def _condition(cond: dict[str, Any], shown: int, order: list[str]) -> str:
     kind = cond.get("type")
     if kind == "partition":
         parts = cond.get("partitions", [])
+        if not parts:
+            return "no partition (nothing written)"
         rank = {name: i for i, name in enumerate(order)}
         dims = [
             "/".join(
@@ -65,8 +67,15 @@ def _dataset(ds: dict[str, Any], role: str, shown: int) -> list[str]:
         cond = subset.get("outputCondition") or subset.get("inputCondition") or {}
         lines.append(f"    subset: {_condition(cond, shown, order)}")
     else:
-        lines.append("    subset: (none: too many partitions and no filter condition)")
+        lines.append(f"    subset: (none: {_no_subset(life, stats)})")
     return lines
+
+
+def _no_subset(life: dict[str, Any] | None, stats: dict[str, Any] | None) -> str:
+    """Why a dataset has no subset facet."""
+    if life and life.get("lifecycleStateChange") == "CREATE":
+        return "a new namespace holds no partitions"
+    return "too many partitions and no filter condition"
 
 
 def compact(events: Iterable[dict[str, Any]], *, shown: int = 3) -> list[str]:
