@@ -641,9 +641,12 @@ def test_every_command_has_help() -> None:
         "import-hive",
         "export-hive",
     ]
+    # The wheel ships no docs/: help must not send users there.
+    assert "docs/" not in out
     for c in commands:
         assert c in out
         sub = run(c, "--help").stdout
+        assert "docs/" not in sub, c
         assert f"lance-partitioned {c}" in sub
         assert "--json" in sub
         assert "--storage-option" in sub

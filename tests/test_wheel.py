@@ -92,3 +92,34 @@ def test_wheel_installs_and_runs_outside_the_source_tree(wheel_python: str, tmp_
     ).stdout.lower()
     assert "pyspark" not in listed, listed
     assert "pandas" not in listed, listed
+
+
+@pytest.mark.slow
+def test_the_spark_extra_resolves_a_pandas_that_pyspark_supports(
+    wheel_python: str, tmp_path: Path
+) -> None:
+    """PySpark 4 prints a FutureWarning on every session under pandas 3: ``[spark]`` must
+    resolve pandas 2 (pip's own resolution, nothing installed)."""
+    report = tmp_path / "report.json"
+    subprocess.run(
+        [
+            wheel_python,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--quiet",
+            "--report",
+            str(report),
+            f"{wheel_env.wheel()}[spark]",
+        ],
+        env=wheel_env.clean_env(),
+        check=True,
+        timeout=600,
+    )
+    got = {
+        item["metadata"]["name"].lower(): item["metadata"]["version"]
+        for item in json.loads(report.read_text())["install"]
+    }
+    assert "pyspark" in got, got
+    assert got["pandas"].split(".")[0] == "2", got

@@ -54,7 +54,7 @@ def cli() -> None:
     Every command takes the namespace URI (a directory, or s3://, gs://, az://) first,
     --storage-option KEY=VALUE (repeatable) for object stores, and --json for one
     machine-readable JSON document on stdout. Errors are one line on stderr ("error: ...")
-    and exit code 2. See docs/cli.md.
+    and exit code 2. `lance-partitioned COMMAND --help` describes each command.
     """
 
 

@@ -162,6 +162,28 @@ impl Storage {
         }
     }
 
+    /// The root as a local file-system path (`None` on an object store or in memory).
+    pub fn local_path(&self) -> Option<std::path::PathBuf> {
+        match self.root.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("file") => Some(rest.into()),
+            Some(_) => None,
+            None => Some(self.root.as_ref().into()),
+        }
+    }
+
+    /// `NotFound` when the root is a local file (nothing Lance could open under it), for the
+    /// error of a failed open.
+    pub fn file_instead_of_namespace(&self) -> Option<Error> {
+        self.local_path().filter(|p| p.is_file()).map(|_| {
+            Error::NotFound(format!(
+                "\"{}\" is a file, not a partitioned namespace (a directory holding a \
+                 {} table)",
+                self.root,
+                crate::ns::MANIFEST_DIR
+            ))
+        })
+    }
+
     /// The options with secret values replaced by `***`.
     pub fn redacted_options(&self) -> BTreeMap<String, String> {
         self.options

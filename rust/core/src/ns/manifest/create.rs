@@ -106,6 +106,11 @@ pub async fn create(
             spec.id
         )));
     }
+    if storage.local_path().is_some_and(|p| p.is_file()) {
+        return Err(Error::InvalidArgument(format!(
+            "\"{storage}\" is a file: create() needs a new or empty directory"
+        )));
+    }
     storage.check_conditional_writes().await?;
     match storage.builder(MANIFEST_DIR)?.load().await {
         Ok(_) => {
@@ -116,6 +121,7 @@ pub async fn create(
         Err(lance::Error::DatasetNotFound { .. } | lance::Error::NotFound { .. }) => {}
         Err(e) => return Err(storage.error(e)),
     }
+    check_empty_root(storage).await?;
     let mschema: SchemaRef = Arc::new(manifest_schema([spec])?);
     let row = Row {
         object_id: format!("v{}", spec.id),
@@ -145,4 +151,37 @@ pub async fn create(
     props.push((LAST_FIELD_ID_KEY.to_string(), last_id.to_string()));
     ds.update_metadata(props).await?;
     Ok(schema)
+}
+
+/// Refuses a directory (prefix) that holds anything: a namespace is created in a new or empty
+/// location, never mixed into other files (which `cleanup()` could later take for leftovers).
+async fn check_empty_root(storage: &Storage) -> Result<()> {
+    let (store, path) = storage.object_store().await?;
+    let listed = match store.list_with_delimiter(Some(&path)).await {
+        Ok(l) => l,
+        Err(lance::Error::NotFound { .. }) => return Ok(()),
+        Err(e) => return Err(storage.error(e)),
+    };
+    let mut names: Vec<String> = listed
+        .common_prefixes
+        .iter()
+        .chain(listed.objects.iter().map(|o| &o.location))
+        .filter_map(|p| p.filename().map(str::to_string))
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    if names.iter().any(|n| n == MANIFEST_DIR) {
+        // Created since the check above (a concurrent create()).
+        return Err(Error::AlreadyExists(format!(
+            "a namespace already exists at \"{storage}\""
+        )));
+    }
+    names.sort();
+    Err(Error::InvalidArgument(format!(
+        "\"{storage}\" is not empty ({} entries, e.g. {:?}) and holds no partitioned namespace: \
+         create() needs a new or empty location",
+        names.len(),
+        names[0]
+    )))
 }
