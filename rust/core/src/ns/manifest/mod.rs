@@ -159,7 +159,11 @@ impl Snapshot {
                     "no partitioned namespace at \"{storage}\" (no {MANIFEST_DIR} table)"
                 )))
             }
-            Err(e) => return Err(storage.file_instead_of_namespace().unwrap_or(storage.error(e))),
+            Err(e) => {
+                return Err(storage
+                    .file_instead_of_namespace()
+                    .unwrap_or(storage.error(e)))
+            }
         };
         let snap = Self::from_dataset(storage, Arc::new(dataset), light).await;
         match version {
