@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+from typing import Any
+
 import pyarrow as pa
 import pytest
 
+import lance_partitioned as lp
 from lance_partitioned import exceptions as exc
 from lance_partitioned import kernels as k
 
@@ -179,3 +184,39 @@ def test_opendal_refused_where_lance_doubles_the_paths(root: str) -> None:
 
     with pytest.raises(lp.InvalidArgumentError, match="use_opendal"):
         lp.PartitionedNamespace.open(root, storage_options={"use_opendal": "true"})
+
+
+@pytest.mark.parametrize(
+    ("to", "texts", "expected"),
+    [
+        (
+            pa.float64(),
+            ["2", "2.0", "+2", "1e3", "2.50", "-0", "0.1"],
+            [2.0, 2.0, 2.0, 1000.0, 2.5, -0.0, 0.1],
+        ),
+        (pa.float32(), ["2", "0.5"], [2.0, 0.5]),
+        (pa.int64(), ["7", "+7", "007", "-3"], [7, 7, 7, -3]),
+    ],
+)
+def test_text_naming_a_number_is_written_as_that_number(
+    tmp_path: Path, to: pa.DataType, texts: list[str], expected: list[Any]
+) -> None:
+    schema = pa.schema([pa.field("x", to), pa.field("k", pa.int64())])
+    spec = lp.PartitionSpec([lp.PartitionField("k", source="k", transform=lp.Identity())])
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema, spec)
+    ns.write(pa.table({"x": texts, "k": list(range(len(texts)))}))
+    got = ns.to_table().sort_by("k")["x"].to_pylist()
+    assert got == expected
+    assert [math.copysign(1, v) for v in got] == [math.copysign(1, v) for v in expected]
+
+
+@pytest.mark.parametrize(("to", "text"), [(pa.int64(), "7.5"), (pa.int32(), "3000000000")])
+def test_text_that_is_not_that_number_is_refused(
+    tmp_path: Path, to: pa.DataType, text: str
+) -> None:
+    schema = pa.schema([pa.field("x", to), pa.field("k", pa.int64())])
+    spec = lp.PartitionSpec([lp.PartitionField("k", source="k", transform=lp.Identity())])
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema, spec)
+    with pytest.raises(lp.SchemaMismatchError, match='column "x" of type Utf8'):
+        ns.write(pa.table({"x": [text], "k": [1]}))
+    assert ns.to_table().num_rows == 0

@@ -11,7 +11,8 @@ use crate::spec::strict_cast;
 
 /// Casts `col` to the namespace type `to`, refusing lossy casts: every value must come back
 /// unchanged when cast back to its input type (so `1.5` is not stored as `1`, a timestamp at
-/// 23:59 is not stored as its date, `2^63 + 1` does not wrap). Widenings skip the check.
+/// 23:59 is not stored as its date, `2^63 + 1` does not wrap); text that names an integer or
+/// a float must give the same value again (`"2"` and `"2.0"` are one float). Widenings skip the check.
 /// Structs are conformed child by child (matched by name; a child missing from the input
 /// reads as NULL when nullable; an unknown child is an error), so an input struct without
 /// the namespace's field metadata, or with its children in another order, is accepted.
@@ -41,7 +42,17 @@ pub(crate) fn to_namespace_type(col: &ArrayRef, to: &DataType, name: &str) -> Re
     }
     let back = cast_with_options(out.as_ref(), from, &strict_cast())
         .map_err(|e| refuse(format!("the cast is not reversible ({e})")))?;
-    let Some((row, count)) = first_change(col, &back)? else {
+    let changed = if names_a_number(from, to) {
+        // Text that names an integer or a float ("2", "2.0", "+2", "2e0" are one float):
+        // parsing is exact for integers and the nearest float for floats, as in SQL's CAST, so
+        // the values must survive a round trip, not the text.
+        let again = cast_with_options(back.as_ref(), to, &strict_cast())
+            .map_err(|e| refuse(format!("the cast is not reversible ({e})")))?;
+        first_change(&out, &again)?
+    } else {
+        first_change(col, &back)?
+    };
+    let Some((row, count)) = changed else {
         return Ok(out);
     };
     let shown = crate::arrow::util::display::array_value_to_string(col.as_ref(), row)
@@ -50,6 +61,14 @@ pub(crate) fn to_namespace_type(col: &ArrayRef, to: &DataType, name: &str) -> Re
         "{count} value(s) would change, the first at row {row} ({shown}); cast the input \
          explicitly if that is intended"
     )))
+}
+
+/// Whether `from` is text and `to` an integer or floating-point type.
+fn names_a_number(from: &DataType, to: &DataType) -> bool {
+    matches!(
+        from,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    ) && (to.is_integer() || to.is_floating())
 }
 
 /// The first row where `a` and `b` differ and how many differ (`None`: equal).
