@@ -51,16 +51,16 @@ def test_history_names_every_commit(tmp_path: Path) -> None:
     )
     assert got[:8] == [
         ("evolve", 0, None),  # the spec version
-        ("evolve", 0, None),  # its row in the manifest
+        ("evolve_prepare", 0, None),  # its row in the manifest, before
         ("schema", 0, None),
         ("compact", 2, 160 - 20 - us_deleted),
         ("drop", 1, None),
         ("delete", 1, us_deleted),
-        ("append+create", 3, 60),
-        ("create", 2, 100),
+        ("append", 3, 60),  # 2 partitions appended to, 1 created
+        ("append", 2, 100),  # the first write creates its partitions
     ]
     assert all(op == "create_namespace" for op, _, _ in got[8:])
     assert h["timestamp"].to_pylist() == sorted(h["timestamp"].to_pylist(), reverse=True)
     assert ns.history(limit=2)["version"].to_pylist() == versions[:2]
     ns.expire(retain_versions=3)
-    assert ns.history()["operation"].to_pylist() == ["evolve", "evolve", "unknown"]
+    assert ns.history()["operation"].to_pylist() == ["evolve", "evolve_prepare", "unknown"]

@@ -151,19 +151,29 @@ fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &
     if dropped > 0 {
         ops.insert("drop");
     }
-    if now.specs != prev.specs || now.spec_rows != prev.spec_rows {
-        // A new spec version's row comes first, in its own commit, then the spec itself.
+    // `evolve()` prepares the manifest first (new partition columns, the spec version's row:
+    // invisible to readers until the spec lands), then sets the spec: one `evolve`, after
+    // its `evolve_prepare` steps.
+    if now.specs != prev.specs {
         ops.insert("evolve");
+    } else if now.spec_rows != prev.spec_rows {
+        ops.insert("evolve_prepare");
     }
     for added in now.columns.difference(&prev.columns) {
         // New partition columns come with a spec version; other columns come back by
         // `repair()`.
         ops.insert(
             match added.starts_with(crate::ns::PARTITION_COLUMN_PREFIX) {
+                true if !ops.contains("evolve") => "evolve_prepare",
                 true => "evolve",
                 false => "repair",
             },
         );
+    }
+    // A write's new partitions record Lance's `create` as their first version: to the user
+    // it is the write (an append, or part of an overwrite).
+    if ops.remove("create") && ops.is_empty() {
+        ops.insert("append");
     }
     if now.schema != prev.schema {
         ops.insert("schema");
@@ -192,9 +202,10 @@ fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &
 }
 
 /// The last `limit` versions of the manifest of `snap` (all when `None`), newest first:
-/// `version`, `timestamp` (UTC), `operation` (`create_namespace`, `create` (new partitions),
-/// `append`, `overwrite`, `delete`,
-/// `compact`, `drop`, `evolve`, `schema`, `repair`, `cleanup`, joined with `+` when a commit did several,
+/// `version`, `timestamp` (UTC), `operation` (`create_namespace`, `append` (new partitions
+/// included), `overwrite`, `delete`, `compact`, `drop`, `evolve_prepare` (the invisible steps
+/// before an `evolve`), `evolve`, `schema`, `repair`, `cleanup`, joined with `+` when a commit
+/// did several,
 /// `compact_manifest` for a compaction of the manifest's own fragments, `commit`
 /// when none applies, `unknown` for the oldest kept version after `expire()`), `partitions`
 /// changed and `rows` written or deleted (NULL when not recorded).
