@@ -377,3 +377,60 @@ def test_max_new_partitions_per_task_in_both_writers(spark: Any, tmp_path: Path)
     )
     assert res.created == 0
     assert ids_of(ns) == list(range(600))
+
+
+def _stage_tasks(spark: Any, group: str) -> list[int]:
+    """The task counts of every stage of the jobs run under ``group``."""
+    tracker = spark.sparkContext.statusTracker()
+    counts = []
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        for stage in info.stageIds if info else []:
+            s = tracker.getStageInfo(stage)
+            if s is not None:
+                counts.append(s.numTasks)
+    return counts
+
+
+def test_schema_mistakes_fail_on_the_driver_before_any_task(spark: Any, tmp_path: Path) -> None:
+    root = str(tmp_path / "ns")
+    lps.write(events(spark, 50), root, spec=SPEC)
+    version = lp.PartitionedNamespace.open(root).version
+    sc = spark.sparkContext
+    extra = events(spark, 10).withColumn("note", F.lit("x"))
+    text = events(spark, 10).withColumn("amount", F.col("amount").cast("string"))
+    for group, df, needle in (
+        ("extra-column", extra, 'column "note" is not in the namespace schema'),
+        ("text-for-decimal", text, 'column "amount" is text in the input'),
+    ):
+        sc.setJobGroup(group, group)
+        try:
+            with pytest.raises(lp.SchemaMismatchError, match=needle):
+                lps.write(df, root)
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+        assert _stage_tasks(spark, group) == [], f"{group}: a Spark job ran"
+    assert lp.PartitionedNamespace.open(root).version == version
+
+
+def test_the_shuffle_is_sized_from_the_data_unless_num_tasks_is_given(
+    spark: Any, tmp_path: Path
+) -> None:
+    sc = spark.sparkContext
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "200")
+    try:
+        for group, num_tasks in (("sized", None), ("explicit", 8)):
+            sc.setJobGroup(group, group)
+            try:
+                lps.write(
+                    events(spark, 1000), str(tmp_path / group), spec=SPEC, num_tasks=num_tasks
+                )
+            finally:
+                sc.setLocalProperty("spark.jobGroup.id", None)
+            assert ids_of(lp.PartitionedNamespace.open(str(tmp_path / group))) == list(range(1000))
+        # 1,000 rows: adaptive execution reads the shuffle in a task or two, not 200.
+        assert max(_stage_tasks(spark, "sized")) <= 4, _stage_tasks(spark, "sized")
+        assert 8 in _stage_tasks(spark, "explicit"), _stage_tasks(spark, "explicit")
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)

@@ -262,14 +262,19 @@ def cluster(
     from pyspark.sql.pandas.functions import arrow_udf
 
     spark = df.sparkSession
-    n = num_tasks or int(spark.conf.get("spark.sql.shuffle.partitions", "200") or "200")
+
+    def shuffle(frame: DataFrame, *by: Any) -> DataFrame:
+        # Without num_tasks, Spark's adaptive execution sizes the shuffle from the data (at
+        # most spark.sql.shuffle.partitions tasks): 1,000 rows are one task, not 200.
+        return frame.repartition(num_tasks, *by) if num_tasks else frame.repartition(*by)
+
     cols, complete = key_columns(ns, df, jvm=jvm_functions(spark))
     if cols and (complete or key == "native"):
         log.info("lance-partitioned: clustering by a key Spark computes (exact: %s)", complete)
-        return df.repartition(n, *cols)
+        return shuffle(df, *cols)
     sources = [c for c in dw.key_hasher().source_columns if c in df.columns]
     if not sources:
         return df
     udf = arrow_udf(_key_function(dw, sources), "int")  # type: ignore[call-overload]
     log.info("lance-partitioned: clustering by the exact key (Rust Arrow UDF)")
-    return df.withColumn(_KEY, udf(*[df[c] for c in sources])).repartition(n, _KEY).drop(_KEY)
+    return shuffle(df.withColumn(_KEY, udf(*[df[c] for c in sources])), _KEY).drop(_KEY)

@@ -91,14 +91,20 @@ def ensure_namespace(
     storage_options: dict[str, str] | None = None,
 ) -> PartitionedNamespace:
     """Opens the namespace at ``root``, creating it from ``spark_schema`` and ``spec`` if it
-    does not exist (``spec`` is then required)."""
+    does not exist (``spec`` is then required). Raises ``SchemaMismatchError`` for a Spark
+    schema whose rows the namespace would refuse (see ``check_input_schema``)."""
     try:
-        return PartitionedNamespace.open(root, storage_options=storage_options)
+        ns = PartitionedNamespace.open(root, storage_options=storage_options)
     except NamespaceNotFoundError:
         if spec is None:
             raise NamespaceNotFoundError(
                 f"no partitioned namespace at {root!r}; pass a partition spec to create one"
             ) from None
+    else:
+        # On the driver, before any task: a column the namespace lacks, a missing required
+        # one, a type that cannot be cast, or text for a typed column.
+        _native.check_input_schema(spark_to_arrow_schema(spark_schema), ns.schema, True)
+        return ns
     return PartitionedNamespace.create(
         root,
         spark_to_arrow_schema(spark_schema),

@@ -120,8 +120,10 @@ def write(
 
     ``mode``: ``"append"``, ``"overwrite"`` (replace exactly the partitions the input
     touches) or ``"overwrite_all"``. ``clustered`` (default): shuffle by partition key into
-    ``num_tasks`` tasks (default ``spark.sql.shuffle.partitions``) so each partition is
-    written by one task; ``clustered=False``: one pass, no shuffle (see the module docs).
+    ``num_tasks`` tasks so each partition is written by one task (default: as many as Spark's
+    adaptive execution makes of the data's size, at most ``spark.sql.shuffle.partitions``;
+    without adaptive execution, that setting); ``clustered=False``: one pass, no shuffle (see
+    the module docs).
     ``max_rows_per_file`` splits large partitions into several files within a task.
     ``max_buffer_bytes`` bounds a task's write buffers (the Python worker's memory, outside
     the JVM heap: size it to ``spark.executor.pyspark.memory`` / cores): a task whose rows

@@ -161,6 +161,25 @@ pub fn schema_to_json(py: Python<'_>, schema: ArrowSchema) -> PyResult<String> {
     })
 }
 
+/// check_input_schema(input, namespace, typed_text) -> None: raises `SchemaMismatchError` for
+/// an input schema every batch of which a write would refuse (and, with `typed_text`, for a
+/// text column whose namespace column is not text).
+#[pyfunction]
+pub fn check_input_schema(
+    py: Python<'_>,
+    input: ArrowSchema,
+    namespace: ArrowSchema,
+    typed_text: bool,
+) -> PyResult<()> {
+    run(py, || {
+        lance_partitioned_core::ns::write::check_input_schema(
+            &Arc::new(input.0.clone()),
+            &namespace.0,
+            typed_text,
+        )
+    })
+}
+
 /// schema_from_json(text) -> pyarrow.Schema
 #[pyfunction]
 pub fn schema_from_json(py: Python<'_>, text: &str) -> PyResult<ArrowSchema> {

@@ -62,6 +62,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::route_batch, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::schema_to_json, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::schema_from_json, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::check_input_schema, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::assign_field_ids, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(join::join_plan, m)?)?;

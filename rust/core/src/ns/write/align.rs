@@ -34,6 +34,44 @@ pub fn leaf_schema(ns: &Schema) -> SchemaRef {
     ))
 }
 
+/// Checks an input *schema* against the namespace schema before any row is read (for a
+/// distributed write's driver): what [`align`] would refuse for every batch (an unknown or
+/// repeated column, a missing non-nullable one, a type that does not cast), and, with
+/// `typed_text`, a text column for a namespace column that is not text (its values would
+/// only fail, if they do, inside the tasks: a caller that can cast upstream should).
+///
+/// # Errors
+/// `SchemaMismatch` naming the column.
+pub fn check_input_schema(input: &SchemaRef, ns: &Schema, typed_text: bool) -> Result<()> {
+    align(
+        &RecordBatch::new_empty(Arc::clone(input)),
+        ns,
+        &leaf_schema(ns),
+    )?;
+    if !typed_text {
+        return Ok(());
+    }
+    let text =
+        |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+    for f in input.fields() {
+        let Ok(want) = ns.field_with_name(f.name()) else {
+            continue;
+        };
+        if text(f.data_type()) && !text(want.data_type()) {
+            return schema_err!(
+                "column {:?} is text in the input and {} in the namespace: cast it before \
+                 writing (in Spark: col({:?}).cast(...)), so that a value that is not a {} \
+                 fails where it is, not inside the write's tasks",
+                f.name(),
+                want.data_type(),
+                f.name(),
+                want.data_type()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Aligns an input batch to the namespace schema (write schema rules): columns match by
 /// name; an unknown column is an error; a missing nullable column is NULL, a missing
 /// non-nullable one an error; types are cast when lossless, otherwise an error.

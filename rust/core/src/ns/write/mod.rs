@@ -30,7 +30,7 @@ pub mod writer;
 use crate::arrow::array::RecordBatch;
 use crate::error::Result;
 
-pub use align::{align, leaf_schema};
+pub use align::{align, check_input_schema, leaf_schema};
 pub use message::StagedMessage;
 pub use options::{
     Mode, WriteOptions, WriteSummary, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_NEW_PARTITIONS,
