@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
@@ -216,3 +218,40 @@ def test_a_transform_that_is_not_a_transform_object_is_a_spec_error(
     with pytest.raises(exc.SpecError) as got:
         lp.PartitionField("y", source="ts", transform=transform)  # type: ignore[arg-type]
     assert str(got.value) == f"partition field 'y': transform must be {hint}"
+
+
+@pytest.mark.parametrize(
+    ("transforms", "warned"),
+    [
+        (["month"], ["m"]),
+        (["day"], ["d"]),
+        (["year", "day"], ["d"]),
+        (["year", "month", "hour"], ["h"]),
+        (["year", "month"], []),
+        (["year", "month", "day", "hour"], []),
+        (["year"], []),
+    ],
+)
+def test_month_day_or_hour_without_the_coarser_fields_warns(
+    tmp_path: Path, transforms: list[str], warned: list[str]
+) -> None:
+    import warnings
+
+    kinds = {"year": lp.Year, "month": lp.Month, "day": lp.Day, "hour": lp.Hour}
+    schema = pa.schema([pa.field("ts", pa.timestamp("us")), pa.field("x", pa.int64())])
+    spec = lp.PartitionSpec(
+        [lp.PartitionField(t[0], source="ts", transform=kinds[t]()) for t in transforms]
+    )
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema, spec)
+    fields = [
+        str(w.message).split("'")[1] for w in got if w.category is lp.PartitionGranularityWarning
+    ]
+    assert fields == warned, [str(w.message) for w in got]
+    assert all(w.filename == __file__ for w in got), [w.filename for w in got]
+    # The same rule for a spec version added later.
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        ns.evolve(lp.PartitionSpec([lp.PartitionField("h", source="ts", transform=lp.Hour())]))
+    assert [w.category for w in got] == [lp.PartitionGranularityWarning]

@@ -27,6 +27,12 @@ arrive with their own type; this module re-exports them.
 - :class:`LanceError`: the Lance storage layer failed (I/O, format).
 - :class:`IncompatibleJoinError`: two namespaces' partitions do not align on the join keys
   (``join(..., allow_shuffle=True)`` joins them without alignment).
+
+Warnings (not errors):
+
+- :class:`PartitionGranularityWarning`: a spec partitions by ``month``, ``day`` or ``hour``
+  of a column without the coarser fields of the same column, so values a year (or month, or
+  day) apart share a partition.
 """
 
 from lance_partitioned._native import (
@@ -53,6 +59,12 @@ class ArgumentTypeError(InvalidArgumentError, TypeError):
     """An argument has the wrong type (a string where a number is expected, ...)."""
 
 
+class PartitionGranularityWarning(UserWarning):
+    """A spec has a ``month``, ``day`` or ``hour`` field without the coarser fields of the same
+    source: the spec's transforms are the month of the year, the day of the month and the hour
+    of the day, so every March of every year (or every 5th of every month) is one partition."""
+
+
 __all__ = [
     "ArgumentTypeError",
     "ArrowError",
@@ -67,6 +79,7 @@ __all__ = [
     "NamespaceExistsError",
     "NamespaceNotFoundError",
     "PartialCommitError",
+    "PartitionGranularityWarning",
     "SchemaMismatchError",
     "SpecError",
     "StorageError",

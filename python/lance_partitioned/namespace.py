@@ -52,7 +52,7 @@ from lance_partitioned.options import (
     write_concurrency,
 )
 from lance_partitioned.snapshot import Filter, Snapshot
-from lance_partitioned.spec import PartitionSpec
+from lance_partitioned.spec import PartitionSpec, warn_on_cyclic_fields
 
 __all__ = [
     "CleanupResult",
@@ -115,6 +115,7 @@ class PartitionedNamespace:
         else:
             spec_obj = dict(spec)
             spec_obj.setdefault("id", 1)
+        warn_on_cyclic_fields(spec_obj)
         props = dict(properties or {})
         props[_MODE_KEY] = transaction_mode
         with operation("create", lineage_job) as scope:
@@ -436,6 +437,7 @@ class PartitionedNamespace:
         else:
             obj = dict(spec)
             obj.setdefault("id", max(self.specs) + 1)
+        warn_on_cyclic_fields(obj)
         with operation("evolve", lineage_job, outputs=self._lineage_outputs) as scope:
             new_id = self._ns.evolve(json.dumps(obj))
             self.refresh()

@@ -27,14 +27,17 @@ in Rust and raises :class:`~lance_partitioned.exceptions.SpecError` or
 from __future__ import annotations
 
 import json
+import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pyarrow as pa
 
 from lance_partitioned import _native
-from lance_partitioned.exceptions import SpecError
+from lance_partitioned.exceptions import PartitionGranularityWarning, SpecError
 
 __all__ = [
     "FIELD_ID_KEY",
@@ -375,3 +378,46 @@ class PartitionSpec:
         if not isinstance(fields, list):
             raise SpecError("a partition spec needs a 'fields' list")
         return PartitionSpec([PartitionField.from_dict(f) for f in fields])
+
+
+_COARSER = {"month": ("year",), "day": ("year", "month"), "hour": ("year", "month", "day")}
+_PARENT = {"month": "year", "day": "month", "hour": "day"}
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the first caller outside this package (for warnings)."""
+    package = str(Path(__file__).parent)
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def warn_on_cyclic_fields(spec: Mapping[str, Any]) -> None:
+    """Warns (:class:`PartitionGranularityWarning`) for each ``month``, ``day`` or ``hour``
+    field of the spec object ``spec`` whose source lacks the coarser fields in the same spec:
+    the spec defines these transforms as the month of the year (1-12), the day of the month
+    (1-31) and the hour of the day (0-23), not as months (days, hours) since the epoch."""
+    fields = list(spec.get("fields", []))
+    by_source: dict[tuple[int, ...], set[str]] = {}
+    for f in fields:
+        kind = (f.get("transform") or {}).get("type")
+        by_source.setdefault(tuple(f.get("source_ids", [])), set()).add(str(kind))
+    for f in fields:
+        kind = (f.get("transform") or {}).get("type")
+        if kind not in _COARSER:
+            continue
+        have = by_source[tuple(f.get("source_ids", []))]
+        missing = [c for c in _COARSER[kind] if c not in have]
+        if missing:
+            warnings.warn(
+                PartitionGranularityWarning(
+                    f"partition field {f.get('field_id')!r} is {kind}(), the {kind} of the "
+                    f"{_PARENT[kind]} as the spec defines it; without "
+                    f"{' and '.join(m + '()' for m in missing)} fields of the same column, "
+                    f"values {missing[-1]}s apart share one partition (month() alone puts "
+                    f"every March of every year together). Add them for one partition per "
+                    f"calendar {kind}."
+                ),
+                stacklevel=_user_stacklevel(),
+            )
