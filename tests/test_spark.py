@@ -214,6 +214,8 @@ def test_failed_job_leaves_namespace_unchanged(
     assert ids_of(ns) == [*range(100), *range(500, 510)]
 
 
+# hour() alone (the hour of the day) on purpose: the hour is what the session zone could move.
+@pytest.mark.filterwarnings("ignore::lance_partitioned.PartitionGranularityWarning")
 def test_partition_never_depends_on_session_time_zone(spark: Any, tmp_path: Path) -> None:
     spec = lp.PartitionSpec([lp.PartitionField("h", source="event_ts", transform=lp.Hour())])
     results = []
