@@ -5,7 +5,8 @@ join itself, group by group.
 groups the leaves so that two rows with equal join keys always fall in the same group; see
 docs/join.md for the rules (same transforms, bucket counts where one divides the other, the
 time hierarchy, identity against anything) and what makes a plan fall back. :func:`join` runs
-the groups in Rust (DataFusion's hash join per group) and streams the result.
+the groups in Rust and streams the result: a group whose smaller side has unique keys in one
+integer-backed key column joins in our own kernel, any other group in DataFusion's hash join.
 """
 
 from __future__ import annotations
@@ -212,12 +213,14 @@ def join(
     side its own (either may be None).
 
     Each group of :func:`join_plan` is read (columns and filter pushed into Lance) and joined
-    by DataFusion's hash join in Rust, building on its smaller side; ``threads`` groups run at
-    once (default: twice the number of cores, so that one group's reading overlaps another's
-    joining), so memory is bounded by the largest groups, not the tables. ``batch_size`` is
-    the rows per batch read and produced (default :data:`JOIN_BATCH_ROWS`). A plan whose
-    partitions do not align raises ``IncompatibleJoinError`` unless ``allow_shuffle=True``,
-    which joins everything the filters keep as one group.
+    in Rust, building on its smaller side: by our own kernel when that side's keys are unique
+    and there is one key of an integer-backed type (integers, dates, times, timestamps,
+    durations), otherwise by DataFusion's hash join (the same rows either way). ``threads``
+    groups run at once (default: twice the number of cores, so that one group's reading
+    overlaps another's joining), so memory is bounded by the largest groups, not the tables.
+    ``batch_size`` is the rows per batch read and produced (default :data:`JOIN_BATCH_ROWS`).
+    A plan whose partitions do not align raises ``IncompatibleJoinError`` unless
+    ``allow_shuffle=True``, which joins everything the filters keep as one group.
     """
     args = join_args(
         on,

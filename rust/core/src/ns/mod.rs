@@ -29,7 +29,10 @@
 //! [`crate::field_ids`], below everything here.
 //!
 //! Module dependencies point one way: each layer uses only the layers below it.
-//! 1. `write`, `txn`, `delete`, `optimize`, `expire`, `cleanup`: the entry points (`write` and `txn` use each other).
+//! 1. `write`, `txn`, `delete`, `optimize`, `expire`, `cleanup`: the entry points. Within
+//!    this layer `txn` uses `write` (staged parts, fragment writes), `delete`, `optimize`,
+//!    `expire` and `cleanup` use `txn` (the manifest and root commits, the commit point), and
+//!    `write` uses none of them.
 //! 2. `scan`.
 //! 3. `schema`: a schema update loads and commits a manifest snapshot, so `schema` uses
 //!    `manifest`, never the other way round. Its `read_rules` (used by `scan` and the writers)
