@@ -111,8 +111,8 @@ def test_ingest_pipeline_on_a_standalone_cluster(
 def test_demo_runs_on_the_cluster_against_object_storage(
     cluster: spark_cluster.SparkCluster, wheel_python: str, s3_server: Any, tmp_path: Path
 ) -> None:
-    """The README's cluster command: ``make demo``'s job with --master, --uri and
-    --storage-option."""
+    """The user guide's cluster command (docs/guide/spark.md): ``make demo``'s job with
+    --master, --uri and --storage-option."""
     bucket = s3_server.new_bucket()
     env = _driver_env(PYSPARK_PYTHON=wheel_python)
     opts = [f"--storage-option={k}={v}" for k, v in s3_server.options().items()]
@@ -145,9 +145,10 @@ def test_demo_runs_on_the_cluster_against_object_storage(
 def test_packed_venv_shipped_with_spark_archives(
     cluster: spark_cluster.SparkCluster, s3_server: Any, tmp_path: Path
 ) -> None:
-    """The README's other way to reach the executors: a venv holding the wheel, packed with
-    venv-pack and shipped by ``spark-submit --archives env.tar.gz#env``; the executors run
-    ``./env/bin/python`` from it (PYSPARK_PYTHON), the driver its own interpreter."""
+    """The user guide's other way to reach the executors (docs/guide/spark.md): a venv
+    holding the wheel, packed with venv-pack and shipped by ``spark-submit --archives
+    env.tar.gz#env``; the executors run ``./env/bin/python`` from it (PYSPARK_PYTHON), the
+    driver its own interpreter."""
     import pyspark
     import venv_pack
     import wheel_env

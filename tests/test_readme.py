@@ -1,9 +1,13 @@
-"""Every Python code block of README.md runs as written.
+"""Every Python code block of README.md and of the user guide (docs/guide/*.md) runs as written.
 
-Each block runs in a fresh namespace seeded with the few names the README leaves to the reader
-(a `table` to write, a `reader`, a Spark `df`, ...): the blocks show calls, not data set-up.
-Absolute paths under `/data/` are redirected to a temporary directory. Lines of the form
-`expression   # [v1, v2]` also check the value the comment promises.
+Blocks are keyed by (file, section): the file relative to the repository root and the `## `
+heading they appear under (its text before any `:`), one block per section. Each run executes
+in a fresh namespace seeded with the few names the page leaves to the reader (a `table` to
+write, a `reader`, a Spark `df`, ...): the blocks show calls, not data set-up. The namespace
+pages show one program in steps (created on namespaces.md, written on writes.md, read on
+reads.md, ...): those blocks run one after the other in one scope, in the order of
+`NAMESPACE_TOUR`. Absolute paths under `/data/` are redirected to a temporary directory.
+Lines of the form `expression   # [v1, v2]` also check the value the comment promises.
 """
 
 from __future__ import annotations
@@ -21,24 +25,79 @@ import pytest
 
 import lance_partitioned as lp
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+GUIDE = ROOT / "docs" / "guide"
+PAGES = [ROOT / "README.md", *sorted(GUIDE.glob("*.md"))]
 BLOCK = re.compile(r"^## (?P<section>[^\n]+)$|^```python\n(?P<code>.*?)^```$", re.M | re.S)
 
+Key = tuple[str, str]
+"""(file relative to the repository root, section)."""
 
-def _blocks() -> dict[str, str]:
-    """Python blocks by the README section (`## ...` heading) they appear in."""
-    blocks: dict[str, str] = {}
+README = "README.md"
+NAMESPACES = "docs/guide/namespaces.md"
+TRANSFORMS = "docs/guide/transforms.md"
+WRITES = "docs/guide/writes.md"
+READS = "docs/guide/reads.md"
+MAINTENANCE = "docs/guide/maintenance.md"
+SPARK = "docs/guide/spark.md"
+JOINS = "docs/guide/joins.md"
+OBJECT_STORAGE = "docs/guide/object-storage.md"
+HIVE = "docs/guide/hive.md"
+LINEAGE = "docs/guide/lineage.md"
+
+QUICK_START: Key = (README, "Python quick start")
+SPARK_QUICK_START: Key = (README, "Spark quick start")
+SPEC: Key = (TRANSFORMS, "Partition specs")
+KERNELS: Key = (TRANSFORMS, "Kernels")
+VALUES: Key = (TRANSFORMS, "Partition values as text")
+NAMESPACE_TOUR: tuple[Key, ...] = (
+    (NAMESPACES, "Create and open"),
+    (WRITES, "Writing"),
+    (READS, "Scanning"),
+    (NAMESPACES, "Snapshots and time travel"),
+    (WRITES, "Deletes"),
+    (NAMESPACES, "Evolution and repair"),
+    (MAINTENANCE, "At a glance"),
+    (WRITES, "Distributed writes"),
+)
+SPARK_BLOCK: Key = (SPARK, "Writes and reads")
+OBJECT_STORAGE_BLOCK: Key = (OBJECT_STORAGE, "Object storage options")
+HIVE_BLOCK: Key = (HIVE, "Export and import")
+LINEAGE_BLOCK: Key = (LINEAGE, "Example")
+JOIN_BLOCK: Key = (JOINS, "Example")
+
+
+def page_blocks(path: Path) -> dict[Key, str]:
+    """The Python blocks of one page by (file, section): the `## ...` heading they appear in,
+    up to its first `:`."""
+    name = path.relative_to(ROOT).as_posix()
+    blocks: dict[Key, str] = {}
     section = ""
-    for m in BLOCK.finditer(README.read_text()):
+    for m in BLOCK.finditer(path.read_text()):
         if m.group("section"):
             section = m.group("section").split(":")[0].strip()
         else:
-            assert section not in blocks, f"two Python blocks in README section {section!r}"
-            blocks[section] = m.group("code")
+            key = (name, section)
+            assert section, f"a Python block before the first section of {name}"
+            assert key not in blocks, f"two Python blocks in section {key}"
+            blocks[key] = m.group("code")
     return blocks
 
 
-BLOCKS = _blocks()
+def all_blocks() -> dict[Key, str]:
+    """The Python blocks of README.md and of every page of the user guide."""
+    blocks: dict[Key, str] = {}
+    for page in PAGES:
+        blocks.update(page_blocks(page))
+    return blocks
+
+
+BLOCKS = all_blocks()
+
+
+def _code(*keys: Key) -> str:
+    """The blocks `keys` as one program, in order."""
+    return "\n".join(BLOCKS[k] for k in keys)
 
 
 def _events(n: int, offset: int = 0) -> pa.Table:
@@ -54,12 +113,17 @@ def _events(n: int, offset: int = 0) -> pa.Table:
     )
 
 
-def _run(code: str, tmp_path: Path, names: dict[str, Any]) -> dict[str, Any]:
+def _run(code: str, tmp_path: Path, names: dict[str, Any], source: str) -> dict[str, Any]:
     code = code.replace('"/data/', f'"{tmp_path}/')
     scope: dict[str, Any] = {"datetime": datetime, **names}
-    exec(compile(code, str(README), "exec"), scope)
+    exec(compile(code, source, "exec"), scope)
     _check_commented_values(code, scope)
     return scope
+
+
+def _run_keys(keys: tuple[Key, ...], tmp_path: Path, names: dict[str, Any]) -> dict[str, Any]:
+    source = " + ".join(f"{f} ({s})" for f, s in keys)
+    return _run(_code(*keys), tmp_path, names, source)
 
 
 def _check_commented_values(code: str, scope: dict[str, Any]) -> None:
@@ -73,13 +137,28 @@ def _check_commented_values(code: str, scope: dict[str, Any]) -> None:
             tree = ast.parse(expr.strip(), mode="eval")
         except SyntaxError:
             continue
-        value = eval(compile(tree, "<README line>", "eval"), scope)
+        value = eval(compile(tree, "<documented line>", "eval"), scope)
         got = value.to_pylist() if hasattr(value, "to_pylist") else value
         assert got == ast.literal_eval(m.group(1)), line
 
 
-def test_every_python_block_has_a_runner() -> None:
-    assert set(BLOCKS) == set(RUNNERS), "a README Python block without a test (or vice versa)"
+def _run_quick_start(tmp_path: Path) -> dict[str, Any]:
+    scope = _run_keys((QUICK_START,), tmp_path, {})
+    ns = scope["ns"]
+    assert scope["res"].rows == 3
+    assert ns.to_table().num_rows == 3
+    sql = "country = 'US' AND event_date >= DATE '2025-01-01'"
+    assert ns.partitions(sql).num_rows == 1  # "opens 1 partition"
+    return scope
+
+
+def _run_spark_quick_start(tmp_path: Path, spark: Any) -> dict[str, Any]:
+    quick = _run_quick_start(tmp_path / "python")
+    scope = _run_keys((SPARK_QUICK_START,), tmp_path, {"spark": spark, "spec": quick["spec"]})
+    assert scope["res"].rows == 2
+    assert [r["id"] for r in scope["us"].collect()] == [1]
+    assert [r["id"] for r in scope["same"].collect()] == [1]
+    return scope
 
 
 def _run_spec(tmp_path: Path) -> dict[str, Any]:
@@ -92,14 +171,14 @@ def _run_spec(tmp_path: Path) -> dict[str, Any]:
             "user_id": pa.array([7, 8], pa.int64()),
         }
     )
-    scope = _run(BLOCKS["Partition specs"], tmp_path, {"batch": batch})
+    scope = _run_keys((SPEC,), tmp_path, {"batch": batch})
     values = lp.kernels.partition_values(batch, scope["spec_json"], scope["schema"])
     assert (values.num_rows, values.num_columns) == (2, 4)
     return scope
 
 
 def _run_values(tmp_path: Path) -> dict[str, Any]:
-    scope = _run(BLOCKS["Partition values as text"], tmp_path, {})
+    scope = _run_keys((VALUES,), tmp_path, {})
     lv = scope["lv"]
     t = scope["t"]
     assert lv.to_string(-0.0, pa.float64()) == "-0.0"
@@ -138,7 +217,7 @@ def _run_kernels(tmp_path: Path) -> dict[str, Any]:
         "schema": spec_scope["schema"],
         "keys": [pa.array(["US"])],
     }
-    return _run(BLOCKS["Kernels"], tmp_path, names)
+    return _run_keys((KERNELS,), tmp_path, names)
 
 
 def _run_namespace(tmp_path: Path) -> dict[str, Any]:
@@ -156,7 +235,7 @@ def _run_namespace(tmp_path: Path) -> dict[str, Any]:
             ]
         ),
     }
-    scope = _run(BLOCKS["Partitioned namespaces"], tmp_path, names)
+    scope = _run_keys(NAMESPACE_TOUR, tmp_path, names)
     ns = scope["ns"]
     # After the overwrite_all: table3 and the streamed rows minus the deleted FR rows and the
     # deleted user 7 in the US, then both staged parts.
@@ -174,7 +253,8 @@ def _run_namespace(tmp_path: Path) -> dict[str, Any]:
 def _run_spark_block(tmp_path: Path, spark: Any) -> dict[str, Any]:
     ns_scope = _run_namespace(tmp_path / "ns")
     df = spark.createDataFrame(_events(40).to_pandas())
-    scope = _run(BLOCKS["Spark"], tmp_path, {"spark": spark, "df": df, "spec": ns_scope["spec"]})
+    names = {"spark": spark, "df": df, "spec": ns_scope["spec"]}
+    scope = _run_keys((SPARK_BLOCK,), tmp_path, names)
     assert scope["events"].count() == 40  # the as_of read: the first append only
     return scope
 
@@ -182,9 +262,9 @@ def _run_spark_block(tmp_path: Path, spark: Any) -> dict[str, Any]:
 def _run_object_storage_block(tmp_path: Path, spark: Any, s3_server: Any) -> dict[str, Any]:
     ns_scope = _run_namespace(tmp_path / "ns")
     uri = f"s3://{s3_server.new_bucket()}/events"
-    code = BLOCKS["Object storage"].replace("s3://bucket/events", uri)
+    code = BLOCKS[OBJECT_STORAGE_BLOCK].replace("s3://bucket/events", uri)
     code = code.replace('opts = {"aws_region": "eu-west-1"}', "opts = S3_OPTIONS")
-    assert "S3_OPTIONS" in code, "the README block's options line changed"
+    assert "S3_OPTIONS" in code, "the object storage block's options line changed"
     df = spark.createDataFrame(_events(40).to_pandas())
     names = {
         "spark": spark,
@@ -194,13 +274,13 @@ def _run_object_storage_block(tmp_path: Path, spark: Any, s3_server: Any) -> dic
         "schema": ns_scope["schema"],
         "S3_OPTIONS": s3_server.options(),
     }
-    scope = _run(code, tmp_path, names)
+    scope = _run(code, tmp_path, names, f"{OBJECT_STORAGE} ({OBJECT_STORAGE_BLOCK[1]})")
     assert scope["events"].count() == 40
     return scope
 
 
 def _run_hive(tmp_path: Path) -> dict[str, Any]:
-    scope = _run(BLOCKS["Hive layouts"], tmp_path, {})
+    scope = _run_keys((HIVE_BLOCK,), tmp_path, {})
     assert scope["back"].to_table().num_rows == 3
     assert (tmp_path / "hive_tree" / "country=Serbia%2Fsrb%25").is_dir()
     return scope
@@ -210,7 +290,7 @@ def _run_lineage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, A
     for key in ("TYPE", "LOG_FILE_PATH", "APPEND"):
         monkeypatch.delenv(f"OPENLINEAGE__TRANSPORT__{key}", raising=False)
     try:
-        scope = _run(BLOCKS["OpenLineage"], tmp_path, {})
+        scope = _run_keys((LINEAGE_BLOCK,), tmp_path, {})
     finally:
         for key in ("TYPE", "LOG_FILE_PATH", "APPEND"):
             os.environ.pop(f"OPENLINEAGE__TRANSPORT__{key}", None)
@@ -224,7 +304,7 @@ def _run_lineage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, A
 
 
 def _run_join(tmp_path: Path) -> dict[str, Any]:
-    scope = _run(BLOCKS["Storage-partitioned joins"], tmp_path, {})
+    scope = _run_keys((JOIN_BLOCK,), tmp_path, {})
     plan = scope["plan"]
     assert plan.compatible
     assert len(plan.groups) == 8
@@ -234,47 +314,66 @@ def _run_join(tmp_path: Path) -> dict[str, Any]:
     return scope
 
 
-RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
-    "Storage-partitioned joins": _run_join,
-    "Hive layouts": _run_hive,
-    "OpenLineage": _run_lineage,
-    "Partition specs": _run_spec,
-    "Kernels": _run_kernels,
-    "Partition values as text": _run_values,
-    "Partitioned namespaces": _run_namespace,
-    "Spark": _run_spark_block,
-    "Object storage": _run_object_storage_block,
+RUNNERS: dict[str, tuple[tuple[Key, ...], Callable[..., dict[str, Any]]]] = {
+    "quick start": ((QUICK_START,), _run_quick_start),
+    "spark quick start": ((SPARK_QUICK_START,), _run_spark_quick_start),
+    "partition specs": ((SPEC,), _run_spec),
+    "kernels": ((KERNELS,), _run_kernels),
+    "partition values as text": ((VALUES,), _run_values),
+    "namespace tour": (NAMESPACE_TOUR, _run_namespace),
+    "spark": ((SPARK_BLOCK,), _run_spark_block),
+    "object storage": ((OBJECT_STORAGE_BLOCK,), _run_object_storage_block),
+    "hive layouts": ((HIVE_BLOCK,), _run_hive),
+    "openlineage": ((LINEAGE_BLOCK,), _run_lineage),
+    "storage-partitioned joins": ((JOIN_BLOCK,), _run_join),
 }
 
 
+def test_the_user_guide_is_read() -> None:
+    names = {p.relative_to(ROOT).as_posix() for p in PAGES}
+    assert {README, NAMESPACES, TRANSFORMS, WRITES, READS, SPARK, "docs/guide/README.md"} <= names
+
+
+def test_every_python_block_has_a_runner() -> None:
+    run = [key for keys, _ in RUNNERS.values() for key in keys]
+    assert len(run) == len(set(run)), "a Python block run by two runners"
+    assert set(run) == set(BLOCKS), "a Python block without a runner (or vice versa)"
+
+
 @pytest.mark.parametrize(
-    "section",
+    "name",
     [
-        "Partition specs",
-        "Kernels",
-        "Partition values as text",
-        "Partitioned namespaces",
-        "Storage-partitioned joins",
+        "quick start",
+        "partition specs",
+        "kernels",
+        "partition values as text",
+        "namespace tour",
+        "storage-partitioned joins",
     ],
 )
-def test_readme_block_runs(section: str, tmp_path: Path) -> None:
-    RUNNERS[section](tmp_path)
+def test_documented_block_runs(name: str, tmp_path: Path) -> None:
+    RUNNERS[name][1](tmp_path)
 
 
-def test_readme_hive_block_runs(tmp_path: Path) -> None:
+def test_hive_block_runs(tmp_path: Path) -> None:
     _run_hive(tmp_path)
 
 
-def test_readme_lineage_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lineage_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _run_lineage(tmp_path, monkeypatch)
 
 
 @pytest.mark.spark
-def test_readme_spark_block_runs(tmp_path: Path, spark: Any) -> None:
+def test_spark_quick_start_runs(tmp_path: Path, spark: Any) -> None:
+    _run_spark_quick_start(tmp_path, spark)
+
+
+@pytest.mark.spark
+def test_spark_block_runs(tmp_path: Path, spark: Any) -> None:
     _run_spark_block(tmp_path, spark)
 
 
 @pytest.mark.spark
 @pytest.mark.s3
-def test_readme_object_storage_block_runs(tmp_path: Path, spark: Any, s3_server: Any) -> None:
+def test_object_storage_block_runs(tmp_path: Path, spark: Any, s3_server: Any) -> None:
     _run_object_storage_block(tmp_path, spark, s3_server)
