@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::stream::{self, StreamExt, TryStreamExt};
-use lance::dataset::{CommitBuilder, DeleteBuilder};
+use lance::dataset::DeleteBuilder;
 
 use crate::arrow::array::{RecordBatch, RecordBatchOptions};
 use crate::arrow::datatypes::{Field, Schema};
@@ -22,6 +22,7 @@ use crate::ns::scan::{evaluate_mask, prune, Filter};
 use crate::ns::storage::Storage;
 use crate::ns::touched::TouchedPartition;
 use crate::ns::txn::conflict::version_row;
+use crate::ns::txn::leaf::commit_leaf_transaction;
 use crate::ns::txn::leaf::Written;
 use crate::ns::txn::manifest_commit::{commit_manifest, ManifestChange, ManifestUpdate};
 use crate::types::field_id;
@@ -138,18 +139,16 @@ async fn delete_rows(
         }));
     }
     let base = ds.version().version;
-    crate::ns::txn::interrupt::enter_leaf_commit(strong)?;
-    let mut commit = CommitBuilder::new(ds)
-        .with_detached(strong)
-        .with_skip_auto_cleanup(true);
-    if let Some(rows) = staged.affected_rows {
-        commit = commit.with_affected_rows(rows);
-    }
-    let committed = commit.execute(staged.transaction).await?;
+    let affected = staged.affected_rows;
+    let committed = commit_leaf_transaction(ds, staged.transaction, strong, |b| match affected {
+        Some(rows) => b.with_affected_rows(rows),
+        None => b,
+    })
+    .await?;
     Ok(Some(Action::Rows {
         object_id: leaf.object_id.clone(),
         base: strong.then_some(base),
-        committed: LeafVersion::of(&committed).await?,
+        committed,
         rows: staged.num_deleted_rows,
     }))
 }

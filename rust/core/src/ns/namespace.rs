@@ -45,14 +45,15 @@ impl Namespace {
     /// Creates a namespace at `storage`; returns it and its schema as stored (with field ids).
     ///
     /// # Errors
-    /// As [`manifest::create`].
+    /// As [`crate::ns::txn::create_namespace::create`].
     pub async fn create(
         storage: Storage,
         schema: &Schema,
         spec: &PartitionSpec,
         properties: &HashMap<String, String>,
     ) -> Result<(Self, Schema)> {
-        let stored = manifest::create(&storage, schema, spec, properties).await?;
+        let stored =
+            crate::ns::txn::create_namespace::create(&storage, schema, spec, properties).await?;
         Ok((Self::open(storage), stored))
     }
 
@@ -244,9 +245,9 @@ impl Namespace {
     /// Restores manifest columns other tools dropped; returns their names.
     ///
     /// # Errors
-    /// As [`manifest::repair`].
+    /// As [`crate::ns::txn::repair::repair`].
     pub async fn repair(&self) -> Result<Vec<String>> {
-        manifest::repair(&self.storage).await
+        crate::ns::txn::repair::repair(&self.storage).await
     }
 
     /// Removes what failed writes left behind (files older than `older_than`).

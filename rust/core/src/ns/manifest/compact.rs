@@ -1,4 +1,5 @@
-//! Compaction of `__manifest`'s own fragments, at commit time.
+//! The policy of the compaction of `__manifest`'s own fragments at commit time (the
+//! compaction itself is the transaction layer's: `txn::manifest_compact`).
 //!
 //! Every manifest commit (a Lance `merge_insert`) adds a fragment to `__manifest` and marks
 //! the rows it replaced as deleted in older ones, so a manifest committed to N times holds N
@@ -15,9 +16,6 @@
 //! rewrite conflicts with it and is planned again by `commit_manifest`'s retry loop.
 
 use std::collections::HashMap;
-
-use lance::dataset::optimize::{compact_files, CompactionOptions};
-use lance::dataset::Dataset;
 
 use crate::error::{Error, Result};
 
@@ -41,23 +39,4 @@ pub fn max_fragments(props: &HashMap<String, String>) -> Result<usize> {
             ))
         }),
     }
-}
-
-/// Compacts `ds`, the manifest version a commit just made, when it holds more than `limit`
-/// fragments (never when `limit` is 0). Returns whether a compaction committed. Best effort:
-/// the commit is already visible, so a compaction that loses a race or fails leaves the
-/// manifest as it was (the next commit over the limit tries again).
-pub(crate) async fn compact_if_fragmented(mut ds: Dataset, limit: usize) -> bool {
-    if limit == 0 || ds.get_fragments().len() <= limit {
-        return false;
-    }
-    let options = CompactionOptions {
-        // The manifest is small: one task, the rest of the machine keeps writing.
-        num_threads: Some(1),
-        materialize_deletions_threshold: 0.0,
-        ..Default::default()
-    };
-    compact_files(&mut ds, options, None)
-        .await
-        .is_ok_and(|m| m.fragments_removed > 0)
 }

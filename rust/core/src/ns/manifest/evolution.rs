@@ -1,13 +1,11 @@
 //! Partition spec evolution: adding spec version `N + 1`, and the field id rule that holds
 //! across spec versions.
 
-use std::sync::Arc;
-
-use crate::arrow::datatypes::{Field, Schema, SchemaRef};
+use crate::arrow::datatypes::Field;
 use crate::error::{Error, Result};
 use crate::spec::PartitionSpec;
 
-use super::format::{manifest_schema, rows_to_batch, Row, NAMESPACE, OBJECT_ID};
+use super::format::{manifest_schema, Row, NAMESPACE};
 use super::Snapshot;
 
 /// Checks the spec's field id rule across versions: a field with the same `source_ids` and
@@ -55,51 +53,34 @@ pub fn check_field_id_reuse(existing: &[&PartitionSpec], new: &PartitionSpec) ->
     Ok(())
 }
 
-/// Prepares the manifest for spec version `spec` (its id final): adds the
-/// `partition_field_*` columns it needs and its `v<N>` namespace row, each only when missing,
-/// so preparing twice (a retried evolution, or one that died before its spec property was
-/// committed) changes nothing. Nothing becomes visible: spec `N` exists only once its
-/// `partition_spec_v<N>` property is committed.
+/// What the manifest lacks for spec version `spec` (its id final): the `partition_field_*`
+/// columns it needs, and its `v<N>` namespace row when missing. Both empty when prepared
+/// already (a retried evolution, or one that died before its spec property was committed).
+/// The transaction layer commits them (`txn::spec_update`); nothing becomes visible, as spec
+/// `N` exists only once its `partition_spec_v<N>` property is committed.
 ///
 /// # Errors
-/// `Lance` for I/O errors or lost races (the caller plans again).
-pub async fn prepare_spec(snap: &Snapshot, spec: &PartitionSpec) -> Result<()> {
-    use lance::dataset::NewColumnTransform;
-    use lance::dataset::{MergeInsertBuilder, WhenMatched, WhenNotMatched};
+/// `Spec` for a spec whose columns cannot be built.
+pub fn spec_preparation(
+    snap: &Snapshot,
+    spec: &PartitionSpec,
+) -> Result<(Vec<Field>, Option<Row>)> {
     let existing: Vec<&PartitionSpec> = snap.root_props.specs.values().collect();
-    let mut ds = (*snap.dataset).clone();
     let wanted = manifest_schema(existing.iter().copied().chain([spec]))?;
+    let stored = snap.dataset.schema();
     let new_cols: Vec<Field> = wanted
         .fields()
         .iter()
-        .filter(|f| ds.schema().field(f.name()).is_none())
+        .filter(|f| stored.field(f.name()).is_none())
         .map(|f| f.as_ref().clone())
         .collect();
-    if !new_cols.is_empty() {
-        ds.add_columns(
-            NewColumnTransform::AllNulls(Arc::new(Schema::new(new_cols))),
-            None,
-            None,
-        )
-        .await?;
-    }
     let row_id = format!("v{}", spec.id);
-    if lacks_row(snap, &row_id) {
-        let ds = Arc::new(ds);
-        let mschema: SchemaRef = Arc::new(Schema::from(ds.schema()));
-        let row = Row {
-            object_id: row_id,
-            object_type: NAMESPACE.into(),
-            ..Default::default()
-        };
-        let batch = rows_to_batch(&mschema, &[row])?;
-        let mut b = MergeInsertBuilder::try_new(Arc::clone(&ds), vec![OBJECT_ID.to_string()])?;
-        b.when_matched(WhenMatched::DoNothing)
-            .when_not_matched(WhenNotMatched::InsertAll)
-            .conflict_retries(0);
-        b.try_build()?.execute_batches(vec![batch]).await?;
-    }
-    Ok(())
+    let row = lacks_row(snap, &row_id).then(|| Row {
+        object_id: row_id,
+        object_type: NAMESPACE.into(),
+        ..Default::default()
+    });
+    Ok((new_cols, row))
 }
 
 /// Whether the snapshot lacks the namespace row `row_id`.

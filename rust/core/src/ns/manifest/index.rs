@@ -18,12 +18,12 @@ use crate::ns::storage::Storage;
 use crate::ns::{values, PARTITION_COLUMN_PREFIX};
 use crate::spec::PartitionSpec;
 
-use super::create::Root;
 use super::format::{
     manifest_schema, parse_props, parse_version, partition_column, required_string, spec_of,
     string_column, BASE_OBJECTS, LOCATION, METADATA, NAMESPACE, OBJECT_ID, OBJECT_TYPE,
     READ_VERSION, TABLE, TABLE_VERSION, WRITE_ID_KEY,
 };
+use super::root::Root;
 use super::Snapshot;
 
 /// One leaf partition table.

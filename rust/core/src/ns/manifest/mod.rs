@@ -9,12 +9,14 @@
 //! This module loads snapshots; the rest is split by concern (everything public is
 //! re-exported here):
 //! - `format`: column names, object types, the manifest Arrow schema, rows to batches;
-//! - `create`: creating a namespace, and its root properties ([`Root`]);
-//! - `compact`: compacting the manifest's own fragments after a commit
-//!   ([`compact_if_fragmented`]);
+//! - `root`: the root properties ([`Root`]; a namespace is created by
+//!   `txn::create_namespace`);
+//! - `compact`: the policy of compacting the manifest's own fragments ([`max_fragments`]);
 //! - `index`: the leaves and the writers' lookups ([`Keys`]), and the queries on them;
-//! - `evolution`: the rules and manifest columns of a new partition spec version ([`prepare_spec`]);
-//! - `repair`: recovering manifest columns another tool dropped ([`repair()`]);
+//! - `evolution`: the rules and manifest columns of a new partition spec version
+//!   ([`spec_preparation`]);
+//! - `repair`: rebuilding manifest columns another tool dropped ([`dropped_columns`]; the
+//!   transaction layer's `txn::repair` persists them);
 //! - `stats`: per-partition statistics, recorded by every commit ([`LeafTotals`]) or read from
 //!   Lance metadata ([`leaf_stats`]);
 //! - `history`: what each manifest version's commit did ([`history()`]);
@@ -35,19 +37,17 @@ use crate::ns::{MANIFEST_DIR, SPEC_KEY_PREFIX};
 use crate::spec::PartitionSpec;
 
 mod compact;
-mod create;
 mod evolution;
 mod format;
 mod history;
 mod index;
 mod named;
 mod repair;
+mod root;
 mod stats;
 
-pub(crate) use compact::compact_if_fragmented;
 pub use compact::{max_fragments, DEFAULT_MAX_FRAGMENTS, MAX_FRAGMENTS_KEY};
-pub use create::{create, Root};
-pub use evolution::{check_field_id_reuse, prepare_spec};
+pub use evolution::{check_field_id_reuse, spec_preparation};
 pub(crate) use format::required_string as string_column_of;
 pub use format::{
     base_fields, manifest_schema, parse_props, parse_version, partition_column, props_json,
@@ -57,7 +57,8 @@ pub use format::{
 pub use history::history;
 pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf, TableVersion};
 pub use named::{named_tables, NamedTable};
-pub use repair::repair;
+pub use repair::dropped_columns;
+pub use root::Root;
 pub use stats::{leaf_stats, LeafStats, LeafTotals, LeafVersion};
 // Kept at its old path; field ids live in `crate::field_ids`.
 pub use crate::field_ids::assign_field_ids;

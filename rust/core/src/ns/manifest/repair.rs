@@ -174,22 +174,19 @@ impl Snapshot {
     }
 }
 
-/// Restores manifest columns another tool dropped (`docs/design.md`, "Manifest columns other
-/// tools drop"): `read_version` from the `table_version` rows (the head of each table's
-/// version chain; the version in each `table_version` row's id) and every `partition_field_*`
-/// column from the namespaces' `partition.<field_id>` properties. One commit; the root
-/// properties are kept. Returns the restored column names (empty when nothing was missing).
+/// The manifest columns another tool dropped (`docs/design.md`, "Manifest columns other tools
+/// drop"), as `index` rebuilt them in memory: `read_version` from the `table_version` rows
+/// (the head of each table's version chain; the version in each `table_version` row's id)
+/// and every `partition_field_*` column from the namespaces' `partition.<field_id>`
+/// properties, one row per manifest row. `None` when nothing is missing. The transaction
+/// layer persists them (`txn::repair`).
 ///
 /// # Errors
 /// `Corrupt` when a value cannot be recovered.
-pub async fn repair(storage: &Storage) -> Result<Vec<String>> {
-    use crate::arrow::array::RecordBatchIterator;
-    use lance::dataset::NewColumnTransform;
-    let snap = Snapshot::load(storage, None).await?;
+pub fn dropped_columns(snap: &Snapshot) -> Result<Option<RecordBatch>> {
     if snap.missing_columns.is_empty() {
-        return Ok(Vec::new());
+        return Ok(None);
     }
-    // `index` rebuilt the missing columns in memory; persist them.
     let mut fields = Vec::new();
     let mut cols: Vec<ArrayRef> = Vec::new();
     let schema = snap.batch.schema();
@@ -200,15 +197,9 @@ pub async fn repair(storage: &Storage) -> Result<Vec<String>> {
         )?));
     }
     let n = snap.batch.num_rows();
-    let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new_with_options(
-        Arc::clone(&schema),
+    Ok(Some(RecordBatch::try_new_with_options(
+        Arc::new(Schema::new(fields)),
         cols,
         &crate::arrow::array::RecordBatchOptions::new().with_row_count(Some(n)),
-    )?;
-    let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
-    let mut ds = (*snap.dataset).clone();
-    ds.add_columns(NewColumnTransform::Reader(Box::new(reader)), None, None)
-        .await?;
-    Ok(snap.missing_columns.clone())
+    )?))
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use lance::dataset::optimize::{plan_compaction, CompactionOptions};
 use lance::dataset::transaction::{Operation, RewriteGroup, Transaction};
-use lance::dataset::{CommitBuilder, Dataset};
+use lance::dataset::Dataset;
 use lance::index::DatasetIndexExt;
 use lance::table::format::Fragment;
 
@@ -210,11 +210,6 @@ pub(crate) async fn commit_rewrite(
         rewritten_indices: Vec::new(),
         frag_reuse_index: None,
     };
-    crate::ns::txn::interrupt::enter_leaf_commit(strong)?;
-    let committed = CommitBuilder::new(ds)
-        .with_detached(strong)
-        .with_skip_auto_cleanup(true)
-        .execute(Transaction::new(read_version, op, None))
-        .await?;
-    LeafVersion::of(&committed).await
+    let txn = Transaction::new(read_version, op, None);
+    crate::ns::txn::leaf::commit_leaf_transaction(ds, txn, strong, |b| b).await
 }

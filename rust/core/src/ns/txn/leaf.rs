@@ -21,6 +21,27 @@ use crate::ns::write::flush::{op_fragments, read_adapted, write_params, Schemas}
 use crate::ns::write::staged::StagedPart;
 use crate::ns::write::target::Target;
 
+/// Commits `txn`, a Lance transaction planned on the leaf `ds` (a delete's, a compaction's
+/// rewrite), on top of `ds`: detached in strong mode (the manifest commit makes it visible),
+/// directly in weak mode; `with` adds what the transaction's planner knows (the rows a
+/// delete touched). The one way a leaf version is made outside a write's staged parts.
+///
+/// # Errors
+/// `Interrupted` when Ctrl-C arrived before the commit point; `Lance` for a lost race or I/O.
+pub(crate) async fn commit_leaf_transaction(
+    ds: Arc<lance::dataset::Dataset>,
+    txn: Transaction,
+    strong: bool,
+    with: impl FnOnce(CommitBuilder<'static>) -> CommitBuilder<'static>,
+) -> Result<LeafVersion> {
+    crate::ns::txn::interrupt::enter_leaf_commit(strong)?;
+    let builder = CommitBuilder::new(ds)
+        .with_detached(strong)
+        .with_skip_auto_cleanup(true);
+    let committed = with(builder).execute(txn).await?;
+    LeafVersion::of(&committed).await
+}
+
 /// A partition whose leaf table is committed (detached in strong mode), waiting for the
 /// manifest commit.
 #[derive(Debug, Clone)]

@@ -21,11 +21,11 @@ use crate::arrow::datatypes::{DataType, UInt64Type};
 use crate::error::{lost_race, Error, Result};
 use crate::ns::cleanup_marks;
 use crate::ns::manifest::{
-    compact_if_fragmented, max_fragments, rows_to_batch, Row, Snapshot, DEFAULT_MAX_FRAGMENTS,
-    OBJECT_ID, READ_VERSION,
+    max_fragments, rows_to_batch, Row, Snapshot, DEFAULT_MAX_FRAGMENTS, OBJECT_ID, READ_VERSION,
 };
 use crate::ns::storage::Storage;
 use crate::ns::txn::leaf::{verify_written, Written};
+use crate::ns::txn::manifest_compact::compact_if_fragmented;
 use crate::ns::txn::root_commit::backoff;
 
 /// A change of the manifest, planned on one snapshot.

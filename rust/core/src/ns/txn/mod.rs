@@ -8,10 +8,14 @@
 //! manifest once through [`manifest_commit::commit_manifest`], which deletes (and later
 //! compaction) use as well.
 //!
-//! - [`leaf`]: per-leaf checks and commits.
+//! - [`leaf`]: per-leaf checks and commits (a delete's and a compaction's leaf transactions
+//!   too: [`leaf::commit_leaf_transaction`]).
 //! - [`conflict`]: a write's manifest change, with conflict resolution against concurrent
 //!   commits.
-//! - [`manifest_commit`]: the retried atomic manifest commit every change goes through.
+//! - [`manifest_commit`]: the retried atomic manifest commit every change goes through;
+//!   [`manifest_compact`]: the compaction of the manifest's fragments after a commit.
+//! - [`create_namespace`]: creating a namespace (the manifest and its root properties);
+//!   [`repair`]: adding back manifest columns another tool dropped.
 //! - [`new_leaf`]: the commit handler of new leaf tables (no existence listing, no hint).
 //! - [`root_commit`]: the retried commit of root properties; [`schema_update`] and
 //!   [`spec_update`] plan schema changes and spec evolutions on it.
@@ -19,11 +23,14 @@
 //! - [`interrupt`]: the commit point, before which an operation can be interrupted.
 
 pub(crate) mod conflict;
+pub(crate) mod create_namespace;
 pub(crate) mod hooks;
 pub mod interrupt;
 pub(crate) mod leaf;
 pub(crate) mod manifest_commit;
+pub(crate) mod manifest_compact;
 pub(crate) mod new_leaf;
+pub(crate) mod repair;
 pub(crate) mod root_commit;
 pub(crate) mod schema_update;
 pub(crate) mod spec_update;
