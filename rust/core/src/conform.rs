@@ -4,10 +4,18 @@
 use std::sync::Arc;
 
 use crate::arrow::array::{new_null_array, Array, ArrayRef, AsArray, StructArray};
-use crate::arrow::compute::kernels::cast::cast_with_options;
+use crate::arrow::compute::kernels::cast::{cast_with_options, CastOptions};
 use crate::arrow::datatypes::{DataType, Fields};
+use crate::arrow::util::display::FormatOptions;
 use crate::error::{Error, Result};
-use crate::spec::strict_cast;
+
+/// Arrow cast options that fail instead of turning a value that does not fit into NULL.
+pub(crate) fn strict_cast() -> CastOptions<'static> {
+    CastOptions {
+        safe: false,
+        format_options: FormatOptions::default(),
+    }
+}
 
 /// Casts `col` to the namespace type `to`, refusing lossy casts: every value must come back
 /// unchanged when cast back to its input type (so `1.5` is not stored as `1`, a timestamp at

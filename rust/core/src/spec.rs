@@ -8,10 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::arrow::array::{make_array, new_null_array, Array, ArrayRef, AsArray, RecordBatch};
 use crate::arrow::buffer::NullBuffer;
-use crate::arrow::compute::kernels::cast::{cast_with_options, CastOptions};
+use crate::arrow::compute::kernels::cast::cast_with_options;
 use crate::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use crate::arrow::util::display::FormatOptions;
-use crate::conform::to_namespace_type;
+use crate::conform::{strict_cast, to_namespace_type};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{spec_err, Error, Result};
 use crate::expr::{compile_cached, CompiledExpr};
@@ -361,13 +360,6 @@ fn consistent_types(computed: &DataType, declared: &DataType) -> bool {
         _ => 0,
     };
     computed == declared || (family(computed) != 0 && family(computed) == family(declared))
-}
-
-pub(crate) fn strict_cast() -> CastOptions<'static> {
-    CastOptions {
-        safe: false,
-        format_options: FormatOptions::default(),
-    }
 }
 
 /// A schema field found by its `lance:field_id`, at any depth.

@@ -129,3 +129,11 @@ mod tests {
         assert_eq!(loc, table_location("v1$abc$dataset"));
     }
 }
+
+/// A fresh nonce (32 random characters): one distributed write's, or a probe object's.
+///
+/// # Errors
+/// `Internal` without a random number source.
+pub fn new_nonce() -> Result<String> {
+    Ok(format!("{}{}", random_id()?, random_id()?))
+}

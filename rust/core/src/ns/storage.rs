@@ -233,7 +233,7 @@ impl Storage {
             return Ok(());
         }
         let (store, base) = self.object_store().await?;
-        let nonce = crate::ns::write::distributed::new_nonce()?;
+        let nonce = crate::ns::ids::new_nonce()?;
         let path = base
             .join("_lance_partitioned")
             .join(format!("conditional-write-check-{nonce}").as_str());

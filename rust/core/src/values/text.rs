@@ -4,9 +4,9 @@
 use crate::arrow::array::{Array, ArrayRef, StringArray};
 use crate::arrow::compute::kernels::cast::cast_with_options;
 use crate::arrow::datatypes::{DataType, TimeUnit};
+use crate::conform::strict_cast;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
-use crate::spec::strict_cast;
 use crate::values::civil::{write_date, write_time, MICROS_PER_DAY};
 
 /// The string form of a partition value, or `None` for NULL and empty values (`''`, `b''`).

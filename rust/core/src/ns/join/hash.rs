@@ -15,7 +15,7 @@ use crate::datafusion::physical_plan::{ExecutionPlan, PhysicalExpr};
 use crate::datafusion::prelude::SessionConfig;
 use crate::error::Result;
 
-use super::execute::JoinHow;
+use super::request::JoinHow;
 use super::side::Side;
 
 /// The joined batches: left columns then right ones (left only for semi and anti joins),

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use crate::arrow::datatypes::{Field, Schema, SchemaRef};
 use crate::error::{Error, Result};
 
-use super::execute::{JoinHow, JoinRequest};
 use super::plan::key_field;
+use super::request::{JoinHow, JoinRequest};
 
 /// Where an output column comes from (indexes into the columns read from each side).
 #[derive(Debug, Clone, Copy)]

@@ -7,6 +7,7 @@ mod hash;
 mod key_map;
 mod layout;
 pub mod plan;
+mod request;
 mod side;
 #[cfg(test)]
 mod tests;
@@ -14,5 +15,6 @@ mod unique;
 #[cfg(test)]
 mod unique_tests;
 
-pub use execute::{JoinHow, JoinRequest, JoinStream, PreparedJoin};
+pub use execute::{JoinStream, PreparedJoin};
 pub use plan::{plan_join, JoinGroup, JoinPlan, JoinSide};
+pub use request::{JoinHow, JoinRequest};

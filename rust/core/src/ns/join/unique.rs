@@ -18,8 +18,8 @@ use crate::arrow::datatypes::{Field, Schema, SchemaRef};
 use crate::error::Result;
 use crate::gather::Gather;
 
-use super::execute::JoinHow;
 use super::key_map::{key_width, KeyMap, NONE};
+use super::request::JoinHow;
 use super::side::Side;
 
 /// Joins `left` and `right` on their key columns when the smaller side's keys are unique

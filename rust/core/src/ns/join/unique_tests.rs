@@ -12,7 +12,7 @@ use crate::arrow::array::{
 use crate::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use crate::datafusion::scalar::ScalarValue;
 
-use super::execute::JoinHow;
+use super::request::JoinHow;
 use super::side::Side;
 use super::{hash, unique};
 

@@ -14,7 +14,7 @@ use lance::table::format::Fragment;
 use crate::error::Result;
 use crate::ns::manifest::LeafVersion;
 use crate::ns::storage::Storage;
-use crate::ns::txn::manifest_commit::is_retryable;
+use crate::ns::txn::retry::is_retryable;
 
 /// Leaf commits tried again in weak mode when a concurrent commit conflicts (a row delete of a
 /// fragment being rewritten).

@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 
 use crate::arrow::datatypes::{DataType, Schema};
+use crate::conform::strict_cast;
 use crate::datafusion::common::{Column, DFSchema};
 use crate::datafusion::logical_expr::{BinaryExpr, Expr, Operator};
 use crate::datafusion::scalar::ScalarValue;
@@ -17,7 +18,7 @@ use crate::error::Result;
 use crate::expr::session;
 use crate::ns::filter::{evaluate_mask, plain, Filter};
 use crate::ns::manifest::{partition_column, Snapshot};
-use crate::spec::{fields_by_id, strict_cast, CompiledSpec, PartitionSpec};
+use crate::spec::{fields_by_id, CompiledSpec, PartitionSpec};
 
 /// The pruning of one spec version.
 #[derive(Debug, Clone)]

@@ -26,7 +26,7 @@ use crate::ns::manifest::{
     WRITE_ID_KEY,
 };
 use crate::ns::storage::Storage;
-use crate::ns::txn::leaf::{Pending, Written};
+use crate::ns::txn::leaf::{rewritten_under_another_schema, Pending, Written};
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
 use crate::ns::write::flush::{op_fragments, write_params};
 use crate::ns::write::options::Mode;
@@ -296,23 +296,6 @@ impl WriteUpdate<'_> {
         change.copy_rows.sort_unstable();
         change.delete_others = Some("object_id LIKE 'v%$%'".to_string());
         Ok(())
-    }
-}
-
-/// A leaf commit of our fragments that Lance refused because a concurrent write rewrote the
-/// partition under another schema version: our rows cannot be appended as written; nothing of
-/// this write is visible, and running it again stages them against the new leaf.
-pub(crate) fn rewritten_under_another_schema(e: impl Into<Error>, key: &str) -> Error {
-    match e.into() {
-        Error::Lance(l) if matches!(*l, lance::Error::SchemaMismatch { .. }) => {
-            Error::CommitConflict(format!(
-                "partition ({key}) was rewritten under another schema version by a concurrent \
-             write while this write was staged against the old one; run the write again \
-             ({})",
-                crate::error::user_message(&l.to_string())
-            ))
-        }
-        other => other,
     }
 }
 

@@ -161,7 +161,7 @@ pub(crate) async fn commit_leaf(
                 }
                 Err(e) => {
                     let key = format!("leaf {location}");
-                    return Err(super::conflict::rewritten_under_another_schema(e, &key));
+                    return Err(rewritten_under_another_schema(e, &key));
                 }
             };
             Ok(Pending {
@@ -411,4 +411,21 @@ pub(crate) async fn weak_committed(
         }
     }
     Ok(done)
+}
+
+/// A leaf commit of our fragments that Lance refused because a concurrent write rewrote the
+/// partition under another schema version: our rows cannot be appended as written; nothing of
+/// this write is visible, and running it again stages them against the new leaf.
+pub(crate) fn rewritten_under_another_schema(e: impl Into<Error>, key: &str) -> Error {
+    match e.into() {
+        Error::Lance(l) if matches!(*l, lance::Error::SchemaMismatch { .. }) => {
+            Error::CommitConflict(format!(
+                "partition ({key}) was rewritten under another schema version by a concurrent \
+             write while this write was staged against the old one; run the write again \
+             ({})",
+                crate::error::user_message(&l.to_string())
+            ))
+        }
+        other => other,
+    }
 }

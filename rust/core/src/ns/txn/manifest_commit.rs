@@ -26,7 +26,7 @@ use crate::ns::manifest::{
 use crate::ns::storage::Storage;
 use crate::ns::txn::leaf::{verify_written, Written};
 use crate::ns::txn::manifest_compact::compact_if_fragmented;
-use crate::ns::txn::root_commit::backoff;
+use crate::ns::txn::retry::{backoff, manifest_race, Committed};
 
 /// A change of the manifest, planned on one snapshot.
 #[derive(Debug, Default)]
@@ -70,15 +70,6 @@ pub(crate) trait ManifestUpdate: Send {
     fn written(&self) -> (Option<i64>, Vec<Written>) {
         (None, Vec::new())
     }
-}
-
-/// The outcome of [`commit_manifest`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Committed {
-    /// The manifest version after the commit (the latest one when nothing was committed).
-    pub(crate) version: u64,
-    /// Commit attempts.
-    pub(crate) attempts: u32,
 }
 
 /// Commits `update` to the manifest at `root` (see the module docs).
@@ -184,18 +175,6 @@ pub(crate) async fn cleanup_may_have_run(storage: &Storage, since_ms: Option<i64
         Some(t) => cleanup_marks::any_since(storage, t).await,
         None => Ok(true),
     }
-}
-
-/// Lance errors of a manifest commit that mean "another commit landed first": a lost race
-/// (`lost_race`), or a manifest whose columns a concurrent spec evolution changed after the
-/// change was planned (the next plan builds its rows in the new columns).
-pub(crate) fn manifest_race(e: &lance::Error) -> bool {
-    lost_race(e) || matches!(e, lance::Error::SchemaMismatch { .. })
-}
-
-/// Lance errors that mean "another commit landed first" (for leaf commits).
-pub(crate) fn is_retryable(e: &lance::Error) -> bool {
-    lost_race(e)
 }
 
 /// Applies `change` to `latest` in one Lance commit; returns the new version.

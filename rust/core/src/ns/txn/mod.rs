@@ -19,6 +19,7 @@
 //! - [`new_leaf`]: the commit handler of new leaf tables (no existence listing, no hint).
 //! - [`root_commit`]: the retried commit of root properties; [`schema_update`] and
 //!   [`spec_update`] plan schema changes and spec evolutions on it.
+//! - [`retry`]: what every retried commit shares (outcome, lost races, backoff).
 //! - [`write_lock`]: the lock of a weak-mode commit of one distributed write.
 //! - [`interrupt`]: the commit point, before which an operation can be interrupted.
 
@@ -31,6 +32,7 @@ pub(crate) mod manifest_commit;
 pub(crate) mod manifest_compact;
 pub(crate) mod new_leaf;
 pub(crate) mod repair;
+pub(crate) mod retry;
 pub(crate) mod root_commit;
 pub(crate) mod schema_update;
 pub(crate) mod spec_update;

@@ -17,7 +17,7 @@ use futures::future::BoxFuture;
 use crate::error::{lost_race, Error, Result};
 use crate::ns::manifest::Snapshot;
 use crate::ns::storage::Storage;
-use crate::ns::txn::manifest_commit::{manifest_race, Committed};
+use crate::ns::txn::retry::{backoff, manifest_race, Committed};
 
 /// Root property changes planned on one manifest version: `(key, value)` pairs to set, a
 /// `None` value removing the key.
@@ -86,13 +86,4 @@ pub(crate) async fn commit_root(
             Err(e) => return Err(storage.error(e)),
         }
     }
-}
-
-/// Sleeps before attempt `attempt + 1` of a commit: linear backoff with jitter, so racing
-/// committers spread out.
-pub(crate) async fn backoff(attempt: u32) {
-    let step = u64::from(attempt.min(10));
-    let jitter = u64::from(getrandom::u32().unwrap_or(0)) % (50_000 * step);
-    let wait = Duration::from_millis(20 * step) + Duration::from_micros(jitter);
-    tokio::time::sleep(wait).await;
 }

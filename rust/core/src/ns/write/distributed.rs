@@ -17,7 +17,7 @@ use std::sync::Arc;
 use crate::arrow::array::RecordBatch;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
-use crate::ns::ids::random_id;
+pub use crate::ns::ids::new_nonce;
 use crate::ns::manifest::Snapshot;
 use crate::ns::storage::Storage;
 use crate::ns::write::message::{StagedMessage, WriteIdentity};
@@ -27,14 +27,6 @@ use crate::ns::write::staged::StagedPart;
 use crate::ns::write::target::IdPlan;
 use crate::ns::write::writer::PartitionWriter;
 use crate::spec::CompiledSpec;
-
-/// A fresh nonce for one distributed write.
-///
-/// # Errors
-/// `Internal` without a random number source.
-pub fn new_nonce() -> Result<String> {
-    Ok(format!("{}{}", random_id()?, random_id()?))
-}
 
 /// What a distributed write plans against: the manifest version (S0) and whether it commits
 /// in strong mode.
