@@ -188,43 +188,16 @@ impl JsonDataType {
     pub fn to_arrow(&self) -> Result<DataType> {
         use DataType::*;
         let name = self.type_name.to_ascii_lowercase();
-        let decimal = || -> Result<(u8, i8)> {
-            let Some(enc) = self.length else {
-                return spec_err!("{name} needs length = precision * 1000 + scale");
-            };
-            let p = (enc + 128).div_euclid(1000);
-            let s = enc - p * 1000;
-            if !(1..=76).contains(&p) || !(-128..=127).contains(&s) {
-                return spec_err!("{name} has invalid length {enc}");
-            }
-            Ok((p as u8, s as i8))
-        };
-        let child = || -> Result<Arc<Field>> {
-            match self.fields.as_deref() {
-                Some([f]) => Ok(Arc::new(f.to_arrow()?)),
-                _ => spec_err!("{name} needs exactly one child field"),
-            }
-        };
+        if let Some(t) = primitive(&name) {
+            return Ok(t);
+        }
+        let decimal = || self.decimal_params(&name);
+        let child = || self.child_field(&name);
         Ok(match name.as_str() {
-            "null" => Null,
-            "bool" | "boolean" => Boolean,
-            "int8" => Int8,
-            "int16" => Int16,
-            "int32" => Int32,
-            "int64" => Int64,
-            "uint8" => UInt8,
-            "uint16" => UInt16,
-            "uint32" => UInt32,
-            "uint64" => UInt64,
-            "float16" => Float16,
-            "float32" => Float32,
-            "float64" => Float64,
             "decimal32" => decimal().map(|(p, s)| Decimal32(p, s))?,
             "decimal64" => decimal().map(|(p, s)| Decimal64(p, s))?,
             "decimal128" => decimal().map(|(p, s)| Decimal128(p, s))?,
             "decimal256" => decimal().map(|(p, s)| Decimal256(p, s))?,
-            "date32" => Date32,
-            "date64" => Date64,
             "time32" => match parse_unit(self.unit.as_deref(), TimeUnit::Millisecond)? {
                 u @ (TimeUnit::Second | TimeUnit::Millisecond) => Time32(u),
                 u => return spec_err!("time32 cannot have unit {}", unit_str(&u)),
@@ -238,12 +211,6 @@ impl JsonDataType {
                 self.timezone.as_ref().map(|t| t.as_str().into()),
             ),
             "duration" => Duration(parse_unit(self.unit.as_deref(), TimeUnit::Microsecond)?),
-            "utf8" | "string" => Utf8,
-            "large_utf8" | "large_string" => LargeUtf8,
-            "utf8_view" | "string_view" => Utf8View,
-            "binary" => Binary,
-            "large_binary" => LargeBinary,
-            "binary_view" => BinaryView,
             "fixed_size_binary" => match self.length {
                 Some(n) if (0..=i32::MAX as i64).contains(&n) => FixedSizeBinary(n as i32),
                 _ => return spec_err!("fixed_size_binary needs a non-negative length"),
@@ -266,6 +233,59 @@ impl JsonDataType {
             other => return spec_err!("unknown Arrow type {other:?}"),
         })
     }
+}
+
+impl JsonDataType {
+    /// `(precision, scale)` of a decimal type, encoded in `length` as
+    /// `precision * 1000 + scale`.
+    fn decimal_params(&self, name: &str) -> Result<(u8, i8)> {
+        let Some(enc) = self.length else {
+            return spec_err!("{name} needs length = precision * 1000 + scale");
+        };
+        let p = (enc + 128).div_euclid(1000);
+        let s = enc - p * 1000;
+        if !(1..=76).contains(&p) || !(-128..=127).contains(&s) {
+            return spec_err!("{name} has invalid length {enc}");
+        }
+        Ok((p as u8, s as i8))
+    }
+
+    /// The one child field of a list or map type.
+    fn child_field(&self, name: &str) -> Result<Arc<Field>> {
+        match self.fields.as_deref() {
+            Some([f]) => Ok(Arc::new(f.to_arrow()?)),
+            _ => spec_err!("{name} needs exactly one child field"),
+        }
+    }
+}
+
+/// The types named by their name alone (no unit, length or children).
+fn primitive(name: &str) -> Option<DataType> {
+    use DataType::*;
+    Some(match name {
+        "null" => Null,
+        "bool" | "boolean" => Boolean,
+        "int8" => Int8,
+        "int16" => Int16,
+        "int32" => Int32,
+        "int64" => Int64,
+        "uint8" => UInt8,
+        "uint16" => UInt16,
+        "uint32" => UInt32,
+        "uint64" => UInt64,
+        "float16" => Float16,
+        "float32" => Float32,
+        "float64" => Float64,
+        "date32" => Date32,
+        "date64" => Date64,
+        "utf8" | "string" => Utf8,
+        "large_utf8" | "large_string" => LargeUtf8,
+        "utf8_view" | "string_view" => Utf8View,
+        "binary" => Binary,
+        "large_binary" => LargeBinary,
+        "binary_view" => BinaryView,
+        _ => return None,
+    })
 }
 
 impl JsonField {

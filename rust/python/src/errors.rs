@@ -57,100 +57,120 @@ const KINDS: [Kind; 16] = [
     Kind::IncompatibleJoin,
 ];
 
+/// Class name, builtin base (besides `LancePartitionedError`) and docstring of each class,
+/// in the order of [`KINDS`].
+const INFO: [(&str, Option<&str>, &str); 16] = [
+    // Kind::Base
+    (
+        "LancePartitionedError",
+        None,
+        "Base class of every error raised by lance_partitioned.",
+    ),
+    // Kind::Spec
+    (
+        "SpecError",
+        Some("ValueError"),
+        "A partition spec or schema is malformed or inconsistent.",
+    ),
+    // Kind::Expression
+    (
+        "ExpressionError",
+        Some("ValueError"),
+        "An expression (partition expression or filter) is malformed, unbound, of the \
+         wrong type, or not deterministic and stateless.",
+    ),
+    // Kind::UnsupportedType
+    (
+        "UnsupportedTypeError",
+        Some("TypeError"),
+        "A kernel was given an Arrow type it does not support.",
+    ),
+    // Kind::InvalidArgument
+    (
+        "InvalidArgumentError",
+        Some("ValueError"),
+        "An argument is out of range or inconsistent (n <= 0, width <= 0, length \
+         mismatch, wrong type, ...).",
+    ),
+    // Kind::Arrow
+    (
+        "ArrowError",
+        None,
+        "Arrow reported an error (for example a failed cast or a malformed array).",
+    ),
+    // Kind::Internal
+    (
+        "InternalError",
+        Some("RuntimeError"),
+        "A bug in lance_partitioned (including a caught Rust panic). Please report it.",
+    ),
+    // Kind::SchemaMismatch
+    (
+        "SchemaMismatchError",
+        Some("ValueError"),
+        "Input data does not fit the namespace schema.",
+    ),
+    // Kind::NamespaceNotFound
+    (
+        "NamespaceNotFoundError",
+        Some("FileNotFoundError"),
+        "There is no partitioned namespace (or no such object or version) at the given \
+         location.",
+    ),
+    // Kind::NamespaceExists
+    (
+        "NamespaceExistsError",
+        Some("FileExistsError"),
+        "A namespace already exists where one is being created.",
+    ),
+    // Kind::CorruptNamespace
+    (
+        "CorruptNamespaceError",
+        None,
+        "The namespace's stored metadata is malformed or inconsistent; see repair().",
+    ),
+    // Kind::CommitConflict
+    (
+        "CommitConflictError",
+        None,
+        "A concurrent commit made this commit impossible (nothing of it became \
+         visible).",
+    ),
+    // Kind::PartialCommit
+    (
+        "PartialCommitError",
+        None,
+        "A weak-mode write failed after some of its partitions were committed; those \
+         partitions are visible and the message names them.",
+    ),
+    // Kind::Storage
+    (
+        "StorageError",
+        Some("OSError"),
+        "The object store cannot be reached or refused a request (missing bucket, wrong \
+         credentials, unreachable endpoint), or cannot commit safely. The message names \
+         the URI, never an option value.",
+    ),
+    // Kind::Lance
+    (
+        "LanceError",
+        None,
+        "The lance storage layer reported an error (I/O, format, commit).",
+    ),
+    // Kind::IncompatibleJoin
+    (
+        "IncompatibleJoinError",
+        Some("ValueError"),
+        "The partitions of two namespaces do not align on the join keys, so they cannot \
+         be joined partition by partition (the message says why; allow_shuffle=True \
+         joins them anyway).",
+    ),
+];
+
 impl Kind {
     /// Class name, builtin base (besides `LancePartitionedError`) and docstring.
     fn describe(self) -> (&'static str, Option<&'static str>, &'static str) {
-        match self {
-            Kind::Base => (
-                "LancePartitionedError",
-                None,
-                "Base class of every error raised by lance_partitioned.",
-            ),
-            Kind::Spec => (
-                "SpecError",
-                Some("ValueError"),
-                "A partition spec or schema is malformed or inconsistent.",
-            ),
-            Kind::Expression => (
-                "ExpressionError",
-                Some("ValueError"),
-                "An expression (partition expression or filter) is malformed, unbound, of the \
-                 wrong type, or not deterministic and stateless.",
-            ),
-            Kind::UnsupportedType => (
-                "UnsupportedTypeError",
-                Some("TypeError"),
-                "A kernel was given an Arrow type it does not support.",
-            ),
-            Kind::InvalidArgument => (
-                "InvalidArgumentError",
-                Some("ValueError"),
-                "An argument is out of range or inconsistent (n <= 0, width <= 0, length \
-                 mismatch, wrong type, ...).",
-            ),
-            Kind::Arrow => (
-                "ArrowError",
-                None,
-                "Arrow reported an error (for example a failed cast or a malformed array).",
-            ),
-            Kind::Internal => (
-                "InternalError",
-                Some("RuntimeError"),
-                "A bug in lance_partitioned (including a caught Rust panic). Please report it.",
-            ),
-            Kind::SchemaMismatch => (
-                "SchemaMismatchError",
-                Some("ValueError"),
-                "Input data does not fit the namespace schema.",
-            ),
-            Kind::NamespaceNotFound => (
-                "NamespaceNotFoundError",
-                Some("FileNotFoundError"),
-                "There is no partitioned namespace (or no such object or version) at the given \
-                 location.",
-            ),
-            Kind::NamespaceExists => (
-                "NamespaceExistsError",
-                Some("FileExistsError"),
-                "A namespace already exists where one is being created.",
-            ),
-            Kind::CorruptNamespace => (
-                "CorruptNamespaceError",
-                None,
-                "The namespace's stored metadata is malformed or inconsistent; see repair().",
-            ),
-            Kind::CommitConflict => (
-                "CommitConflictError",
-                None,
-                "A concurrent commit made this commit impossible (nothing of it became \
-                 visible).",
-            ),
-            Kind::PartialCommit => (
-                "PartialCommitError",
-                None,
-                "A weak-mode write failed after some of its partitions were committed; those \
-                 partitions are visible and the message names them.",
-            ),
-            Kind::Storage => (
-                "StorageError",
-                Some("OSError"),
-                "The object store cannot be reached or refused a request (missing bucket, wrong \
-                 credentials, unreachable endpoint), or cannot commit safely. The message names \
-                 the URI, never an option value.",
-            ),
-            Kind::Lance => (
-                "LanceError",
-                None,
-                "The lance storage layer reported an error (I/O, format, commit).",
-            ),
-            Kind::IncompatibleJoin => (
-                "IncompatibleJoinError",
-                Some("ValueError"),
-                "The partitions of two namespaces do not align on the join keys, so they cannot \
-                 be joined partition by partition (the message says why; allow_shuffle=True \
-                 joins them anyway).",
-            ),
-        }
+        INFO[KINDS.iter().position(|k| *k == self).unwrap_or(0)]
     }
 }
 

@@ -108,13 +108,12 @@ struct Entry {
 }
 
 fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &State) -> Entry {
-    let Some(prev) = prev else {
-        // Version 1 created the namespace; an older first version had its predecessors
-        // expired, so what it changed is unknown.
-        let operation = if version == 1 {
-            CREATE_NAMESPACE
-        } else {
-            "unknown"
+    let Some(prev) = prev.filter(|p| !p.specs.is_empty()) else {
+        // Version 1, and the versions setting up the root properties, created the namespace;
+        // an older first version had its predecessors expired: what it changed is unknown.
+        let operation = match prev {
+            None if version != 1 => "unknown",
+            _ => CREATE_NAMESPACE,
         };
         return Entry {
             version,
@@ -124,16 +123,32 @@ fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &
             rows: None,
         };
     };
-    if prev.specs.is_empty() {
-        // The namespace's root properties were being set up.
-        return Entry {
-            version,
-            timestamp,
-            operation: CREATE_NAMESPACE.into(),
-            partitions: None,
-            rows: None,
-        };
+    let (mut ops, touched, rows) = table_changes(prev, now);
+    let dropped = prev.tables.difference(&now.tables).count();
+    if dropped > 0 {
+        ops.insert("drop");
     }
+    structure_changes(prev, now, &mut ops);
+    let operation = if ops.is_empty() {
+        "commit".to_string()
+    } else {
+        ops.into_iter().collect::<Vec<_>>().join("+")
+    };
+    Entry {
+        version,
+        timestamp,
+        operation,
+        partitions: Some((touched.len() + dropped) as i64),
+        rows,
+    }
+}
+
+/// What the `table_version` rows new in `now` say: their operations, the tables they belong
+/// to and the rows they wrote or deleted.
+fn table_changes<'a>(
+    prev: &State,
+    now: &'a State,
+) -> (BTreeSet<&'a str>, HashSet<&'a str>, Option<i64>) {
     let mut ops: BTreeSet<&str> = BTreeSet::new();
     let mut touched: HashSet<&str> = HashSet::new();
     let mut rows: Option<i64> = None;
@@ -147,10 +162,17 @@ fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &
             rows = Some(rows.unwrap_or(0) + n);
         }
     }
-    let dropped = prev.tables.difference(&now.tables).count();
-    if dropped > 0 {
-        ops.insert("drop");
+    // A write's new partitions record Lance's `create` as their first version: to the user
+    // it is the write (an append, or part of an overwrite).
+    if ops.remove("create") && ops.is_empty() {
+        ops.insert("append");
     }
+    (ops, touched, rows)
+}
+
+/// The operations that change the manifest's structure: spec evolution, repaired columns,
+/// schema changes, cleanups' fences, the manifest's own compaction.
+fn structure_changes(prev: &State, now: &State, ops: &mut BTreeSet<&str>) {
     // `evolve()` prepares the manifest first (new partition columns, the spec version's row:
     // invisible to readers until the spec lands), then sets the spec: one `evolve`, after
     // its `evolve_prepare` steps.
@@ -170,11 +192,6 @@ fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &
             },
         );
     }
-    // A write's new partitions record Lance's `create` as their first version: to the user
-    // it is the write (an append, or part of an overwrite).
-    if ops.remove("create") && ops.is_empty() {
-        ops.insert("append");
-    }
     if now.schema != prev.schema {
         ops.insert("schema");
     }
@@ -186,18 +203,6 @@ fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &
     if ops.is_empty() && now.compaction {
         // The manifest's fragments compacted after a commit (`compact`): nothing changed.
         ops.insert("compact_manifest");
-    }
-    let operation = if ops.is_empty() {
-        "commit".to_string()
-    } else {
-        ops.into_iter().collect::<Vec<_>>().join("+")
-    };
-    Entry {
-        version,
-        timestamp,
-        operation,
-        partitions: Some((touched.len() + dropped) as i64),
-        rows,
     }
 }
 

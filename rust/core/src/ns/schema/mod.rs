@@ -76,30 +76,7 @@ pub fn plan_update(
                 f.name()
             );
         }
-        if storage_type(prev.data_type()) != *f.data_type() {
-            if ids_within(prev)
-                .iter()
-                .any(|i| partition_sources.contains(i))
-            {
-                return schema_err!(
-                    "column {:?} is (or holds) a partition source; its type cannot change ({} -> {}), \
-                     partition values would no longer match",
-                    f.name(),
-                    prev.data_type(),
-                    f.data_type()
-                );
-            }
-            if !is_widening(&storage_type(prev.data_type()), f.data_type()) {
-                return schema_err!(
-                    "column {:?} cannot change type from {} to {} (only widening: integers to \
-                     wider integers, float to double, decimal precision up, to large/view \
-                     string or binary)",
-                    f.name(),
-                    prev.data_type(),
-                    f.data_type()
-                );
-            }
-        }
+        check_type_change(prev, f, &partition_sources)?;
     }
     let kept: HashSet<i32> = new.fields().iter().filter_map(|f| field_id(f)).collect();
     for (id, f) in &old_by_id {
@@ -116,6 +93,36 @@ pub fn plan_update(
     let assigned = assign_field_ids(new, floor)?;
     let last = max_field_id(&assigned).max(floor - 1);
     Ok((assigned, last))
+}
+
+/// Refuses a type change of `prev` to `f`'s type unless it widens, and any type change of a
+/// column that is (or holds) a partition source.
+fn check_type_change(prev: &Field, f: &Field, partition_sources: &HashSet<i32>) -> Result<()> {
+    if storage_type(prev.data_type()) != *f.data_type() {
+        if ids_within(prev)
+            .iter()
+            .any(|i| partition_sources.contains(i))
+        {
+            return schema_err!(
+                "column {:?} is (or holds) a partition source; its type cannot change ({} -> {}), \
+                 partition values would no longer match",
+                f.name(),
+                prev.data_type(),
+                f.data_type()
+            );
+        }
+        if !is_widening(&storage_type(prev.data_type()), f.data_type()) {
+            return schema_err!(
+                "column {:?} cannot change type from {} to {} (only widening: integers to \
+                 wider integers, float to double, decimal precision up, to large/view \
+                 string or binary)",
+                f.name(),
+                prev.data_type(),
+                f.data_type()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The largest field id ever assigned in `snap` (`-1` before any).

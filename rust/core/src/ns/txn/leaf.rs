@@ -87,97 +87,143 @@ pub(crate) async fn commit_leaf(
     strong: bool,
     fresh: &lance::datatypes::Schema,
 ) -> Result<Pending> {
-    let overwrite = |fragments: Vec<Fragment>| Operation::Overwrite {
-        fragments,
-        schema: fresh.clone(),
-        config_upsert_values: None,
-        initial_bases: None,
-    };
-    match &part.target {
+    match part.target.clone() {
         Target::New { location, path } => {
-            let uri = storage.uri(location);
-            let mut commit = CommitBuilder::new(uri.as_str())
-                .with_session(session()?)
-                .with_store_params(storage.store_params())
-                .enable_v2_manifest_paths(true)
-                .with_skip_auto_cleanup(true);
-            if let Some(handler) = NewLeafCommit::for_uri(&uri) {
-                commit = commit.with_commit_handler(handler);
-            }
-            let ds = commit
-                .execute(Transaction::new(0, overwrite(part.fragments.clone()), None))
-                .await?;
-            Ok(Pending {
-                key: part.key,
-                object_id: None,
-                location: location.clone(),
-                path: path.clone(),
-                created: true,
-                base: None,
-                operation: "create",
-                rewritten: false,
-                fragments: part.fragments,
-                committed: LeafVersion::of(&ds).await?,
-            })
+            commit_new_leaf(storage, part, location, path, fresh).await
         }
         Target::Existing {
             object_id,
             location,
             base,
         } => {
-            let ds = base_dataset(storage, &part, location, *base).await?;
-            let read_version = ds.version().version;
-            let op = if part.rewrite {
-                overwrite(part.fragments.clone())
-            } else {
-                Operation::Append {
-                    fragments: part.fragments.clone(),
-                }
+            let ds = base_dataset(storage, &part, &location, base).await?;
+            let leaf = ExistingLeaf {
+                object_id,
+                location,
+                replaces,
+                strong,
             };
-            let mut commit = CommitBuilder::new(ds)
-                .with_detached(strong)
-                .with_skip_auto_cleanup(true);
-            // A weak-mode append that rewrites the partition (written under an older schema)
-            // replaces the leaf's rows with the ones it read at `read_version` plus its own:
-            // it commits only onto that version (a strict overwrite, never rebased), so a
-            // concurrent append's rows are never erased. Strong mode finds that conflict at
-            // its manifest commit.
-            let strict = part.rewrite && !replaces && !strong;
-            if strict {
-                commit = commit.with_max_retries(0);
-            }
-            crate::ns::txn::interrupt::enter_leaf_commit(strong)?;
-            let committed = match commit
-                .execute(Transaction::new(read_version, op, None))
-                .await
-            {
-                Ok(c) => c,
-                Err(e) if strict && crate::error::lost_race(&e) => {
-                    return Err(Error::CommitConflict(format!(
-                        "a concurrent write appended to the partition at {location} while this \
-                         append rewrote it under the current schema; nothing of this partition \
-                         was committed, run the write again"
-                    )))
-                }
-                Err(e) => {
-                    let key = format!("leaf {location}");
-                    return Err(rewritten_under_another_schema(e, &key));
-                }
-            };
-            Ok(Pending {
-                key: part.key,
-                object_id: Some(object_id.clone()),
-                location: location.clone(),
-                path: Vec::new(),
-                created: false,
-                base: Some(read_version),
-                operation: if part.rewrite { "overwrite" } else { "append" },
-                rewritten: part.rewrite && !replaces,
-                fragments: part.fragments,
-                committed: LeafVersion::of(&committed).await?,
-            })
+            commit_existing_leaf(ds, part, leaf, fresh).await
         }
     }
+}
+
+/// The Lance operation that replaces a leaf's rows with `fragments`.
+fn overwrite(fragments: Vec<Fragment>, fresh: &lance::datatypes::Schema) -> Operation {
+    Operation::Overwrite {
+        fragments,
+        schema: fresh.clone(),
+        config_upsert_values: None,
+        initial_bases: None,
+    }
+}
+
+/// A new partition's leaf table: created at its fresh location by URI (no listing).
+async fn commit_new_leaf(
+    storage: &Storage,
+    part: StagedPart,
+    location: String,
+    path: Vec<String>,
+    fresh: &lance::datatypes::Schema,
+) -> Result<Pending> {
+    let uri = storage.uri(&location);
+    let mut commit = CommitBuilder::new(uri.as_str())
+        .with_session(session()?)
+        .with_store_params(storage.store_params())
+        .enable_v2_manifest_paths(true)
+        .with_skip_auto_cleanup(true);
+    if let Some(handler) = NewLeafCommit::for_uri(&uri) {
+        commit = commit.with_commit_handler(handler);
+    }
+    let ds = commit
+        .execute(Transaction::new(
+            0,
+            overwrite(part.fragments.clone(), fresh),
+            None,
+        ))
+        .await?;
+    Ok(Pending {
+        key: part.key,
+        object_id: None,
+        location,
+        path,
+        created: true,
+        base: None,
+        operation: "create",
+        rewritten: false,
+        fragments: part.fragments,
+        committed: LeafVersion::of(&ds).await?,
+    })
+}
+
+/// An existing partition a part is committed to.
+struct ExistingLeaf {
+    object_id: String,
+    location: String,
+    /// The write replaces the partition (an overwrite).
+    replaces: bool,
+    strong: bool,
+}
+
+/// A part appended to (or replacing) an existing leaf, on top of `ds`.
+async fn commit_existing_leaf(
+    ds: Arc<lance::dataset::Dataset>,
+    part: StagedPart,
+    leaf: ExistingLeaf,
+    fresh: &lance::datatypes::Schema,
+) -> Result<Pending> {
+    let read_version = ds.version().version;
+    let op = if part.rewrite {
+        overwrite(part.fragments.clone(), fresh)
+    } else {
+        Operation::Append {
+            fragments: part.fragments.clone(),
+        }
+    };
+    let mut commit = CommitBuilder::new(ds)
+        .with_detached(leaf.strong)
+        .with_skip_auto_cleanup(true);
+    // A weak-mode append that rewrites the partition (written under an older schema)
+    // replaces the leaf's rows with the ones it read at `read_version` plus its own: it
+    // commits only onto that version (a strict overwrite, never rebased), so a concurrent
+    // append's rows are never erased. Strong mode finds that conflict at its manifest commit.
+    let strict = part.rewrite && !leaf.replaces && !leaf.strong;
+    if strict {
+        commit = commit.with_max_retries(0);
+    }
+    crate::ns::txn::interrupt::enter_leaf_commit(leaf.strong)?;
+    let location = &leaf.location;
+    let committed = match commit
+        .execute(Transaction::new(read_version, op, None))
+        .await
+    {
+        Ok(c) => c,
+        Err(e) if strict && crate::error::lost_race(&e) => {
+            return Err(Error::CommitConflict(format!(
+                "a concurrent write appended to the partition at {location} while this append \
+                 rewrote it under the current schema; nothing of this partition was \
+                 committed, run the write again"
+            )))
+        }
+        Err(e) => {
+            return Err(rewritten_under_another_schema(
+                e,
+                &format!("leaf {location}"),
+            ))
+        }
+    };
+    Ok(Pending {
+        key: part.key,
+        object_id: Some(leaf.object_id),
+        location: leaf.location,
+        path: Vec::new(),
+        created: false,
+        base: Some(read_version),
+        operation: if part.rewrite { "overwrite" } else { "append" },
+        rewritten: part.rewrite && !leaf.replaces,
+        fragments: part.fragments,
+        committed: LeafVersion::of(&committed).await?,
+    })
 }
 
 /// The existing leaf at the version the part was written against (the writer's open handle
