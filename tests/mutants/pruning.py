@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = str(Path(__file__).resolve().parents[2])
 MUTATIONS = {
     "microsecond bound (timestamp neighbour 2 us away)": (
-        "rust/core/src/ns/scan/prune.rs",
+        "rust/core/src/ns/scan/prune_expr.rs",
         "S::TimestampMicrosecond(Some(x.checked_add(step)?), tz.clone())",
         "S::TimestampMicrosecond(Some(x.checked_add(step * 2)?), tz.clone())",
     ),

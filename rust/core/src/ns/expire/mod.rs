@@ -22,7 +22,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use lance::dataset::cleanup::{cleanup_old_versions, CleanupPolicy, CleanupPolicyBuilder};
-use lance::dataset::Dataset;
+use lance::dataset::{Dataset, Version};
 
 use crate::error::{Error, Result};
 use crate::ns::manifest::{named_tables, Snapshot};
@@ -94,6 +94,41 @@ pub async fn expire(storage: &Storage, opts: &ExpireOptions) -> Result<ExpireSum
     let strong = snap.strong_mode(None)?;
     let mut all = crate::ns::versions::list(&snap.dataset).await?;
     all.sort_by_key(|v| v.version);
+    let expired = expired_versions(&snap, &all, opts).await?;
+    let gone: HashSet<u64> = expired.iter().copied().collect();
+    let reads = ReadSets::of(
+        &version_reads(&snap, &all).await?,
+        &gone,
+        strong,
+        snap.version,
+    );
+    let mut summary = ExpireSummary {
+        dry_run: opts.dry_run,
+        ..Default::default()
+    };
+    if !opts.dry_run {
+        // Deleting is the visible step of an expiry.
+        crate::ns::txn::interrupt::enter_commit()?;
+    }
+    remove_leaf_versions(storage, &reads, opts.dry_run, &mut summary).await?;
+    if !opts.dry_run {
+        clean_weak_leaves(storage, &reads.weak, opts, &mut summary).await?;
+        if !expired.is_empty() {
+            let policy = policy(&snap.dataset, opts, Some(&expired)).await?;
+            cleanup_old_versions(&snap.dataset, policy).await?;
+        }
+    }
+    summary.manifest_versions = expired;
+    Ok(summary)
+}
+
+/// The manifest versions the rules expire: not the latest, not tagged, older than
+/// `older_than`, and not among the last `retain_versions` (`all` sorted by version).
+async fn expired_versions(
+    snap: &Snapshot,
+    all: &[Version],
+    opts: &ExpireOptions,
+) -> Result<Vec<u64>> {
     let tagged: HashSet<u64> = snap
         .dataset
         .tags()
@@ -104,7 +139,7 @@ pub async fn expire(storage: &Storage, opts: &ExpireOptions) -> Result<ExpireSum
         .collect();
     let cutoff = opts.older_than.map(before_now);
     let n = all.len();
-    let expired: Vec<u64> = all
+    Ok(all
         .iter()
         .enumerate()
         .filter(|(i, v)| {
@@ -114,14 +149,13 @@ pub async fn expire(storage: &Storage, opts: &ExpireOptions) -> Result<ExpireSum
                 && opts.retain_versions.is_none_or(|r| i + r < n)
         })
         .map(|(_, v)| v.version)
-        .collect();
-    let mut summary = ExpireSummary {
-        dry_run: opts.dry_run,
-        ..Default::default()
-    };
-    let gone: HashSet<u64> = expired.iter().copied().collect();
-    // A version a concurrent expire removed since the listing reads nothing that must stay.
-    let reads: Vec<(u64, Reads)> = stream::iter(all.iter().map(|v| {
+        .collect())
+}
+
+/// The leaf versions each manifest version of `all` reads. A version a concurrent expire
+/// removed since the listing reads nothing that must stay.
+async fn version_reads(snap: &Snapshot, all: &[Version]) -> Result<Vec<(u64, Reads)>> {
+    stream::iter(all.iter().map(|v| {
         let ds = &snap.dataset;
         let version = v.version;
         async move {
@@ -134,79 +168,103 @@ pub async fn expire(storage: &Storage, opts: &ExpireOptions) -> Result<ExpireSum
     .buffer_unordered(CONCURRENCY)
     .try_filter_map(|r| async move { Ok(r) })
     .try_collect()
-    .await?;
-    let mut kept_reads: HashMap<String, HashSet<u64>> = HashMap::new();
-    let mut gone_reads: HashMap<String, HashSet<u64>> = HashMap::new();
-    let mut weak: HashSet<String> = HashSet::new();
-    // Leaves a kept strong-mode manifest version reads at an unrecorded version (another
-    // tool's row): nothing of them is expired.
-    let mut unknown: HashSet<String> = HashSet::new();
-    for (version, rs) in &reads {
-        let into = if gone.contains(version) {
-            &mut gone_reads
-        } else {
-            &mut kept_reads
-        };
-        for (loc, rv) in rs {
-            let set = into.entry(loc.clone()).or_default();
-            match rv {
-                Some(v) => {
-                    set.insert(*v);
+    .await
+}
+
+/// The leaf versions the kept and the expired manifest versions read, by location.
+#[derive(Default)]
+struct ReadSets {
+    kept: HashMap<String, HashSet<u64>>,
+    gone: HashMap<String, HashSet<u64>>,
+    /// Leaves the latest version reads without a version (weak mode).
+    weak: HashSet<String>,
+    /// Leaves a kept strong-mode manifest version reads at an unrecorded version (another
+    /// tool's row): nothing of them is expired.
+    unknown: HashSet<String>,
+}
+
+impl ReadSets {
+    fn of(reads: &[(u64, Reads)], gone: &HashSet<u64>, strong: bool, latest: u64) -> Self {
+        let mut out = Self::default();
+        for (version, rs) in reads {
+            let expired = gone.contains(version);
+            for (loc, rv) in rs {
+                let into = if expired {
+                    &mut out.gone
+                } else {
+                    &mut out.kept
+                };
+                let set = into.entry(loc.clone()).or_default();
+                match rv {
+                    Some(v) => {
+                        set.insert(*v);
+                    }
+                    None if strong && !expired => {
+                        out.unknown.insert(loc.clone());
+                    }
+                    None if *version == latest => {
+                        out.weak.insert(loc.clone());
+                    }
+                    None => {}
                 }
-                None if strong && !gone.contains(version) => {
-                    unknown.insert(loc.clone());
-                }
-                None if *version == snap.version => {
-                    weak.insert(loc.clone());
-                }
-                None => {}
             }
         }
+        out
     }
-    if !opts.dry_run {
-        // Deleting is the visible step of an expiry.
-        crate::ns::txn::interrupt::enter_commit()?;
-    }
-    let mut locations: Vec<&String> = gone_reads
+}
+
+/// Removes every leaf version only expired manifest versions read (whole leaves no kept
+/// version reads), adding what was removed to `summary`.
+async fn remove_leaf_versions(
+    storage: &Storage,
+    reads: &ReadSets,
+    dry_run: bool,
+    summary: &mut ExpireSummary,
+) -> Result<()> {
+    let mut locations: Vec<&String> = reads
+        .gone
         .keys()
-        .filter(|loc| !unknown.contains(*loc))
+        .filter(|loc| !reads.unknown.contains(*loc))
         .collect();
     locations.sort();
     for loc in locations {
-        let removed = match kept_reads.get(loc) {
+        let removed = match reads.kept.get(loc) {
             None => {
                 summary.leaf_tables += 1;
-                leaf::remove_leaf(storage, loc, opts.dry_run).await?
+                leaf::remove_leaf(storage, loc, dry_run).await?
             }
             Some(keep) => {
-                let only_gone: HashSet<u64> = gone_reads[loc].difference(keep).copied().collect();
+                let only_gone: HashSet<u64> = reads.gone[loc].difference(keep).copied().collect();
                 if only_gone.is_empty() {
                     continue;
                 }
-                leaf::expire_leaf(storage, loc, &only_gone, opts.dry_run).await?
+                leaf::expire_leaf(storage, loc, &only_gone, dry_run).await?
             }
         };
         summary.leaf_versions += removed.versions;
         summary.files += removed.files;
         summary.bytes += removed.bytes;
     }
-    if !opts.dry_run {
-        let mut weak: Vec<&String> = weak.iter().collect();
-        weak.sort();
-        for loc in weak {
-            let ds = storage.builder(loc)?.load().await?;
-            let stats = cleanup_old_versions(&ds, policy(&ds, opts, None).await?).await?;
-            summary.leaf_versions += stats.old_versions;
-            summary.files += stats.data_files_removed + stats.deletion_files_removed;
-            summary.bytes += stats.bytes_removed;
-        }
-        if !expired.is_empty() {
-            let policy = policy(&snap.dataset, opts, Some(&expired)).await?;
-            cleanup_old_versions(&snap.dataset, policy).await?;
-        }
+    Ok(())
+}
+
+/// Weak mode: the leaves' own old versions, by Lance's cleanup with the same rules.
+async fn clean_weak_leaves(
+    storage: &Storage,
+    weak: &HashSet<String>,
+    opts: &ExpireOptions,
+    summary: &mut ExpireSummary,
+) -> Result<()> {
+    let mut weak: Vec<&String> = weak.iter().collect();
+    weak.sort();
+    for loc in weak {
+        let ds = storage.builder(loc)?.load().await?;
+        let stats = cleanup_old_versions(&ds, policy(&ds, opts, None).await?).await?;
+        summary.leaf_versions += stats.old_versions;
+        summary.files += stats.data_files_removed + stats.deletion_files_removed;
+        summary.bytes += stats.bytes_removed;
     }
-    summary.manifest_versions = expired;
-    Ok(summary)
+    Ok(())
 }
 
 /// `d` before now (the beginning of time when `d` reaches further back).

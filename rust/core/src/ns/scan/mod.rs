@@ -10,7 +10,8 @@
 
 mod display;
 mod prune;
-pub(crate) use prune::other_zero;
+mod prune_expr;
+pub(crate) use prune_expr::other_zero;
 mod read;
 
 pub use crate::ns::filter::{evaluate_mask, Filter};

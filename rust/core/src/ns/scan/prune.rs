@@ -18,6 +18,11 @@ use crate::error::Result;
 use crate::expr::session;
 use crate::ns::filter::{evaluate_mask, plain, Filter};
 use crate::ns::manifest::{partition_column, Snapshot};
+
+use super::prune_expr::{
+    as_column, as_literal, binary, date_part, exact_cast, flatten_and, flip, ident,
+    identity_compare, lit, neighbor, other_zero,
+};
 use crate::spec::{fields_by_id, CompiledSpec, PartitionSpec};
 
 /// The pruning of one spec version.
@@ -40,161 +45,6 @@ pub struct Pruned {
     pub specs: Vec<SpecPlan>,
     /// Indexes into [`Snapshot::leaves`] of the kept leaves.
     pub leaves: Vec<usize>,
-}
-
-fn ident(name: &str) -> Expr {
-    Expr::Column(Column::new_unqualified(name))
-}
-
-fn lit(v: ScalarValue) -> Expr {
-    Expr::Literal(v, None)
-}
-
-fn binary(l: Expr, op: Operator, r: Expr) -> Expr {
-    Expr::BinaryExpr(BinaryExpr::new(Box::new(l), op, Box::new(r)))
-}
-
-/// The zero of the other sign, for a float zero (`0.0` -> `-0.0`).
-pub(crate) fn other_zero(v: &ScalarValue) -> Option<ScalarValue> {
-    match v {
-        ScalarValue::Float64(Some(x)) if *x == 0.0 => Some(ScalarValue::Float64(Some(-*x))),
-        ScalarValue::Float32(Some(x)) if *x == 0.0 => Some(ScalarValue::Float32(Some(-*x))),
-        ScalarValue::Float16(Some(x)) if x.to_f32() == 0.0 => Some(ScalarValue::Float16(Some(-*x))),
-        _ => None,
-    }
-}
-
-/// `column op c` on an identity partition column, with SQL's float equality: the manifest
-/// compares floats in total order, where `-0.0 < 0.0`, while SQL (and the row filter) holds
-/// `-0.0 = 0.0`, so a bound at zero takes both zeros (pruning keeps more, never less).
-fn identity_compare(column: &str, op: Operator, c: ScalarValue) -> Expr {
-    let Some(other) = other_zero(&c) else {
-        return binary(ident(column), op, lit(c));
-    };
-    let negative = match &c {
-        ScalarValue::Float64(Some(x)) => x.is_sign_negative(),
-        ScalarValue::Float32(Some(x)) => x.is_sign_negative(),
-        ScalarValue::Float16(Some(x)) => x.is_sign_negative(),
-        _ => false,
-    };
-    let (neg, pos) = if negative { (c, other) } else { (other, c) };
-    match op {
-        Operator::Eq => ident(column).in_list(vec![lit(neg), lit(pos)], false),
-        Operator::Lt | Operator::LtEq => binary(ident(column), Operator::LtEq, lit(pos)),
-        Operator::Gt | Operator::GtEq => binary(ident(column), Operator::GtEq, lit(neg)),
-        _ => binary(ident(column), op, lit(pos)),
-    }
-}
-
-fn as_literal(e: &Expr) -> Option<ScalarValue> {
-    match e {
-        Expr::Literal(v, _) => Some(v.clone()),
-        Expr::Cast(c) => as_literal(&c.expr)?.cast_to(c.field.data_type()).ok(),
-        Expr::TryCast(c) => as_literal(&c.expr)?.cast_to(c.field.data_type()).ok(),
-        _ => None,
-    }
-}
-
-/// `date_part('year' | 'month' | 'day' | 'hour', column)` (also `extract(...)`, which parses
-/// to it): (unit, column).
-fn date_part(e: &Expr) -> Option<(&'static str, Vec<String>)> {
-    let Expr::ScalarFunction(f) = e else {
-        return None;
-    };
-    if f.func.name() != "date_part" {
-        return None;
-    }
-    let [unit, column] = f.args.as_slice() else {
-        return None;
-    };
-    let unit = match as_literal(unit)? {
-        ScalarValue::Utf8(Some(u))
-        | ScalarValue::LargeUtf8(Some(u))
-        | ScalarValue::Utf8View(Some(u)) => u.to_ascii_lowercase(),
-        _ => return None,
-    };
-    let unit = ["year", "month", "day", "hour"]
-        .into_iter()
-        .find(|k| *k == unit)?;
-    Some((unit, as_column(column)?))
-}
-
-/// The source a filter reads: a column, or a struct child (`s.city` parses to
-/// `get_field(s, 'city')`), as its path of names.
-fn as_column(e: &Expr) -> Option<Vec<String>> {
-    match e {
-        Expr::Column(c) => Some(vec![c.name.clone()]),
-        Expr::ScalarFunction(f) if f.func.name() == "get_field" => {
-            let [inner, name] = f.args.as_slice() else {
-                return None;
-            };
-            let mut path = as_column(inner)?;
-            match as_literal(name)? {
-                ScalarValue::Utf8(Some(n))
-                | ScalarValue::LargeUtf8(Some(n))
-                | ScalarValue::Utf8View(Some(n)) => path.push(n),
-                _ => return None,
-            }
-            Some(path)
-        }
-        _ => None,
-    }
-}
-
-fn flip(op: Operator) -> Option<Operator> {
-    use Operator::*;
-    Some(match op {
-        Eq => Eq,
-        NotEq => NotEq,
-        Lt => Gt,
-        LtEq => GtEq,
-        Gt => Lt,
-        GtEq => LtEq,
-        _ => return None,
-    })
-}
-
-/// The representable value next to `v` (`step` = -1: the one before, +1: the one after) for
-/// integer, date and timestamp literals; `None` for other types or at the type's limits.
-fn neighbor(v: &ScalarValue, step: i64) -> Option<ScalarValue> {
-    use ScalarValue as S;
-    let i32_step = |x: i32| x.checked_add(i32::try_from(step).ok()?);
-    Some(match v {
-        S::Int8(Some(x)) => S::Int8(Some(x.checked_add(i8::try_from(step).ok()?)?)),
-        S::Int16(Some(x)) => S::Int16(Some(x.checked_add(i16::try_from(step).ok()?)?)),
-        S::Int32(Some(x)) => S::Int32(Some(i32_step(*x)?)),
-        S::Int64(Some(x)) => S::Int64(Some(x.checked_add(step)?)),
-        S::Date32(Some(x)) => S::Date32(Some(i32_step(*x)?)),
-        S::Date64(Some(x)) => S::Date64(Some(x.checked_add(step)?)),
-        S::TimestampSecond(Some(x), tz) => {
-            S::TimestampSecond(Some(x.checked_add(step)?), tz.clone())
-        }
-        S::TimestampMillisecond(Some(x), tz) => {
-            S::TimestampMillisecond(Some(x.checked_add(step)?), tz.clone())
-        }
-        S::TimestampMicrosecond(Some(x), tz) => {
-            S::TimestampMicrosecond(Some(x.checked_add(step)?), tz.clone())
-        }
-        S::TimestampNanosecond(Some(x), tz) => {
-            S::TimestampNanosecond(Some(x.checked_add(step)?), tz.clone())
-        }
-        _ => return None,
-    })
-}
-
-/// Casts a literal to `dt` only when the cast is exact (round-trips), so comparisons keep
-/// their meaning.
-fn exact_cast(v: &ScalarValue, dt: &DataType) -> Option<ScalarValue> {
-    if &v.data_type() == dt {
-        return Some(v.clone());
-    }
-    let a = v.to_array_of_size(1).ok()?;
-    let c = crate::arrow::compute::kernels::cast::cast_with_options(&a, dt, &strict_cast()).ok()?;
-    let back =
-        crate::arrow::compute::kernels::cast::cast_with_options(&c, &v.data_type(), &strict_cast())
-            .ok()?;
-    let b = ScalarValue::try_from_array(&back, 0).ok()?;
-    (b == *v).then(|| ScalarValue::try_from_array(&c, 0).ok())?
 }
 
 /// Derives manifest predicates for one spec version.
@@ -280,57 +130,66 @@ impl Deriver<'_> {
                 let hi = binary((*bt.expr).clone(), Operator::LtEq, (*bt.high).clone());
                 self.derive(&lo.and(hi))
             }
-            Expr::InList(il) if !il.negated => {
-                let c = as_column(&il.expr)?;
-                let vals: Option<Vec<ScalarValue>> = il.list.iter().map(as_literal).collect();
-                let vals = vals?;
-                let parts: Vec<Expr> = self
-                    .single_source_fields(&c)
-                    .into_iter()
-                    .filter_map(|k| {
-                        let (pc, dt) = self.pcol(k)?;
-                        let mapped: Option<Vec<Expr>> = vals
-                            .iter()
-                            .map(|v| {
-                                if self.kind(k) == Some("identity") {
-                                    exact_cast(v, &dt).map(lit)
-                                } else {
-                                    self.value(k, v).map(lit)
-                                }
-                            })
-                            .collect();
-                        let mut mapped = mapped?;
-                        let zeros = mapped.iter().filter_map(|e| match e {
-                            Expr::Literal(v, _) => other_zero(v).map(lit),
-                            _ => None,
-                        });
-                        let zeros: Vec<Expr> = zeros.collect();
-                        mapped.extend(zeros);
-                        Some(ident(&pc).in_list(mapped, false))
-                    })
-                    .collect();
-                parts.into_iter().reduce(|a, b| a.and(b))
-            }
-            Expr::IsNull(inner) | Expr::IsNotNull(inner) => {
-                let c = as_column(inner)?;
-                let null = matches!(e, Expr::IsNull(_));
-                let parts: Vec<Expr> = self
-                    .single_source_fields(&c)
-                    .into_iter()
-                    .filter(|&k| self.spec.fields[k].transform.is_some())
-                    .filter_map(|k| {
-                        let (pc, _) = self.pcol(k)?;
-                        Some(if null {
-                            ident(&pc).is_null()
-                        } else {
-                            ident(&pc).is_not_null()
-                        })
-                    })
-                    .collect();
-                parts.into_iter().reduce(|a, b| a.and(b))
-            }
+            Expr::InList(il) if !il.negated => self.derive_in_list(&il.expr, &il.list),
+            Expr::IsNull(inner) => self.derive_null(inner, true),
+            Expr::IsNotNull(inner) => self.derive_null(inner, false),
             _ => None,
         }
+    }
+
+    /// `c IN (v, ...)`: each field over `c` alone, in the set of the values' field values
+    /// (with the other zero of a float zero).
+    fn derive_in_list(&self, column: &Expr, list: &[Expr]) -> Option<Expr> {
+        let c = as_column(column)?;
+        let vals: Option<Vec<ScalarValue>> = list.iter().map(as_literal).collect();
+        let vals = vals?;
+        let parts: Vec<Expr> = self
+            .single_source_fields(&c)
+            .into_iter()
+            .filter_map(|k| {
+                let (pc, dt) = self.pcol(k)?;
+                let mapped: Option<Vec<Expr>> = vals
+                    .iter()
+                    .map(|v| {
+                        if self.kind(k) == Some("identity") {
+                            exact_cast(v, &dt).map(lit)
+                        } else {
+                            self.value(k, v).map(lit)
+                        }
+                    })
+                    .collect();
+                let mut mapped = mapped?;
+                let zeros: Vec<Expr> = mapped
+                    .iter()
+                    .filter_map(|e| match e {
+                        Expr::Literal(v, _) => other_zero(v).map(lit),
+                        _ => None,
+                    })
+                    .collect();
+                mapped.extend(zeros);
+                Some(ident(&pc).in_list(mapped, false))
+            })
+            .collect();
+        parts.into_iter().reduce(|a, b| a.and(b))
+    }
+
+    /// `c IS [NOT] NULL`: every transform field over `c` alone is (not) NULL.
+    fn derive_null(&self, column: &Expr, null: bool) -> Option<Expr> {
+        let c = as_column(column)?;
+        let parts: Vec<Expr> = self
+            .single_source_fields(&c)
+            .into_iter()
+            .filter(|&k| self.spec.fields[k].transform.is_some())
+            .filter_map(|k| {
+                let (pc, _) = self.pcol(k)?;
+                Some(if null {
+                    ident(&pc).is_null()
+                } else {
+                    ident(&pc).is_not_null()
+                })
+            })
+            .collect();
+        parts.into_iter().reduce(|a, b| a.and(b))
     }
 
     /// `a = x AND b = y` pins a field over (a, b): evaluate it.
@@ -555,16 +414,6 @@ impl Deriver<'_> {
             }
         }
         false
-    }
-}
-
-fn flatten_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
-    match e {
-        Expr::BinaryExpr(b) if b.op == Operator::And => {
-            flatten_and(&b.left, out);
-            flatten_and(&b.right, out);
-        }
-        other => out.push(other),
     }
 }
 
