@@ -115,6 +115,40 @@ const W_MAX: usize = TIMESTAMP_SLOT;
 /// Arrays shorter than this are formatted on the calling thread.
 const PARALLEL_MIN: usize = 1 << 16;
 
+/// How a formatting splits an array of `n` values: `chunk` values per thread.
+#[derive(Clone, Copy)]
+struct Chunks {
+    n: usize,
+    chunk: usize,
+}
+
+impl Chunks {
+    fn new(n: usize) -> Self {
+        let threads = if n < PARALLEL_MIN {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |t| t.get().min(8))
+        };
+        Self {
+            n,
+            chunk: n.div_ceil(threads).max(1),
+        }
+    }
+
+    fn count(self) -> usize {
+        self.n.div_ceil(self.chunk)
+    }
+
+    /// The values of chunk `c`: `lo..hi`.
+    fn bounds(self, c: usize) -> (usize, usize) {
+        (c * self.chunk, ((c + 1) * self.chunk).min(self.n))
+    }
+}
+
+fn failed() -> Error {
+    Error::Internal("a formatting thread failed".into())
+}
+
 /// Formats every valid value of a primitive array with `fmt` in two passes: the bytes each
 /// chunk of the array needs (a sum of exact lengths), then the text and the offsets straight
 /// into one buffer of exactly that size. Both passes split the array across the machine's
@@ -129,50 +163,9 @@ where
     let a = array.as_primitive::<T>();
     let n = a.len();
     let nulls = a.nulls().filter(|m| m.null_count() > 0);
-    let valid = |i: usize| nulls.is_none_or(|m| m.is_valid(i));
-    let threads = if n < PARALLEL_MIN {
-        1
-    } else {
-        std::thread::available_parallelism().map_or(1, |t| t.get().min(8))
-    };
-    let chunk = n.div_ceil(threads).max(1);
-    let values = a.values();
-    let failed = || Error::Internal("a formatting thread failed".into());
-    // Pass 1: the bytes of every chunk (a sum of lengths: no writes), or valid values times
-    // the length they all have.
-    let chunks = n.div_ceil(chunk);
-    let bounds = |c: usize| (c * chunk, ((c + 1) * chunk).min(n));
-    let totals: Vec<usize> = if let Some(len) = fmt.uniform_len(values) {
-        (0..chunks)
-            .map(|c| {
-                let (lo, hi) = bounds(c);
-                len * nulls.map_or(hi - lo, |m| m.inner().slice(lo, hi - lo).count_set_bits())
-            })
-            .collect()
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..chunks)
-                .map(|c| {
-                    let mut fmt = fmt.clone();
-                    let valid = &valid;
-                    s.spawn(move || {
-                        let (lo, hi) = bounds(c);
-                        let mut bytes = 0usize;
-                        for i in lo..hi {
-                            if valid(i) {
-                                bytes += fmt.len(values[i]);
-                            }
-                        }
-                        bytes
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().map_err(|_| failed()))
-                .collect::<Result<Vec<usize>>>()
-        })?
-    };
+    let chunks = Chunks::new(n);
+    let values: &[T::Native] = a.values();
+    let totals = chunk_bytes(values, nulls, &fmt, chunks)?;
     let mut bases = Vec::with_capacity(totals.len());
     let mut total = 0usize;
     for t in &totals {
@@ -184,17 +177,96 @@ where
             "the text of this array exceeds 2 GiB: convert it in slices".into(),
         ));
     }
-    // Pass 2: the text of every value into its chunk's range of one exact buffer, and the
-    // offsets.
-    // Both from the recycled buffers: every byte of them is written below.
+    // Both from the recycled buffers: every byte of them is written by `write_chunks`.
     let mut buf = crate::mem::recycled::take(total);
     let mut offsets = crate::mem::recycled::take((n + 1) * std::mem::size_of::<i32>());
     let offsets_mut = offsets.typed_data_mut::<i32>();
     offsets_mut[0] = 0;
+    let layout = (&totals[..], &bases[..]);
+    write_chunks(
+        values,
+        nulls,
+        &fmt,
+        chunks,
+        layout,
+        buf.as_slice_mut(),
+        &mut offsets_mut[1..],
+    )?;
+    let offsets = ScalarBuffer::new(crate::mem::recycled::share(offsets), 0, n + 1);
+    // SAFETY: offsets[0] = 0 and every later one is its chunk's base plus a running position
+    // that only grows, chunk bases being running sums: monotonic, ending at `buf.len()`.
+    let offsets = unsafe { OffsetBuffer::new_unchecked(offsets) };
+    // SAFETY: every format writes ASCII only (digits, '-', '+', ':', '.', ' ', 'T', 'Z'), so
+    // the values are valid UTF-8 and every offset falls on a character boundary; offsets are
+    // monotonic by construction and end at `buf.len()` (every chunk filled its range exactly,
+    // checked by `write_chunks`).
+    let strings = unsafe {
+        StringArray::new_unchecked(
+            offsets,
+            crate::mem::recycled::share(buf),
+            a.nulls().cloned(),
+        )
+    };
+    Ok(strings)
+}
+
+/// Pass 1: the bytes of every chunk (a sum of lengths: no writes), or valid values times the
+/// length they all have.
+fn chunk_bytes<N: Copy + Send + Sync, F: Format<N>>(
+    values: &[N],
+    nulls: Option<&NullBuffer>,
+    fmt: &F,
+    chunks: Chunks,
+) -> Result<Vec<usize>> {
+    if let Some(len) = fmt.uniform_len(values) {
+        return Ok((0..chunks.count())
+            .map(|c| {
+                let (lo, hi) = chunks.bounds(c);
+                len * nulls.map_or(hi - lo, |m| m.inner().slice(lo, hi - lo).count_set_bits())
+            })
+            .collect());
+    }
+    let valid = |i: usize| nulls.is_none_or(|m| m.is_valid(i));
     std::thread::scope(|s| {
-        let mut rest: &mut [u8] = buf.as_slice_mut();
+        let handles: Vec<_> = (0..chunks.count())
+            .map(|c| {
+                let mut fmt = fmt.clone();
+                let valid = &valid;
+                s.spawn(move || {
+                    let (lo, hi) = chunks.bounds(c);
+                    let mut bytes = 0usize;
+                    for i in lo..hi {
+                        if valid(i) {
+                            bytes += fmt.len(values[i]);
+                        }
+                    }
+                    bytes
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| failed()))
+            .collect::<Result<Vec<usize>>>()
+    })
+}
+
+/// Pass 2: the text of every value into its chunk's range of `buf` (`totals` bytes from
+/// `bases`), and the end offset of every value (`ends`, one per value).
+fn write_chunks<N: Copy + Send + Sync, F: Format<N>>(
+    values: &[N],
+    nulls: Option<&NullBuffer>,
+    fmt: &F,
+    chunks: Chunks,
+    (totals, bases): (&[usize], &[usize]),
+    buf: &mut [u8],
+    ends: &mut [i32],
+) -> Result<()> {
+    let valid = |i: usize| nulls.is_none_or(|m| m.is_valid(i));
+    std::thread::scope(|s| {
+        let mut rest: &mut [u8] = buf;
         let mut handles = Vec::with_capacity(totals.len());
-        for (c, ends) in offsets_mut[1..].chunks_mut(chunk).enumerate() {
+        for (c, ends) in ends.chunks_mut(chunks.chunk).enumerate() {
             let (region, tail) = std::mem::take(&mut rest).split_at_mut(totals[c]);
             rest = tail;
             let mut fmt = fmt.clone();
@@ -204,7 +276,7 @@ where
                 let mut slot = [0u8; W_MAX];
                 let mut pos = 0usize;
                 for (k, end) in ends.iter_mut().enumerate() {
-                    let i = c * chunk + k;
+                    let i = c * chunks.chunk + k;
                     if valid(i) {
                         pos += match region.get_mut(pos..pos + W_MAX) {
                             // Room for a whole slot: write in place (the bytes past this
@@ -235,23 +307,7 @@ where
         handles
             .into_iter()
             .try_for_each(|h| h.join().map_err(|_| failed())?)
-    })?;
-    let offsets = ScalarBuffer::new(crate::mem::recycled::share(offsets), 0, n + 1);
-    // SAFETY: offsets[0] = 0 and every later one is its chunk's base plus a running position
-    // that only grows, chunk bases being running sums: monotonic, ending at `buf.len()`.
-    let offsets = unsafe { OffsetBuffer::new_unchecked(offsets) };
-    // SAFETY: every format writes ASCII only (digits, '-', '+', ':', '.', ' ', 'T', 'Z'), so
-    // the values are valid UTF-8 and every offset falls on a character boundary; offsets are
-    // monotonic by construction and end at `buf.len()` (every chunk filled its range exactly,
-    // checked above).
-    let strings = unsafe {
-        StringArray::new_unchecked(
-            offsets,
-            crate::mem::recycled::share(buf),
-            a.nulls().cloned(),
-        )
-    };
-    Ok(strings)
+    })
 }
 
 /// Two decimal digits of every number below 100.

@@ -254,10 +254,10 @@ fn components_for(
     right: &BTreeMap<i32, Vec<(usize, OnKey)>>,
     key_type: &DataType,
 ) -> Vec<(String, PerVersion, PerVersion)> {
-    let all = || left.values().chain(right.values());
+    let all: Vec<&(usize, OnKey)> = left.values().chain(right.values()).flatten().collect();
     // Every kind some version uses on the key.
-    let mut kinds: Vec<Kind> = all()
-        .flatten()
+    let mut kinds: Vec<Kind> = all
+        .iter()
         .map(|(_, k)| match k {
             OnKey::Identity => Kind::Identity,
             OnKey::Expression(e) => Kind::Expression(e.clone()),
@@ -274,85 +274,98 @@ fn components_for(
     );
     let mut out = Vec::new();
     for kind in kinds {
-        // The parameter the component uses: the smallest bucket count, the widest (numbers)
-        // or narrowest (strings) truncate width.
-        let params: Vec<i64> = all()
-            .flatten()
-            .filter_map(|(_, k)| match (k, &kind) {
-                (OnKey::Transform(Transform::Bucket(n)), Kind::Bucket) => Some(i64::from(*n)),
-                (OnKey::Transform(Transform::Truncate(w)), Kind::Truncate) => Some(i64::from(*w)),
-                _ => None,
-            })
-            .collect();
-        let param = match kind {
-            Kind::Bucket => params.iter().copied().min(),
-            Kind::Truncate if string_key => params.iter().copied().min(),
-            Kind::Truncate => params.iter().copied().max(),
-            _ => None,
+        let param = component_param(&all, &kind, string_key);
+        let per_version = |side: &BTreeMap<i32, Vec<(usize, OnKey)>>| -> Option<PerVersion> {
+            side.iter()
+                .map(|(v, f)| derive_component(f, &kind, param, string_key).map(|d| (*v, d)))
+                .collect()
         };
-        let derive = |fields: &Vec<(usize, OnKey)>| -> Option<Derive> {
-            // A field of this very kind first; identity as the fallback.
-            let direct = fields.iter().find_map(|(i, k)| match (k, &kind, param) {
-                (OnKey::Identity, Kind::Identity, _) => Some(Derive::Value(*i)),
-                (OnKey::Expression(e), Kind::Expression(x), _) if e == x => Some(Derive::Value(*i)),
-                (OnKey::Transform(t), Kind::Temporal(name), _) if t.name() == *name => {
-                    Some(Derive::Value(*i))
-                }
-                (OnKey::Transform(Transform::Bucket(n)), Kind::Bucket, Some(m)) => {
-                    (i64::from(*n) % m == 0).then(|| {
-                        if i64::from(*n) == m {
-                            Derive::Value(*i)
-                        } else {
-                            Derive::Modulo(*i, m as i32)
-                        }
-                    })
-                }
-                (OnKey::Transform(Transform::Truncate(w)), Kind::Truncate, Some(p)) => {
-                    if string_key {
-                        Some(Derive::Prefix(*i, p as usize))
-                    } else {
-                        (p % i64::from(*w) == 0).then_some(Derive::TruncateNumber(*i, p))
-                    }
-                }
-                _ => None,
-            });
-            direct.or_else(|| {
-                let ident = fields
-                    .iter()
-                    .find(|(_, k)| matches!(k, OnKey::Identity))
-                    .map(|(i, _)| *i)?;
-                let t = match (&kind, param) {
-                    (Kind::Temporal(name), _) => temporal(name)?,
-                    (Kind::Bucket, Some(m)) => Transform::Bucket(m as i32),
-                    (Kind::Truncate, Some(p)) => Transform::Truncate(p as i32),
-                    _ => return None,
-                };
-                Some(Derive::Apply(ident, t))
-            })
-        };
-        let l: Option<PerVersion> = left
-            .iter()
-            .map(|(v, f)| derive(f).map(|d| (*v, d)))
-            .collect();
-        let r: Option<PerVersion> = right
-            .iter()
-            .map(|(v, f)| derive(f).map(|d| (*v, d)))
-            .collect();
-        if let (Some(l), Some(r)) = (l, r) {
-            let text = match (&kind, param) {
-                (Kind::Identity, _) => "{l} = {r}".to_string(),
-                (Kind::Temporal(name), _) => format!("{name}({{l}}) = {name}({{r}})"),
-                (Kind::Expression(e), _) => format!("{e} on {{l}} = {e} on {{r}}"),
-                (Kind::Bucket, Some(m)) => format!("bucket({{l}}) % {m} = bucket({{r}}) % {m}"),
-                (Kind::Truncate, Some(p)) => {
-                    format!("truncate({{l}}, {p}) = truncate({{r}}, {p})")
-                }
-                _ => continue,
-            };
+        if let (Some(l), Some(r), Some(text)) = (
+            per_version(left),
+            per_version(right),
+            describe_component(&kind, param),
+        ) {
             out.push((text, l, r));
         }
     }
     out
+}
+
+/// The parameter a component of `kind` uses: the smallest bucket count, the widest (numbers)
+/// or narrowest (strings) truncate width.
+fn component_param(all: &[&(usize, OnKey)], kind: &Kind, string_key: bool) -> Option<i64> {
+    let params: Vec<i64> = all
+        .iter()
+        .filter_map(|(_, k)| match (k, kind) {
+            (OnKey::Transform(Transform::Bucket(n)), Kind::Bucket) => Some(i64::from(*n)),
+            (OnKey::Transform(Transform::Truncate(w)), Kind::Truncate) => Some(i64::from(*w)),
+            _ => None,
+        })
+        .collect();
+    match kind {
+        Kind::Bucket => params.iter().copied().min(),
+        Kind::Truncate if string_key => params.iter().copied().min(),
+        Kind::Truncate => params.iter().copied().max(),
+        _ => None,
+    }
+}
+
+/// How one spec version's `fields` over the key give the component: a field of this very
+/// kind first; identity (the transform applied to the value) as the fallback.
+fn derive_component(
+    fields: &[(usize, OnKey)],
+    kind: &Kind,
+    param: Option<i64>,
+    string_key: bool,
+) -> Option<Derive> {
+    let direct = fields.iter().find_map(|(i, k)| match (k, kind, param) {
+        (OnKey::Identity, Kind::Identity, _) => Some(Derive::Value(*i)),
+        (OnKey::Expression(e), Kind::Expression(x), _) if e == x => Some(Derive::Value(*i)),
+        (OnKey::Transform(t), Kind::Temporal(name), _) if t.name() == *name => {
+            Some(Derive::Value(*i))
+        }
+        (OnKey::Transform(Transform::Bucket(n)), Kind::Bucket, Some(m)) => (i64::from(*n) % m == 0)
+            .then(|| {
+                if i64::from(*n) == m {
+                    Derive::Value(*i)
+                } else {
+                    Derive::Modulo(*i, m as i32)
+                }
+            }),
+        (OnKey::Transform(Transform::Truncate(w)), Kind::Truncate, Some(p)) => {
+            if string_key {
+                Some(Derive::Prefix(*i, p as usize))
+            } else {
+                (p % i64::from(*w) == 0).then_some(Derive::TruncateNumber(*i, p))
+            }
+        }
+        _ => None,
+    });
+    direct.or_else(|| {
+        let ident = fields
+            .iter()
+            .find(|(_, k)| matches!(k, OnKey::Identity))
+            .map(|(i, _)| *i)?;
+        let t = match (kind, param) {
+            (Kind::Temporal(name), _) => temporal(name)?,
+            (Kind::Bucket, Some(m)) => Transform::Bucket(m as i32),
+            (Kind::Truncate, Some(p)) => Transform::Truncate(p as i32),
+            _ => return None,
+        };
+        Some(Derive::Apply(ident, t))
+    })
+}
+
+/// The description of a component (`{l}`/`{r}` for the key columns).
+fn describe_component(kind: &Kind, param: Option<i64>) -> Option<String> {
+    Some(match (kind, param) {
+        (Kind::Identity, _) => "{l} = {r}".to_string(),
+        (Kind::Temporal(name), _) => format!("{name}({{l}}) = {name}({{r}})"),
+        (Kind::Expression(e), _) => format!("{e} on {{l}} = {e} on {{r}}"),
+        (Kind::Bucket, Some(m)) => format!("bucket({{l}}) % {m} = bucket({{r}}) % {m}"),
+        (Kind::Truncate, Some(p)) => format!("truncate({{l}}, {p}) = truncate({{r}}, {p})"),
+        _ => return None,
+    })
 }
 
 fn temporal(name: &str) -> Option<Transform> {
