@@ -39,7 +39,7 @@ $(VENV)/.installed: requirements-dev.txt
 venv: $(VENV)/.installed
 
 # The Spark key functions (java/): compiled against the pyspark jars of the venv into the
-# package, so wheels carry them and Spark loads them with ADD JAR (see _spark_key.py).
+# package, so wheels carry them and Spark loads them with ADD JAR (see python/lance_partitioned/spark/key.py).
 JAR := $(ROOT)/python/lance_partitioned/jars/lance-partitioned-spark.jar
 JAVA_SOURCES := $(wildcard $(ROOT)/java/io/lancepartitioned/spark/*.java)
 JDK_BIN := $(if $(JAVA_HOME),$(JAVA_HOME)/bin/,)

@@ -38,7 +38,7 @@ from scratch import discard, scratch
 
 import lance_partitioned as lp
 import lance_partitioned.spark as lps
-from lance_partitioned import _spark_key
+from lance_partitioned.spark import key as _spark_key
 
 SPEC = lp.PartitionSpec(
     [

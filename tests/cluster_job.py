@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 import lance_partitioned as lp
 import lance_partitioned.spark as lps
-from lance_partitioned import _spark_key
+from lance_partitioned.spark import key as _spark_key
 
 COUNTRIES = ["US", "FR", "DE", "IN", "BR"]
 SPEC = lp.PartitionSpec(

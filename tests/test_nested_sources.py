@@ -186,7 +186,7 @@ def test_spark_writes_and_reads_struct_sources(spark: Any, tmp_path: Path) -> No
     locs = [{"city": c, "zip": z} for c in ("Paris", "Lyon", None) for z in range(20)] + [None]
     t = table(locs)
     df = spark.createDataFrame(t.to_pandas()).repartition(3)
-    from lance_partitioned._spark_key import key_columns
+    from lance_partitioned.spark.key import key_columns
 
     # identity(loc.city) is a Spark-native key column; bucket(loc.zip) needs our JVM function
     # (or, without it, our kernel in Python).

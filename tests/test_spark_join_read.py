@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 import lance_partitioned as lp
 import lance_partitioned.spark as lps
-from lance_partitioned._spark_tasks import plan_read_tasks
+from lance_partitioned.spark.tasks import plan_read_tasks
 
 ORDERS = pa.schema([("order_id", pa.int64()), ("customer_id", pa.int64()), ("v", pa.string())])
 CUSTOMERS = pa.schema([("id", pa.int64()), ("v", pa.string()), ("name", pa.string())])

@@ -15,7 +15,8 @@ from pyspark.sql import functions as F
 
 import lance_partitioned as lp
 import lance_partitioned.spark as lps
-from lance_partitioned import _spark_key, kernels
+from lance_partitioned import kernels
+from lance_partitioned.spark import key as _spark_key
 
 pytestmark = pytest.mark.spark
 

@@ -38,7 +38,7 @@ SMOKE = textwrap.dedent(
     assert lp.lineage.partitions_schema()["$defs"]["PartitionDatasetFacet"]
     # ... and so does the jar of the JVM key functions for Spark.
     import zipfile
-    from lance_partitioned._spark_key import jar_path
+    from lance_partitioned.spark.key import jar_path
     assert "site-packages" in jar_path(), jar_path()
     names = zipfile.ZipFile(jar_path()).namelist()
     assert "io/lancepartitioned/spark/Bucket.class" in names, names

@@ -8,7 +8,7 @@ Write pipeline (:func:`write`):
 1. each row's partition key is computed in Spark: identity, date and truncate fields with
    Spark's own functions, bucket fields with this package's JVM murmur3 functions, and what
    neither can compute (custom expressions) with the Rust kernel in an Arrow UDF
-   (``clustered`` mode; see ``_spark_key``);
+   (``clustered`` mode; see ``lance_partitioned.spark.key``);
 2. ``repartition`` by that key, so each partition's rows meet in one task (few files);
 3. ``mapInArrow`` routes each task's rows and writes uncommitted Lance fragments in Rust; it
    returns one small message per task;
@@ -39,9 +39,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from lance_partitioned._spark_key import cluster
-from lance_partitioned._spark_tasks import MAX_ROWS_PER_TASK
-from lance_partitioned._spark_workers import check_workers
 from lance_partitioned.distributed import DistributedWrite, TaskLimits, stage_task
 from lance_partitioned.exceptions import InvalidArgumentError
 from lance_partitioned.joins import JoinFilter, On
@@ -59,6 +56,9 @@ from lance_partitioned.options import (
     storage_options_arg,
     write_args,
 )
+from lance_partitioned.spark.key import cluster
+from lance_partitioned.spark.tasks import MAX_ROWS_PER_TASK
+from lance_partitioned.spark.workers import check_workers
 from lance_partitioned.spec import PartitionSpec
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def register(spark: SparkSession) -> None:
     data source filter pushdown (``spark.sql.python.filterPushdown.enabled``), which the
     reader's partition pruning needs. Checks once per session that Spark's Python workers can
     import this package at the driver's version (one tiny task; a clear error otherwise)."""
-    from lance_partitioned._spark_source import LancePartitionedDataSource
+    from lance_partitioned.spark.source import LancePartitionedDataSource
 
     check_workers(spark)
     spark.dataSource.register(LancePartitionedDataSource)
@@ -152,7 +152,7 @@ def write(
     With lineage on, the write is one run emitted from the driver (START before the tasks,
     COMPLETE with the union of their partitions after the commit); ``lineage_job`` names it.
     """
-    from lance_partitioned._spark_source import ensure_namespace
+    from lance_partitioned.spark.source import ensure_namespace
 
     write_args(mode, transaction_mode)  # before anything is created
     _check_shuffle(clustered, key, num_tasks)
@@ -235,8 +235,8 @@ def read(
     listing the partitions ``filter`` keeps at the manifest version read; ``lineage_job``
     names it.
     """
-    from lance_partitioned._spark_source import arrow_to_spark_schema
-    from lance_partitioned._spark_tasks import (
+    from lance_partitioned.spark.source import arrow_to_spark_schema
+    from lance_partitioned.spark.tasks import (
         ReadTasks,
         plan_read_tasks,
         run_tasks,
@@ -312,9 +312,9 @@ def join(
     by :func:`read` with the same filters and columns) with its own shuffle, and the output
     has the same columns.
     """
-    from lance_partitioned._spark_source import arrow_to_spark_schema
-    from lance_partitioned._spark_tasks import JoinTasks, run_tasks, spark_arrow_schema
     from lance_partitioned.joins import join_args, prepare
+    from lance_partitioned.spark.source import arrow_to_spark_schema
+    from lance_partitioned.spark.tasks import JoinTasks, run_tasks, spark_arrow_schema
 
     check_workers(spark)
     lopts = storage_options_arg(storage_options)
@@ -393,7 +393,7 @@ def _lineage_input(snap: Any, filter: str | None, settings: Any) -> dict[str, An
 def spec_option(spec: PartitionSpec, df: DataFrame) -> str:
     """The ``spec`` option that lets ``df.write.format("lance-partitioned")`` create the
     namespace from ``df``'s schema."""
-    from lance_partitioned._spark_source import spec_option as _spec_option
+    from lance_partitioned.spark.source import spec_option as _spec_option
 
     return _spec_option(spec, df.schema)
 

@@ -38,8 +38,6 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from lance_partitioned import _native
-from lance_partitioned._spark_tasks import conform
-from lance_partitioned._spark_tasks import snapshot as _snapshot
 from lance_partitioned.distributed import DistributedWrite, TaskLimits, stage_task
 from lance_partitioned.exceptions import InvalidArgumentError, NamespaceNotFoundError
 from lance_partitioned.namespace import PartitionedNamespace
@@ -51,6 +49,8 @@ from lance_partitioned.options import (
     storage_options_from,
     write_args,
 )
+from lance_partitioned.spark.tasks import conform
+from lance_partitioned.spark.tasks import snapshot as _snapshot
 from lance_partitioned.spec import PartitionSpec
 
 log = logging.getLogger("lance_partitioned.spark")
