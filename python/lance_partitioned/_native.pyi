@@ -4,6 +4,10 @@ import pyarrow as pa
 from typing_extensions import Self
 
 __version__: str
+MAX_ROWS_PER_FILE: int
+WRITE_CONCURRENCY: int
+WRITE_BUFFER_BYTES: int
+DEFAULT_MAX_NEW_PARTITIONS: int
 
 class LancePartitionedError(Exception): ...
 class SpecError(LancePartitionedError, ValueError): ...

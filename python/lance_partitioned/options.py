@@ -1,7 +1,9 @@
 """Every default of a write, defined once, and the validation of write arguments.
 
-The native extension takes every value explicitly; the Python API (local writes, distributed
-writes, the Spark writers) takes its defaults from here.
+The defaults the core crate also uses (rows per file, write concurrency, buffer budget, new
+partitions) come from the native extension, which defines them; the Python-only ones (object
+storage, Spark tasks) are defined here. The Python API (local writes, distributed writes, the
+Spark writers) takes its defaults from here and passes every value to the extension.
 """
 
 from __future__ import annotations
@@ -11,15 +13,17 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
+from lance_partitioned import _native
 from lance_partitioned.exceptions import ArgumentTypeError, InvalidArgumentError
 
 WriteMode = Literal["append", "overwrite", "overwrite_all"]
 TransactionMode = Literal["strong", "weak"]
 
-MAX_ROWS_PER_FILE = 1 << 20
-"""Rows of one partition buffered before they are written as a file."""
-WRITE_CONCURRENCY = 8
-"""Partitions a write (and a commit) writes concurrently on a local disk."""
+MAX_ROWS_PER_FILE: int = _native.MAX_ROWS_PER_FILE
+"""Rows of one partition buffered before they are written as a file (the native default)."""
+WRITE_CONCURRENCY: int = _native.WRITE_CONCURRENCY
+"""Partitions a write (and a commit) writes concurrently on a local disk (the native
+default)."""
 OBJECT_STORE_WRITE_CONCURRENCY = 64
 """Partitions a write (and a commit) writes concurrently on object storage, where each
 request waits on the network rather than the disk (measured on a concurrent S3 server: 2.04,
@@ -43,15 +47,16 @@ ROUTE_THREADS: int | None = None
 """Threads that compute the partition values of one batch of a local write and route it.
 ``None``: every core for batches of 100,000 rows or more, else the calling thread (decided by
 the native router, which sees each batch)."""
-WRITE_BUFFER_BYTES = 1 << 30
-"""Memory budget of a local write's buffers."""
+WRITE_BUFFER_BYTES: int = _native.WRITE_BUFFER_BYTES
+"""Memory budget of a local write's buffers (the native default)."""
 TASK_BUFFER_BYTES = 256 << 20
 """Memory budget of one staged part (one Spark task, in the Python worker)."""
 SPARK_FORMAT = "lance-partitioned"
 """The name of the Spark data source."""
-DEFAULT_MAX_NEW_PARTITIONS = 1000
+DEFAULT_MAX_NEW_PARTITIONS: int = _native.DEFAULT_MAX_NEW_PARTITIONS
 """Default of ``max_new_partitions``: the most partitions one write (one task of a
-distributed write) may create, like Hive's limit on dynamic partitions per node."""
+distributed write) may create, like Hive's limit on dynamic partitions per node (the native
+default)."""
 
 
 def check_sizes(**limits: Any) -> None:

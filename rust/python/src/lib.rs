@@ -46,6 +46,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     lance_partitioned_core::ns::session::size_lance_compute_pool();
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The write defaults, defined once (in the core crate) for Python's signatures.
+    {
+        use lance_partitioned_core::ns::write::options as opts;
+        m.add("MAX_ROWS_PER_FILE", opts::MAX_ROWS_PER_FILE)?;
+        m.add("WRITE_CONCURRENCY", opts::WRITE_CONCURRENCY)?;
+        m.add("WRITE_BUFFER_BYTES", opts::WRITE_BUFFER_BYTES)?;
+        m.add(
+            "DEFAULT_MAX_NEW_PARTITIONS",
+            opts::DEFAULT_MAX_NEW_PARTITIONS,
+        )?;
+    }
     m.add_function(wrap_pyfunction!(lance_compute_threads, m)?)?;
     #[cfg(feature = "test-hooks")]
     m.add_function(wrap_pyfunction!(allocator::_allocator_purge_delay_ms, m)?)?;

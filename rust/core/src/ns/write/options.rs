@@ -51,8 +51,21 @@ impl Mode {
 /// a manifest commit retries before it gives up.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 20;
 
-/// Default of [`WriteOptions::max_new_partitions`].
+/// Default of [`WriteOptions::max_new_partitions`]: the most partitions one write (one task
+/// of a distributed write) may create, like Hive's limit on dynamic partitions per node.
 pub const DEFAULT_MAX_NEW_PARTITIONS: usize = 1000;
+
+/// Default of [`WriteOptions::max_rows_per_file`]: rows of one partition buffered before they
+/// are written as a file.
+pub const MAX_ROWS_PER_FILE: usize = 1 << 20;
+
+/// Default of [`WriteOptions::concurrency`]: partitions a write (and a commit) writes
+/// concurrently on a local disk.
+pub const WRITE_CONCURRENCY: usize = 8;
+
+/// Default of [`WriteOptions::max_buffer_bytes`]: the memory budget of a local write's
+/// buffers.
+pub const WRITE_BUFFER_BYTES: usize = 1 << 30;
 
 /// Options of a write.
 #[derive(Debug, Clone)]
@@ -90,13 +103,13 @@ impl Default for WriteOptions {
         Self {
             mode: Mode::Append,
             strong: None,
-            max_rows_per_file: 1 << 20,
-            concurrency: 8,
+            max_rows_per_file: MAX_ROWS_PER_FILE,
+            concurrency: WRITE_CONCURRENCY,
             route_threads: None,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             max_new_partitions: DEFAULT_MAX_NEW_PARTITIONS,
             write_id: None,
-            max_buffer_bytes: 1 << 30,
+            max_buffer_bytes: WRITE_BUFFER_BYTES,
         }
     }
 }
