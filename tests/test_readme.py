@@ -126,20 +126,36 @@ def _run_keys(keys: tuple[Key, ...], tmp_path: Path, names: dict[str, Any]) -> d
     return _run(_code(*keys), tmp_path, names, source)
 
 
+_LITERAL = re.compile(
+    r"""\s*(\[[^\]]*\]|\{[^}]*\}|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|-?\d[\d_.eE+-]*|True|False|None)"""
+)
+
+
 def _check_commented_values(code: str, scope: dict[str, Any]) -> None:
-    """`k.bucket(...)   # [7]`: the expression's values equal the commented list."""
+    """`expr  # <Python literal>`: the expression's value equals the literal, with the type
+    the literal promises (`# 3` is a Python int, not a pyarrow scalar; `# [7]` a list, or a
+    pyarrow array whose `to_pylist()` is that list). Prose after the literal is ignored; a
+    literal with `...` in it is a shape, not a value, and is not checked."""
     for line in code.splitlines():
         expr, sep, comment = line.partition("#")
-        m = re.match(r"\s*(\[[^\]]*\])", comment)
-        if not sep or not m or not expr.strip():
+        m = _LITERAL.match(comment)
+        if not sep or not m or not expr.strip() or "..." in m.group(1):
             continue
         try:
             tree = ast.parse(expr.strip(), mode="eval")
-        except SyntaxError:
+            expected = ast.literal_eval(m.group(1))
+        except (SyntaxError, ValueError):
             continue
         value = eval(compile(tree, "<documented line>", "eval"), scope)
-        got = value.to_pylist() if hasattr(value, "to_pylist") else value
-        assert got == ast.literal_eval(m.group(1)), line
+        got = (
+            value.to_pylist()
+            if isinstance(expected, list) and hasattr(value, "to_pylist")
+            else value
+        )
+        assert type(got) is type(expected), (
+            f"{line}: a {type(got).__name__}, not a {type(expected).__name__}"
+        )
+        assert got == expected, line
 
 
 def _run_quick_start(tmp_path: Path) -> dict[str, Any]:
