@@ -11,7 +11,7 @@ use lance_partitioned_core::arrow::array::{
 use lance_partitioned_core::arrow::datatypes::{DataType, Field, Int64Type, Schema};
 use lance_partitioned_core::error::Error;
 use lance_partitioned_core::ns::delete::delete;
-use lance_partitioned_core::ns::manifest::{create, Snapshot};
+use lance_partitioned_core::ns::manifest::Snapshot;
 use lance_partitioned_core::ns::namespace::Namespace;
 use lance_partitioned_core::ns::scan::{prune, scan, Filter, ScanOptions};
 use lance_partitioned_core::ns::storage::Storage;
@@ -72,7 +72,7 @@ async fn namespace() -> Ns {
     let root = dir.path().join("ns").to_string_lossy().into_owned();
     let spec = PartitionSpec::from_json(SPEC).expect("spec");
     let storage = Storage::from(root.as_str());
-    create(&storage, &schema(), &spec, &HashMap::new())
+    Namespace::create(storage.clone(), &schema(), &spec, &HashMap::new())
         .await
         .expect("create");
     Ns {

@@ -87,6 +87,14 @@ pub fn table_location(object_id: &str) -> String {
     format!("{:08x}_{object_id}", (h >> 32) as u32)
 }
 
+/// A fresh nonce (32 random characters): one distributed write's, or a probe object's.
+///
+/// # Errors
+/// `Internal` without a random number source.
+pub fn new_nonce() -> Result<String> {
+    Ok(format!("{}{}", random_id()?, random_id()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,12 +136,4 @@ mod tests {
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
         assert_eq!(loc, table_location("v1$abc$dataset"));
     }
-}
-
-/// A fresh nonce (32 random characters): one distributed write's, or a probe object's.
-///
-/// # Errors
-/// `Internal` without a random number source.
-pub fn new_nonce() -> Result<String> {
-    Ok(format!("{}{}", random_id()?, random_id()?))
 }

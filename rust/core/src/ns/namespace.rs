@@ -16,7 +16,7 @@ use crate::ns::cleanup::{cleanup, CleanupSummary};
 use crate::ns::cleanup_marks;
 use crate::ns::delete::{delete, DeleteSummary};
 use crate::ns::expire::{expire, ExpireOptions, ExpireSummary};
-use crate::ns::manifest::{self, Snapshot};
+use crate::ns::manifest::Snapshot;
 use crate::ns::optimize::{optimize, OptimizeOptions, OptimizeSummary};
 use crate::ns::storage::Storage;
 use crate::ns::txn::{hooks, schema_update, spec_update, WriteTransaction};

@@ -235,9 +235,9 @@ fn chunk_bytes<N: Copy + Send + Sync, F: Format<N>>(
                 s.spawn(move || {
                     let (lo, hi) = chunks.bounds(c);
                     let mut bytes = 0usize;
-                    for i in lo..hi {
-                        if valid(i) {
-                            bytes += fmt.len(values[i]);
+                    for (k, &v) in values[lo..hi].iter().enumerate() {
+                        if valid(lo + k) {
+                            bytes += fmt.len(v);
                         }
                     }
                     bytes

@@ -18,7 +18,6 @@ use crate::arrow::array::{ArrayRef, RecordBatch};
 use crate::arrow::compute::kernels::zip::zip;
 use crate::arrow::compute::{concat_batches, is_not_null};
 use crate::arrow::datatypes::{Field, Schema, SchemaRef};
-use crate::datafusion::common::JoinType;
 use crate::error::{Error, Result};
 use crate::ns::filter::Filter;
 use crate::ns::manifest::Snapshot;

@@ -54,7 +54,7 @@ impl JoinHow {
     }
 
     /// Whether a group with the left (`left_rows`) or right side empty can produce rows.
-    fn produces(self, has_left: bool, has_right: bool) -> bool {
+    pub(super) fn produces(self, has_left: bool, has_right: bool) -> bool {
         match self {
             Self::Inner | Self::Semi => has_left && has_right,
             Self::Left | Self::Anti => has_left,

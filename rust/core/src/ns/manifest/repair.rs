@@ -8,7 +8,6 @@ use crate::arrow::array::{new_null_array, ArrayRef, RecordBatch, StringArray, UI
 use crate::arrow::datatypes::{Field, Schema};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
-use crate::ns::storage::Storage;
 use crate::ns::PARTITION_COLUMN_PREFIX;
 
 use super::format::{

@@ -4,19 +4,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use lance::dataset::{InsertBuilder, WriteMode, WriteParams};
-
-use crate::arrow::datatypes::{Schema, SchemaRef};
+use crate::arrow::datatypes::SchemaRef;
 use crate::error::{corrupt, Error, Result};
-use crate::field_ids::{assign_field_ids, max_field_id, LAST_FIELD_ID_KEY};
-use crate::ns::storage::Storage;
 use crate::ns::{SCHEMA_KEY, SPEC_KEY_PREFIX};
-use crate::spec::{CompiledSpec, PartitionSpec};
+use crate::spec::PartitionSpec;
 use crate::types::JsonSchema;
-
-use super::format::{manifest_schema, rows_to_batch, Row, NAMESPACE};
-use crate::ns::session::session;
-use crate::ns::MANIFEST_DIR;
 
 /// Root properties: the namespace schema and every spec version.
 #[derive(Debug, Clone)]

@@ -10,9 +10,8 @@
 use std::collections::HashMap;
 
 use crate::arrow::datatypes::{DataType, Schema};
-use crate::conform::strict_cast;
-use crate::datafusion::common::{Column, DFSchema};
-use crate::datafusion::logical_expr::{BinaryExpr, Expr, Operator};
+use crate::datafusion::common::DFSchema;
+use crate::datafusion::logical_expr::{Expr, Operator};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::Result;
 use crate::expr::session;

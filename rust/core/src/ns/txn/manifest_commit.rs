@@ -18,7 +18,7 @@ use std::sync::Arc;
 use crate::arrow::array::{Array, AsArray, RecordBatch, UInt32Array, UInt64Array};
 use crate::arrow::compute::{cast, concat_batches, take_record_batch};
 use crate::arrow::datatypes::{DataType, UInt64Type};
-use crate::error::{lost_race, Error, Result};
+use crate::error::{Error, Result};
 use crate::ns::cleanup_marks;
 use crate::ns::manifest::{
     max_fragments, rows_to_batch, Row, Snapshot, DEFAULT_MAX_FRAGMENTS, OBJECT_ID, READ_VERSION,

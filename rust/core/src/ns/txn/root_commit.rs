@@ -10,8 +10,6 @@
 //! not change it): a spec version validated against the schema rewrites the schema key, and
 //! a schema update and a spec evolution racing each other conflict instead of both landing.
 
-use std::time::Duration;
-
 use futures::future::BoxFuture;
 
 use crate::error::{lost_race, Error, Result};
