@@ -15,23 +15,11 @@ import lance
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from races import WRITER, check_consistent, make_ns
+from races import WRITER, check_consistent, make_ns, rows
 
 import lance_partitioned as lp
 
 KEY = "lance_partitioned.manifest.max_fragments"
-
-
-def rows(start: int, n: int, countries: str = "US,FR,DE") -> pa.Table:
-    cs = countries.split(",")
-    ids = list(range(start, start + n))
-    return pa.table(
-        {
-            "id": pa.array(ids, pa.int64()),
-            "country": pa.array([cs[i % len(cs)] for i in ids]),
-            "bucket_src": pa.array([i % 3 for i in ids], pa.int64()),
-        }
-    )
 
 
 def fragments(root: Path) -> int:
