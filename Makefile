@@ -54,14 +54,18 @@ $(JAR): $(JAVA_SOURCES) $(VENV)/.installed
 
 jar: $(JAR)
 
-# One build profile (release) for tests, benchmarks and the demo.
-build: venv jar
-	cd $(ROOT) && maturin develop --release -q --features test-hooks
+# One build (release, stripped) for tests, benchmarks, the demo and the wheel: the same cargo
+# invocation, so `make wheel` after `make build` (or the reverse) compiles nothing. Test-only
+# hooks are runtime switches the test suite sets (docs/architecture.md, "Tests").
+MATURIN_FLAGS := --release --strip -q
 
-# The installable wheel (abi3, release, no test hooks) into dist/, as users get it.
+build: venv jar
+	cd $(ROOT) && maturin develop $(MATURIN_FLAGS)
+
+# The installable wheel (abi3) into dist/, as users get it.
 wheel: venv jar
 	rm -f $(DIST)/lance_partitioned-*.whl
-	cd $(ROOT) && maturin build --release -q -o $(DIST)
+	cd $(ROOT) && maturin build $(MATURIN_FLAGS) -o $(DIST)
 	@ls -l $(DIST)/lance_partitioned-*.whl
 
 lint: venv
@@ -74,10 +78,10 @@ lint: venv
 
 # The extension's type stubs must match the built module (needs the build).
 stubtest: build
-	$(PY) -m mypy.stubtest lance_partitioned._native --allowlist python/stubtest-allowlist.txt
+	LANCE_PARTITIONED_TEST_HOOKS=1 $(PY) -m mypy.stubtest lance_partitioned._native --allowlist python/stubtest-allowlist.txt
 
 test-rust: venv
-	cargo test --release -p lance-partitioned-core --features test-hooks
+	cargo test --release -p lance-partitioned-core
 
 test-python: build wheel java-check
 	pytest -q

@@ -10,6 +10,10 @@ from typing import Any
 
 import pytest
 
+# The extension registers its test-only functions (`_panic_for_tests`, ...) when this is set at
+# import; the one build serves the tests and the wheel. Subprocesses inherit it.
+os.environ["LANCE_PARTITIONED_TEST_HOOKS"] = "1"
+
 
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[Any]:

@@ -334,10 +334,14 @@ def test_exceptions_subclass_the_matching_builtins() -> None:
     assert issubclass(lp.NamespaceNotFoundError, FileNotFoundError)
     assert issubclass(lp.NamespaceExistsError, FileExistsError)
     assert issubclass(lp.UnsupportedTypeError, TypeError)
+    warnings = {"PartitionGranularityWarning"}
     for name in lp.exceptions.__all__:
         cls = getattr(lp.exceptions, name)
-        assert issubclass(cls, lp.LancePartitionedError)
+        base = UserWarning if name in warnings else lp.LancePartitionedError
+        assert issubclass(cls, base), name
         assert cls.__module__ == "lance_partitioned.exceptions"
+    # A warning is never caught by ``except LancePartitionedError``.
+    assert not issubclass(lp.PartitionGranularityWarning, lp.LancePartitionedError)
 
 
 def test_bad_arguments_raise_our_errors(ns: lp.PartitionedNamespace) -> None:

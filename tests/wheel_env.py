@@ -19,12 +19,16 @@ def wheel() -> Path:
 
 
 def clean_env() -> dict[str, str]:
-    """The environment without this checkout's venv, so the new venv stands alone."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
-    }
+    """The environment without this checkout's venv (and without the test-hooks switch), so
+    the new venv stands alone as a user's would."""
+    dropped = (
+        "PYTHONPATH",
+        "VIRTUAL_ENV",
+        "PYSPARK_PYTHON",
+        "PYSPARK_DRIVER_PYTHON",
+        "LANCE_PARTITIONED_TEST_HOOKS",
+    )
+    return {k: v for k, v in os.environ.items() if k not in dropped}
 
 
 def create(where: Path, *extra: str) -> str:

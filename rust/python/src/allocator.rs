@@ -11,7 +11,6 @@
 
 use std::ffi::c_long;
 
-#[cfg(feature = "test-hooks")]
 use pyo3::prelude::*;
 
 #[global_allocator]
@@ -31,8 +30,7 @@ pub fn keep_freed_memory() {
     }
 }
 
-/// The allocator's purge delay in milliseconds (test builds only, `test-hooks`).
-#[cfg(feature = "test-hooks")]
+/// The allocator's purge delay in milliseconds (registered for the test suite only).
 #[pyfunction]
 pub fn _allocator_purge_delay_ms() -> c_long {
     // SAFETY: reading an option is thread-safe in mimalloc.

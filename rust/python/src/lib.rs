@@ -20,17 +20,28 @@ mod snapshot;
 mod values;
 mod writes;
 
-#[cfg(feature = "test-hooks")]
 use errors::run;
 
+/// Set to `1` by the test suite (`tests/conftest.py`) before the import: the module then also
+/// has the test-only functions. One build serves the tests and the wheel; users never see them.
+const TEST_HOOKS_ENV: &str = "LANCE_PARTITIONED_TEST_HOOKS";
+
 /// Panics inside the guarded Rust section; proves that no panic crosses into Python (the
-/// test suite expects `InternalError`). Only in test builds (`test-hooks`).
-#[cfg(feature = "test-hooks")]
+/// test suite expects `InternalError`). Registered only under [`TEST_HOOKS_ENV`].
 #[pyfunction]
 fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
     run(py, || -> lance_partitioned_core::Result<()> {
         panic!("deliberate panic for the FFI guard test")
     })
+}
+
+/// The test-only functions, when the test suite asked for them.
+fn add_test_hooks(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    if std::env::var_os(TEST_HOOKS_ENV).is_some_and(|v| v == "1") {
+        m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
+        m.add_function(wrap_pyfunction!(allocator::_allocator_purge_delay_ms, m)?)?;
+    }
+    Ok(())
 }
 
 /// The threads of Lance's compute pool (page encoding) in this process: every core unless
@@ -58,8 +69,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         )?;
     }
     m.add_function(wrap_pyfunction!(lance_compute_threads, m)?)?;
-    #[cfg(feature = "test-hooks")]
-    m.add_function(wrap_pyfunction!(allocator::_allocator_purge_delay_ms, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::murmur3, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::murmur3_multi, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::bucket, m)?)?;
@@ -88,8 +97,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(values::hive_segment, m)?)?;
     m.add_function(wrap_pyfunction!(values::parse_hive_segment, m)?)?;
     m.add_function(wrap_pyfunction!(lineage::filter_condition, m)?)?;
-    #[cfg(feature = "test-hooks")]
-    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
+    add_test_hooks(m)?;
     m.add_class::<writes::DistributedWrite>()?;
     m.add_class::<writes::KeyHasher>()?;
     m.add_class::<results::WriteResult>()?;

@@ -20,8 +20,8 @@ use crate::error::{Error, Result};
 use crate::ns::manifest::Snapshot;
 use crate::ns::storage::Storage;
 
-/// Where the marks live, relative to the root.
-const DIR: &str = "_lance_partitioned/cleanups";
+/// Where the marks live, under the root's scratch prefix.
+const DIR: &str = "cleanups";
 /// How far apart the clocks of writers, cleanups and the store may be.
 pub(crate) const CLOCK_MARGIN_MS: i64 = 10 * 60 * 1000;
 /// How long marks are kept (older ones are removed by the next cleanup).
@@ -39,7 +39,7 @@ pub(crate) fn now_ms() -> Result<i64> {
 }
 
 fn marks_dir(base: &Path) -> Path {
-    DIR.split('/').fold(base.clone(), |p, seg| p.join(seg))
+    base.clone().join(crate::ns::SCRATCH_DIR).join(DIR)
 }
 
 /// The start time a mark's name records (`<start ms>-<nonce>`).

@@ -64,6 +64,9 @@ pub mod write;
 
 /// Name of the manifest table under the root.
 pub const MANIFEST_DIR: &str = "__manifest";
+/// The root's scratch prefix: commit locks (weak mode), cleanup marks, the conditional-write
+/// probe. `create()` does not count it when it checks that a location is empty.
+pub const SCRATCH_DIR: &str = "_lance_partitioned";
 /// Prefix of the typed partition value columns of `__manifest`.
 pub const PARTITION_COLUMN_PREFIX: &str = "partition_field_";
 /// Prefix of the root property holding spec version `N`.

@@ -235,7 +235,7 @@ impl Storage {
         let (store, base) = self.object_store().await?;
         let nonce = crate::ns::ids::new_nonce()?;
         let path = base
-            .join("_lance_partitioned")
+            .join(crate::ns::SCRATCH_DIR)
             .join(format!("conditional-write-check-{nonce}").as_str());
         let create = || PutOptions {
             mode: PutMode::Create,

@@ -13,7 +13,7 @@ use crate::field_ids::{assign_field_ids, max_field_id, LAST_FIELD_ID_KEY};
 use crate::ns::manifest::{manifest_schema, max_fragments, rows_to_batch, Row, NAMESPACE};
 use crate::ns::session::session;
 use crate::ns::storage::Storage;
-use crate::ns::{MANIFEST_DIR, SCHEMA_KEY, SPEC_KEY_PREFIX};
+use crate::ns::{MANIFEST_DIR, SCHEMA_KEY, SCRATCH_DIR, SPEC_KEY_PREFIX};
 use crate::spec::{CompiledSpec, PartitionSpec};
 use crate::types::JsonSchema;
 
@@ -104,6 +104,9 @@ async fn check_empty_root(storage: &Storage) -> Result<()> {
         .iter()
         .chain(listed.objects.iter().map(|o| &o.location))
         .filter_map(|p| p.filename().map(str::to_string))
+        // Our own scratch prefix: the conditional-write probe runs before this check, and a
+        // store with real directories (SeaweedFS) keeps its folder after the probe's delete.
+        .filter(|n| n != SCRATCH_DIR)
         .collect();
     if names.is_empty() {
         return Ok(());

@@ -1,15 +1,16 @@
-//! Crash-test hooks, compiled only with the `test-hooks` cargo feature (the extension that
-//! `make build` installs for the test suite); release wheels have none.
+//! Crash-test pause points. Compiled into every build (one build serves the tests, the demo
+//! and the wheel) and reachable only through `LANCE_PARTITIONED_TEST_PAUSE`, which only the
+//! test suite sets; without it a pause point is one environment lookup.
 
 /// With `LANCE_PARTITIONED_TEST_PAUSE=<point>:<file>[,<point>:<file>...]` the process creates
 /// `<file>` at `<point>` and waits until the file is removed (or 600 s pass), so a test can
 /// kill it exactly there or change the namespace under it.
-#[cfg(feature = "test-hooks")]
 pub(crate) fn pause(point: &str) {
     use std::time::{Duration, Instant};
-    let Ok(v) = std::env::var("LANCE_PARTITIONED_TEST_PAUSE") else {
+    let Some(v) = std::env::var_os("LANCE_PARTITIONED_TEST_PAUSE") else {
         return;
     };
+    let v = v.to_string_lossy();
     for (p, file) in v.split(',').filter_map(|pf| pf.split_once(':')) {
         if p != point {
             continue;
@@ -21,8 +22,3 @@ pub(crate) fn pause(point: &str) {
         }
     }
 }
-
-/// Without the `test-hooks` feature: nothing.
-#[cfg(not(feature = "test-hooks"))]
-#[inline(always)]
-pub(crate) fn pause(_point: &str) {}

@@ -52,7 +52,7 @@ impl WriteLock {
             })
             .collect();
         let path = base
-            .join("_lance_partitioned")
+            .join(crate::ns::SCRATCH_DIR)
             .join("commits")
             .join(name.as_str());
         let started = std::time::Instant::now();
