@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -63,4 +64,32 @@ def test_history_names_every_commit(tmp_path: Path) -> None:
     assert h["timestamp"].to_pylist() == sorted(h["timestamp"].to_pylist(), reverse=True)
     assert ns.history(limit=2)["version"].to_pylist() == versions[:2]
     ns.expire(retain_versions=3)
-    assert ns.history()["operation"].to_pylist() == ["evolve", "evolve_prepare", "unknown"]
+    # The oldest kept version lost its predecessor: its own transaction names it.
+    assert ns.history()["operation"].to_pylist() == ["evolve", "evolve_prepare", "schema"]
+
+
+def test_the_oldest_version_kept_by_expire_still_says_what_it_did(tmp_path: Path) -> None:
+    """After every step the namespace keeps only its latest version: history() must still
+    name what that commit did (expected values from the step itself, not from history())."""
+    ns = make_ns(tmp_path / "ns")
+    us_deleted = len([i for i in range(100) if i % 10 == 0 and i % 2 == 0]) + len(
+        [i for i in range(100, 160) if i % 10 == 0 and i % 3 == 0]
+    )
+    steps: list[tuple[Callable[[], object], tuple[str, int | None, int | None]]] = [
+        (lambda: ns.write(rows(0, 100, "US,FR")), ("append", 2, 100)),
+        (lambda: ns.write(rows(100, 60, "US,FR,DE")), ("append", 3, 60)),
+        (lambda: ns.delete("id % 10 = 0 AND country = 'US'"), ("delete", 1, us_deleted)),
+        (lambda: ns.optimize(), ("compact", None, None)),
+        (lambda: ns.write(rows(0, 10, "DE"), mode="overwrite"), ("overwrite", None, 10)),
+        (lambda: ns.add_columns([pa.field("extra", pa.int32())]), ("schema", 0, None)),
+    ]
+    for step, (op, partitions, n) in steps:
+        step()
+        ns.expire(retain_versions=1)
+        h = ns.history()
+        assert h.num_rows == 1, h.to_pylist()
+        assert h["operation"][0].as_py() == op, (op, h.to_pylist())
+        if partitions is not None:
+            assert h["partitions"][0].as_py() == partitions, (op, h.to_pylist())
+        if n is not None:
+            assert h["rows"][0].as_py() == n, (op, h.to_pylist())

@@ -83,7 +83,12 @@ class PartitionedNamespace(Maintenance):
     def __init__(self, native: _native.Namespace) -> None:
         self._ns = native
         self._root = native.root
-        self._snap = native.snapshot()
+        native.current()  # reads the manifest now: a missing namespace fails here
+
+    @property
+    def _snap(self) -> _native.ManifestSnapshot:
+        """The native handle's snapshot: the one cache of the namespace's state."""
+        return self._ns.current()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -210,17 +215,12 @@ class PartitionedNamespace(Maintenance):
 
     def refresh(self) -> bool:
         """Reloads the manifest if another writer moved it; returns whether it moved."""
-        latest = self._snap.latest_version()
-        if latest == self._snap.version:
-            return False
-        self._snap = self._ns.snapshot()
-        return True
+        return self._ns.refresh()
 
     def snapshot(self, version: int | None = None) -> Snapshot:
         """A consistent read-only view: the latest manifest version, or ``version``."""
         if version is None:
-            self.refresh()
-            return Snapshot(self._snap)
+            return Snapshot(self._ns.snapshot())
         version = version_arg(version, "as_of")
         return Snapshot(self._ns.snapshot_as_of(version))
 

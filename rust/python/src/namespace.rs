@@ -92,15 +92,22 @@ impl Namespace {
         self.storage().options().clone()
     }
 
-    /// The manifest at `version` (the latest when None), loaded for reads.
+    /// The manifest at `version`, or the latest (the handle's snapshot, refreshed).
     #[pyo3(signature = (version = None))]
     fn snapshot(&self, py: Python<'_>, version: Option<u64>) -> PyResult<ManifestSnapshot> {
-        let snap = run(py, || {
-            block_on(Snapshot::load_with(self.storage(), version, true))
-        })?;
-        Ok(ManifestSnapshot {
-            snap: Arc::new(snap),
-        })
+        let snap = run(py, || block_on(self.inner.snapshot(version)))?;
+        Ok(ManifestSnapshot { snap })
+    }
+
+    /// The handle's snapshot as it is (loaded on first use; see `refresh`).
+    fn current(&self, py: Python<'_>) -> PyResult<ManifestSnapshot> {
+        let snap = run(py, || block_on(self.inner.current()))?;
+        Ok(ManifestSnapshot { snap })
+    }
+
+    /// Reloads the handle's snapshot if the manifest moved; whether it did.
+    fn refresh(&self, py: Python<'_>) -> PyResult<bool> {
+        run(py, || block_on(self.inner.refresh()))
     }
 
     /// A user's time travel to manifest `version` (`as_of`): refused on weak-mode namespaces,

@@ -62,24 +62,51 @@ impl Namespace {
         &self.storage
     }
 
-    /// The snapshot at manifest `version`, or the latest one (reused while the manifest has
-    /// not moved).
+    /// The snapshot for reads at manifest `version`, or the latest one (reused while the
+    /// manifest has not moved: [`Namespace::refresh`], then [`Namespace::current`]).
     ///
     /// # Errors
     /// `NotFound` for a missing namespace or version; `Corrupt` for a manifest that does not
     /// index.
     pub async fn snapshot(&self, version: Option<u64>) -> Result<Arc<Snapshot>> {
         if let Some(v) = version {
-            return Ok(Arc::new(Snapshot::load(&self.storage, Some(v)).await?));
+            return Ok(Arc::new(
+                Snapshot::load_with(&self.storage, Some(v), true).await?,
+            ));
         }
-        let cached = self.cached();
-        if let Some(snap) = &cached {
-            let latest = snap.dataset.latest_version_id().await?;
-            if latest == snap.version {
-                return Ok(Arc::clone(snap));
+        self.refresh().await?;
+        self.current().await
+    }
+
+    /// The handle's snapshot: the one cache of the namespace's state, loaded on first use and
+    /// replaced only by [`Namespace::refresh`] (no I/O after the first call).
+    ///
+    /// # Errors
+    /// As [`Namespace::snapshot`].
+    pub async fn current(&self) -> Result<Arc<Snapshot>> {
+        match self.cached() {
+            Some(snap) => Ok(snap),
+            None => self.reload().await,
+        }
+    }
+
+    /// Reloads the handle's snapshot if the manifest moved since it was loaded (one version
+    /// lookup otherwise); whether it changed.
+    ///
+    /// # Errors
+    /// As [`Namespace::snapshot`].
+    pub async fn refresh(&self) -> Result<bool> {
+        if let Some(snap) = self.cached() {
+            if snap.dataset.latest_version_id().await? == snap.version {
+                return Ok(false);
             }
         }
-        let snap = Arc::new(Snapshot::load(&self.storage, None).await?);
+        self.reload().await?;
+        Ok(true)
+    }
+
+    async fn reload(&self) -> Result<Arc<Snapshot>> {
+        let snap = Arc::new(Snapshot::load_with(&self.storage, None, true).await?);
         *self.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&snap));
         Ok(snap)
     }

@@ -18,6 +18,8 @@ use crate::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use crate::error::{Error, Result};
 use crate::ns::{SCHEMA_KEY, SPEC_KEY_PREFIX};
 
+mod alone;
+
 use super::format::{required_string, scan_rows};
 use super::{
     parse_props, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE, ROWS_KEY, TABLE, TABLE_VERSION,
@@ -54,27 +56,7 @@ async fn state(ds: &Dataset) -> Result<State> {
          OR {OBJECT_ID} NOT LIKE '%$%'"
     );
     let batch = scan_rows(ds, &[OBJECT_ID, OBJECT_TYPE, METADATA], &filter).await?;
-    let ids = required_string(&batch, OBJECT_ID)?;
-    let types = required_string(&batch, OBJECT_TYPE)?;
-    let meta = required_string(&batch, METADATA)?;
-    let mut out = State::default();
-    for r in 0..batch.num_rows() {
-        match types.value(r) {
-            TABLE => {
-                out.tables.insert(ids.value(r).to_string());
-                continue;
-            }
-            TABLE_VERSION => {}
-            _ => {
-                out.spec_rows.insert(ids.value(r).to_string());
-                continue;
-            }
-        }
-        let props = parse_props((!meta.is_null(r)).then(|| meta.value(r)))?;
-        let op = props.get("operation").cloned().unwrap_or_default();
-        let rows = props.get(ROWS_KEY).and_then(|n| n.parse().ok());
-        out.versions.insert(ids.value(r).to_string(), (op, rows));
-    }
+    let mut out = rows_state(&batch)?;
     out.columns = ds.schema().fields.iter().map(|f| f.name.clone()).collect();
     out.compaction = matches!(
         ds.read_transaction().await,
@@ -98,6 +80,33 @@ async fn state(ds: &Dataset) -> Result<State> {
     Ok(out)
 }
 
+/// The tables, `table_version` rows and spec rows of manifest rows (`object_id`,
+/// `object_type`, `metadata`).
+fn rows_state(batch: &RecordBatch) -> Result<State> {
+    let ids = required_string(batch, OBJECT_ID)?;
+    let types = required_string(&batch, OBJECT_TYPE)?;
+    let meta = required_string(&batch, METADATA)?;
+    let mut out = State::default();
+    for r in 0..batch.num_rows() {
+        match types.value(r) {
+            TABLE => {
+                out.tables.insert(ids.value(r).to_string());
+                continue;
+            }
+            TABLE_VERSION => {}
+            _ => {
+                out.spec_rows.insert(ids.value(r).to_string());
+                continue;
+            }
+        }
+        let props = parse_props((!meta.is_null(r)).then(|| meta.value(r)))?;
+        let op = props.get("operation").cloned().unwrap_or_default();
+        let rows = props.get(ROWS_KEY).and_then(|n| n.parse().ok());
+        out.versions.insert(ids.value(r).to_string(), (op, rows));
+    }
+    Ok(out)
+}
+
 /// One line of history.
 struct Entry {
     version: u64,
@@ -109,16 +118,11 @@ struct Entry {
 
 fn describe(version: u64, timestamp: DateTime<Utc>, prev: Option<&State>, now: &State) -> Entry {
     let Some(prev) = prev.filter(|p| !p.specs.is_empty()) else {
-        // Version 1, and the versions setting up the root properties, created the namespace;
-        // an older first version had its predecessors expired: what it changed is unknown.
-        let operation = match prev {
-            None if version != 1 => "unknown",
-            _ => CREATE_NAMESPACE,
-        };
+        // Version 1, and the versions setting up the root properties, created the namespace.
         return Entry {
             version,
             timestamp,
-            operation: operation.into(),
+            operation: CREATE_NAMESPACE.into(),
             partitions: None,
             rows: None,
         };
@@ -212,8 +216,9 @@ fn structure_changes(prev: &State, now: &State, ops: &mut BTreeSet<&str>) {
 /// before an `evolve`), `evolve`, `schema`, `repair`, `cleanup`, joined with `+` when a commit
 /// did several,
 /// `compact_manifest` for a compaction of the manifest's own fragments, `commit`
-/// when none applies, `unknown` for the oldest kept version after `expire()`), `partitions`
-/// changed and `rows` written or deleted (NULL when not recorded).
+/// when none applies), `partitions` changed and `rows` written or deleted (NULL when not
+/// recorded). The oldest version kept by `expire()` is described from its own transaction
+/// (see [`alone`]).
 ///
 /// # Errors
 /// `Lance` for I/O errors.
@@ -245,12 +250,27 @@ pub async fn history(snap: &Snapshot, limit: Option<usize>) -> Result<RecordBatc
         .zip(states)
         .filter_map(|(&(v, t), s)| s.map(|s| (v, t, s)))
         .collect();
-    let entries: Vec<Entry> = (0..shown.min(kept.len()))
-        .map(|i| {
-            let prev = kept.get(i + 1).map(|k| &k.2);
-            describe(kept[i].0, kept[i].1, prev, &kept[i].2)
-        })
-        .collect();
+    let mut entries: Vec<Entry> = Vec::with_capacity(shown.min(kept.len()));
+    for (i, (version, timestamp, now)) in kept.iter().take(shown).enumerate() {
+        let entry = match kept.get(i + 1) {
+            Some(prev) => describe(*version, *timestamp, Some(&prev.2), now),
+            // `expire()` removed the version before: the commit's own transaction says what
+            // it did.
+            None if *version != 1 => {
+                let ds = ds.checkout_version(*version).await?;
+                let (operation, partitions, rows) = alone::describe(&ds).await?;
+                Entry {
+                    version: *version,
+                    timestamp: *timestamp,
+                    operation,
+                    partitions,
+                    rows,
+                }
+            }
+            None => describe(*version, *timestamp, None, now),
+        };
+        entries.push(entry);
+    }
     let schema = Schema::new(vec![
         Field::new("version", DataType::UInt64, false),
         Field::new(
