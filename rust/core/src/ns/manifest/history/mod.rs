@@ -84,8 +84,8 @@ async fn state(ds: &Dataset) -> Result<State> {
 /// `object_type`, `metadata`).
 fn rows_state(batch: &RecordBatch) -> Result<State> {
     let ids = required_string(batch, OBJECT_ID)?;
-    let types = required_string(&batch, OBJECT_TYPE)?;
-    let meta = required_string(&batch, METADATA)?;
+    let types = required_string(batch, OBJECT_TYPE)?;
+    let meta = required_string(batch, METADATA)?;
     let mut out = State::default();
     for r in 0..batch.num_rows() {
         match types.value(r) {
@@ -210,6 +210,19 @@ fn structure_changes(prev: &State, now: &State, ops: &mut BTreeSet<&str>) {
     }
 }
 
+/// The entry of `version`, described from its own transaction (see [`alone`]).
+async fn alone_entry(ds: &Dataset, version: u64, timestamp: DateTime<Utc>) -> Result<Entry> {
+    let ds = ds.checkout_version(version).await?;
+    let (operation, partitions, rows) = alone::describe(&ds).await?;
+    Ok(Entry {
+        version,
+        timestamp,
+        operation,
+        partitions,
+        rows,
+    })
+}
+
 /// The last `limit` versions of the manifest of `snap` (all when `None`), newest first:
 /// `version`, `timestamp` (UTC), `operation` (`create_namespace`, `append` (new partitions
 /// included), `overwrite`, `delete`, `compact`, `drop`, `evolve_prepare` (the invisible steps
@@ -256,17 +269,12 @@ pub async fn history(snap: &Snapshot, limit: Option<usize>) -> Result<RecordBatc
             Some(prev) => describe(*version, *timestamp, Some(&prev.2), now),
             // `expire()` removed the version before: the commit's own transaction says what
             // it did.
-            None if *version != 1 => {
-                let ds = ds.checkout_version(*version).await?;
-                let (operation, partitions, rows) = alone::describe(&ds).await?;
-                Entry {
-                    version: *version,
-                    timestamp: *timestamp,
-                    operation,
-                    partitions,
-                    rows,
-                }
-            }
+            None if *version != 1 => match alone_entry(ds, *version, *timestamp).await {
+                Ok(entry) => entry,
+                // Removed by an `expire()` running since the listing: not part of the history.
+                Err(Error::Lance(e)) if crate::error::is_not_found(&e) => continue,
+                Err(e) => return Err(e),
+            },
             None => describe(*version, *timestamp, None, now),
         };
         entries.push(entry);
