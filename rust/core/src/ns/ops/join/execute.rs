@@ -19,7 +19,7 @@ use crate::arrow::compute::kernels::zip::zip;
 use crate::arrow::compute::{concat_batches, is_not_null};
 use crate::arrow::datatypes::{Field, Schema, SchemaRef};
 use crate::error::{Error, Result};
-use crate::ns::filter::Filter;
+use crate::ns::infra::filter::Filter;
 use crate::ns::manifest::Snapshot;
 use crate::ns::scan::{prune, read_leaves};
 use crate::spec::column_at;
@@ -65,7 +65,11 @@ impl PreparedJoin {
     /// # Errors
     /// `InvalidArgument` for unknown or mistyped keys or columns; `Expression` for bad
     /// filters; `IncompatibleJoin` when the partitions do not align and `allow_shuffle` is off.
-    pub fn new(left: Arc<Snapshot>, right: Arc<Snapshot>, request: JoinRequest) -> Result<Self> {
+    pub(crate) fn new(
+        left: Arc<Snapshot>,
+        right: Arc<Snapshot>,
+        request: JoinRequest,
+    ) -> Result<Self> {
         let lschema = left.schema();
         let rschema = right.schema();
         let (lcommon, rcommon) = match &request.filter {

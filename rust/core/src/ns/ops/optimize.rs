@@ -7,22 +7,20 @@
 //! committed on its main line (Lance rebases it over concurrent appends) and the manifest
 //! does not change.
 //!
-//! - [`leaf`]: one leaf's compaction and its Lance commit.
-//! - [`update`]: the manifest commit, with rebases over concurrent appends.
-
-mod leaf;
-mod update;
+//! One leaf's compaction and its Lance commit live in the transaction layer
+//! ([`crate::ns::txn::compaction`]), as does the manifest commit with its rebases over
+//! concurrent appends ([`crate::ns::txn::conflict::optimize`]).
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 use lance::dataset::optimize::{CompactionMode, CompactionOptions};
 
 use crate::error::{Error, Result};
+use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::Snapshot;
 use crate::ns::scan::{prune, Filter};
-use crate::ns::storage::Storage;
+use crate::ns::txn::compaction::{LeafCompaction, LeafOutcome, Rewrite};
+use crate::ns::txn::conflict::optimize::{Compacted, OptimizeUpdate};
 use crate::ns::txn::manifest_commit::commit_manifest;
-use leaf::{LeafCompaction, LeafOutcome};
-use update::{Compacted, OptimizeUpdate};
 
 /// What `optimize()` is asked to do.
 #[derive(Debug, Clone)]
@@ -76,13 +74,13 @@ pub struct OptimizeSummary {
 /// `InvalidArgument` for bad options, `Expression` for a bad filter; `CommitConflict` when
 /// the manifest commit lost too many races; `Lance` for I/O errors. Nothing becomes visible
 /// on error.
-pub async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Result<OptimizeSummary> {
+pub(crate) async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Result<OptimizeSummary> {
     if opts.target_rows_per_file == 0 || opts.min_files == 0 {
         return Err(Error::InvalidArgument(
             "target_rows_per_file and min_files must be positive".into(),
         ));
     }
-    let started_ms = crate::ns::cleanup_marks::now_ms()?;
+    let started_ms = crate::ns::txn::cleanup_marks::now_ms()?;
     let snap = Snapshot::load(storage, None).await?;
     if !opts.dry_run {
         snap.check_writable()?;
@@ -158,7 +156,7 @@ pub async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Result<Optim
 }
 
 impl OptimizeSummary {
-    fn add(&mut self, r: &leaf::Rewrite) {
+    fn add(&mut self, r: &Rewrite) {
         self.partitions += 1;
         self.files_before += r.files_before;
         self.files_after += r.files_after;

@@ -101,7 +101,7 @@ enum OnKey {
 ///
 /// # Errors
 /// `InvalidArgument` for unknown columns, an empty `on`, or key types that differ.
-pub fn plan_join(
+pub(crate) fn plan_join(
     left: &JoinSide<'_>,
     right: &JoinSide<'_>,
     on: &[(String, String)],

@@ -18,9 +18,9 @@ use crate::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use crate::error::{Error, Result};
 use crate::ns::{SCHEMA_KEY, SPEC_KEY_PREFIX};
 
-use super::format::{required_string, scan_rows};
-use super::{
-    parse_props, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE, ROWS_KEY, TABLE, TABLE_VERSION,
+use crate::ns::manifest::{
+    parse_props, required_string, scan_rows, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE, ROWS_KEY,
+    TABLE, TABLE_VERSION,
 };
 
 /// The operation of the versions that created the namespace.
@@ -217,9 +217,9 @@ fn structure_changes(prev: &State, now: &State, ops: &mut BTreeSet<&str>) {
 ///
 /// # Errors
 /// `Lance` for I/O errors.
-pub async fn history(snap: &Snapshot, limit: Option<usize>) -> Result<RecordBatch> {
+pub(crate) async fn history(snap: &Snapshot, limit: Option<usize>) -> Result<RecordBatch> {
     let ds = &snap.dataset;
-    let mut versions = crate::ns::versions::list(ds).await?;
+    let mut versions = crate::ns::infra::versions::list(ds).await?;
     versions.sort_by_key(|v| std::cmp::Reverse(v.version));
     let shown = limit.unwrap_or(versions.len()).min(versions.len());
     // One more than shown: the version before the oldest one shown.

@@ -2,11 +2,11 @@
 //! two namespaces that join only each other; [`execute::PreparedJoin`] runs them, group by
 //! group.
 
-pub mod execute;
+pub(crate) mod execute;
 mod hash;
 mod key_map;
 mod layout;
-pub mod plan;
+pub(crate) mod plan;
 mod request;
 mod side;
 #[cfg(test)]
@@ -16,5 +16,6 @@ mod unique;
 mod unique_tests;
 
 pub use execute::{JoinStream, PreparedJoin};
-pub use plan::{plan_join, JoinGroup, JoinPlan, JoinSide};
+pub(crate) use plan::{plan_join, JoinSide};
+pub use plan::{JoinGroup, JoinPlan};
 pub use request::{JoinHow, JoinRequest};

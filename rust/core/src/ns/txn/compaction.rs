@@ -12,8 +12,8 @@ use lance::index::DatasetIndexExt;
 use lance::table::format::Fragment;
 
 use crate::error::Result;
+use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::LeafVersion;
-use crate::ns::storage::Storage;
 use crate::ns::txn::retry::is_retryable;
 
 /// Leaf commits tried again in weak mode when a concurrent commit conflicts (a row delete of a

@@ -7,13 +7,12 @@ use futures::future::BoxFuture;
 use lance::table::format::Fragment;
 
 use crate::error::Result;
+use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{LeafVersion, Snapshot};
-use crate::ns::storage::Storage;
+use crate::ns::txn::compaction::{commit_rewrite, LeafCompaction, LeafOutcome, Rewrite};
 use crate::ns::txn::conflict::version_row;
 use crate::ns::txn::leaf::Written;
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
-
-use super::leaf::{commit_rewrite, LeafCompaction, LeafOutcome, Rewrite};
 
 /// One compacted leaf waiting for the manifest commit.
 #[derive(Debug, Clone)]

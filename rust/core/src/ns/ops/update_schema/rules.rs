@@ -20,9 +20,6 @@ use crate::spec::PartitionSpec;
 pub use crate::types::is_widening;
 use crate::types::{storage_schema, storage_type};
 
-pub mod read_rules;
-pub use read_rules::leaf_is_current;
-
 /// Field ids that any spec version partitions by.
 fn source_ids<'a>(specs: impl IntoIterator<Item = &'a PartitionSpec>) -> HashSet<i32> {
     specs
@@ -36,7 +33,7 @@ fn source_ids<'a>(specs: impl IntoIterator<Item = &'a PartitionSpec>) -> HashSet
 ///
 /// # Errors
 /// `SchemaMismatch` naming the offending column.
-pub fn plan_update(
+pub(crate) fn plan_update(
     old: &Schema,
     new: &Schema,
     specs: &[&PartitionSpec],
@@ -88,7 +85,7 @@ pub fn plan_update(
             );
         }
     }
-    crate::ns::naming::check_column_names(new)?;
+    crate::ns::infra::naming::check_column_names(new)?;
     let floor = last_id.max(max_field_id(old)) + 1;
     let assigned = assign_field_ids(new, floor)?;
     let last = max_field_id(&assigned).max(floor - 1);
@@ -126,7 +123,7 @@ fn check_type_change(prev: &Field, f: &Field, partition_sources: &HashSet<i32>) 
 }
 
 /// The largest field id ever assigned in `snap` (`-1` before any).
-pub fn last_field_id(snap: &Snapshot) -> i32 {
+pub(crate) fn last_field_id(snap: &Snapshot) -> i32 {
     snap.root_props
         .props
         .get(LAST_FIELD_ID_KEY)
@@ -152,7 +149,7 @@ fn by_id(schema: &Schema) -> HashMap<i32, &Field> {
 /// # Errors
 /// `CommitConflict` when both changed the same field (or the update changes a field a
 /// concurrent change dropped, or adds a name a concurrent change added).
-pub fn rebase_update(base: &Schema, new: &Schema, latest: &Schema) -> Result<Schema> {
+pub(crate) fn rebase_update(base: &Schema, new: &Schema, latest: &Schema) -> Result<Schema> {
     if base.fields() == latest.fields() {
         return Ok(new.clone());
     }

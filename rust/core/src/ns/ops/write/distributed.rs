@@ -17,9 +17,8 @@ use std::sync::Arc;
 use crate::arrow::array::RecordBatch;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
-pub use crate::ns::ids::new_nonce;
+use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::Snapshot;
-use crate::ns::storage::Storage;
 use crate::ns::write::message::{StagedMessage, WriteIdentity};
 use crate::ns::write::options::WriteOptions;
 use crate::ns::write::stage_all;
@@ -42,7 +41,7 @@ pub struct WritePlan {
 ///
 /// # Errors
 /// `NotFound`, `Corrupt` (a manifest another tool stripped; run repair).
-pub async fn plan(storage: &Storage, strong: Option<bool>) -> Result<WritePlan> {
+pub(crate) async fn plan(storage: &Storage, strong: Option<bool>) -> Result<WritePlan> {
     let snap = Snapshot::load(storage, None).await?;
     snap.check_writable()?;
     Ok(WritePlan {
@@ -56,7 +55,7 @@ pub async fn plan(storage: &Storage, strong: Option<bool>) -> Result<WritePlan> 
 /// # Errors
 /// `CommitConflict` when `expire()` removed it while the write ran (its tasks staged, or will
 /// stage, against it; nothing is committed); otherwise as [`Snapshot::load`].
-pub async fn base_snapshot(storage: &Storage, version: u64) -> Result<Snapshot> {
+pub(crate) async fn base_snapshot(storage: &Storage, version: u64) -> Result<Snapshot> {
     match Snapshot::load(storage, Some(version)).await {
         Err(Error::NotFound(m)) => Err(Error::CommitConflict(format!(
             "the manifest version {version} this distributed write planned against was removed \
@@ -70,8 +69,8 @@ pub async fn base_snapshot(storage: &Storage, version: u64) -> Result<Snapshot> 
 /// Stages one task's rows: routes them, writes uncommitted fragments, commits nothing.
 ///
 /// # Errors
-/// As [`crate::ns::write::write`] for the input; `NotFound` if `manifest_version` is gone.
-pub async fn stage(
+/// As [`super::write`] for the input; `NotFound` if `manifest_version` is gone.
+pub(crate) async fn stage(
     storage: &Storage,
     plan: WritePlan,
     nonce: &str,
@@ -83,7 +82,7 @@ pub async fn stage(
             "a staged write needs the write's nonce (new_nonce())".into(),
         ));
     }
-    let staged_since = crate::ns::cleanup_marks::now_ms()?;
+    let staged_since = crate::ns::txn::cleanup_marks::now_ms()?;
     let snap = Arc::new(base_snapshot(storage, plan.manifest_version).await?);
     snap.check_writable()?;
     let ids = IdPlan::Derived(nonce.to_string());
@@ -111,7 +110,7 @@ pub async fn stage(
 /// # Errors
 /// `InvalidArgument` for messages of different writes, naming one file twice, or staged
 /// against another spec.
-pub fn merge_messages(
+pub(crate) fn merge_messages(
     snap: &Snapshot,
     messages: &[StagedMessage],
 ) -> Result<(Vec<StagedPart>, u64, WriteIdentity)> {

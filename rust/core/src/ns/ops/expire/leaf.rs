@@ -13,7 +13,7 @@ use lance_table::io::deletion::relative_deletion_file_path;
 use object_store::path::Path;
 
 use crate::error::Result;
-use crate::ns::storage::Storage;
+use crate::ns::infra::storage::Storage;
 
 /// Version manifests loaded at a time.
 const CONCURRENCY: usize = 8;

@@ -20,7 +20,7 @@ use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use crate::error::{Error, Result};
-use crate::ns::session::session;
+use crate::ns::infra::session::session;
 
 /// Option keys whose values are never secret (shown as they are in `Debug` output); every
 /// other value is redacted.
@@ -233,7 +233,7 @@ impl Storage {
             return Ok(());
         }
         let (store, base) = self.object_store().await?;
-        let nonce = crate::ns::ids::new_nonce()?;
+        let nonce = crate::ns::infra::ids::new_nonce()?;
         let path = base
             .join(crate::ns::SCRATCH_DIR)
             .join(format!("conditional-write-check-{nonce}").as_str());

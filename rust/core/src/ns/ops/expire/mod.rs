@@ -25,8 +25,8 @@ use lance::dataset::cleanup::{cleanup_old_versions, CleanupPolicy, CleanupPolicy
 use lance::dataset::{Dataset, Version};
 
 use crate::error::{Error, Result};
+use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{named_tables, Snapshot};
-use crate::ns::storage::Storage;
 
 /// Manifest versions read at a time.
 const CONCURRENCY: usize = 8;
@@ -76,7 +76,7 @@ async fn reads_of(ds: &Dataset) -> Result<Reads> {
 ///
 /// # Errors
 /// `InvalidArgument` without any retention rule; `Lance` for I/O errors.
-pub async fn expire(storage: &Storage, opts: &ExpireOptions) -> Result<ExpireSummary> {
+pub(crate) async fn expire(storage: &Storage, opts: &ExpireOptions) -> Result<ExpireSummary> {
     if opts.older_than.is_none() && opts.retain_versions.is_none() {
         return Err(Error::InvalidArgument(
             "expire needs older_than or retain_versions".into(),
@@ -92,7 +92,7 @@ pub async fn expire(storage: &Storage, opts: &ExpireOptions) -> Result<ExpireSum
     // latest reads: like every other change, expiring waits for `repair()`.
     snap.check_writable()?;
     let strong = snap.strong_mode(None)?;
-    let mut all = crate::ns::versions::list(&snap.dataset).await?;
+    let mut all = crate::ns::infra::versions::list(&snap.dataset).await?;
     all.sort_by_key(|v| v.version);
     let expired = expired_versions(&snap, &all, opts).await?;
     let gone: HashSet<u64> = expired.iter().copied().collect();
@@ -159,7 +159,7 @@ async fn version_reads(snap: &Snapshot, all: &[Version]) -> Result<Vec<(u64, Rea
         let ds = &snap.dataset;
         let version = v.version;
         async move {
-            match crate::ns::versions::checkout(ds, version).await? {
+            match crate::ns::infra::versions::checkout(ds, version).await? {
                 Some(at) => Ok::<_, Error>(Some((version, reads_of(&at).await?))),
                 None => Ok(None),
             }

@@ -27,9 +27,9 @@
 use futures::future::BoxFuture;
 
 use crate::error::{Error, Result};
-use crate::ns::cleanup_marks::{Fence, CLOCK_MARGIN_MS, FENCE_KEY_PREFIX, LEASE_MS};
+use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{Snapshot, NAMESPACE, OBJECT_TYPE, TABLE};
-use crate::ns::storage::Storage;
+use crate::ns::txn::cleanup_marks::{Fence, CLOCK_MARGIN_MS, FENCE_KEY_PREFIX, LEASE_MS};
 use crate::ns::txn::manifest_commit::{commit_manifest, ManifestChange, ManifestUpdate};
 use crate::ns::txn::root_commit::{commit_root, RootChange, RootUpdate};
 
@@ -46,7 +46,7 @@ impl Raised {
     /// Fails once the lease is (nearly) over: commits in flight stop waiting for a fence that
     /// old, so deleting after it would race them again.
     pub(crate) fn check_lease(&self) -> Result<()> {
-        let now = crate::ns::cleanup_marks::now_ms()?;
+        let now = crate::ns::txn::cleanup_marks::now_ms()?;
         if now > self.started_ms + LEASE_MS - CLOCK_MARGIN_MS {
             return Err(Error::CommitConflict(format!(
                 "cleanup() stopped after its lease of {} s; run it again to remove the rest",
@@ -73,7 +73,7 @@ impl Raised {
 /// # Errors
 /// `CommitConflict` when concurrent commits kept winning; `Lance` for I/O errors.
 pub(crate) async fn raise(storage: &Storage, started_ms: i64, cutoff_ms: i64) -> Result<Raised> {
-    let key = format!("{FENCE_KEY_PREFIX}{}", crate::ns::ids::random_id()?);
+    let key = format!("{FENCE_KEY_PREFIX}{}", crate::ns::infra::ids::random_id()?);
     let fence = Fence {
         started_ms,
         cutoff_ms,

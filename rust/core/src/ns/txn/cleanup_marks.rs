@@ -17,8 +17,8 @@ use object_store::{ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::Snapshot;
-use crate::ns::storage::Storage;
 
 /// Where the marks live, under the root's scratch prefix.
 const DIR: &str = "cleanups";
@@ -55,7 +55,7 @@ fn mark_start(name: &str) -> Option<i64> {
 pub(crate) async fn record(storage: &Storage, started_ms: i64) -> Result<()> {
     let (store, base) = storage.object_store().await?;
     let dir = marks_dir(&base);
-    let nonce = crate::ns::ids::random_id()?;
+    let nonce = crate::ns::infra::ids::random_id()?;
     let mark = dir.clone().join(format!("{started_ms}-{nonce}").as_str());
     store
         .inner

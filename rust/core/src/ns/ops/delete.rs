@@ -5,26 +5,25 @@
 //! identity field of the partition's spec: then the filter has one value over the whole
 //! partition, computed from the partition values (TRUE: drop it; FALSE or NULL: untouched).
 //! Any other kept partition gets a Lance row delete at its `read_version` (detached in strong
-//! mode); a partition left empty by it is dropped instead.
+//! mode); a partition left empty by it is dropped instead. The manifest change, with its
+//! conflict rules, is [`crate::ns::txn::conflict::delete`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use lance::dataset::DeleteBuilder;
 
 use crate::arrow::array::{RecordBatch, RecordBatchOptions};
 use crate::arrow::datatypes::{Field, Schema};
-use crate::error::{Error, Result};
-use crate::ns::manifest::{Leaf, LeafVersion, Snapshot};
+use crate::error::Result;
+use crate::ns::infra::storage::Storage;
+use crate::ns::infra::touched::TouchedPartition;
+use crate::ns::manifest::{Leaf, Snapshot};
 use crate::ns::scan::{evaluate_mask, prune, Filter};
-use crate::ns::storage::Storage;
-use crate::ns::touched::TouchedPartition;
-use crate::ns::txn::conflict::version_row;
+use crate::ns::txn::conflict::delete::{Action, DeleteUpdate};
 use crate::ns::txn::leaf::commit_leaf_transaction;
-use crate::ns::txn::leaf::Written;
-use crate::ns::txn::manifest_commit::{commit_manifest, ManifestChange, ManifestUpdate};
+use crate::ns::txn::manifest_commit::commit_manifest;
 use crate::types::field_id;
 
 /// What a delete did.
@@ -42,20 +41,6 @@ pub struct DeleteSummary {
     pub attempts: u32,
     /// The partitions dropped or deleted from, as they were before the delete.
     pub touched: Vec<TouchedPartition>,
-}
-
-/// The decision for one kept leaf.
-#[derive(Debug, Clone)]
-enum Action {
-    /// Drop the partition (it had `rows` rows).
-    Drop { object_id: String, rows: u64 },
-    /// Rows deleted inside: the new version holding the delete, based on `base`.
-    Rows {
-        object_id: String,
-        base: Option<u64>,
-        committed: LeafVersion,
-        rows: u64,
-    },
 }
 
 /// `Some(true/false)` when the filter has one value over the whole partition.
@@ -123,7 +108,7 @@ async fn delete_rows(
     // Lance evaluates the filter on the leaf's own columns: matched by field id, cast to the
     // namespace type, NULL where the leaf has none (never a dropped or renamed column's data).
     let stored = Schema::from(ds.schema());
-    let map = crate::ns::scan::leaf_columns(&stored, ns_schema);
+    let map = crate::ns::leaf_io::read_rules::leaf_columns(&stored, ns_schema);
     let expr = filter.for_leaf(ns_schema, &stored, &map)?;
     let total = ds.count_rows(None).await? as u64;
     let staged = DeleteBuilder::from_expr(Arc::clone(&ds), expr)
@@ -158,13 +143,13 @@ async fn delete_rows(
 /// # Errors
 /// `Expression` for a bad filter; `CommitConflict` when a concurrent write changed a
 /// partition this delete touches; `Lance` for I/O errors. Nothing becomes visible on error.
-pub async fn delete(
+pub(crate) async fn delete(
     storage: &Storage,
     filter_sql: &str,
     strong: Option<bool>,
     max_attempts: u32,
 ) -> Result<DeleteSummary> {
-    let started_ms = crate::ns::cleanup_marks::now_ms()?;
+    let started_ms = crate::ns::txn::cleanup_marks::now_ms()?;
     let snap = Snapshot::load(storage, None).await?;
     snap.check_writable()?;
     let strong = snap.strong_mode(strong)?;
@@ -271,164 +256,4 @@ async fn plan_actions(
         });
     }
     Ok(actions)
-}
-
-/// A delete's manifest change on top of the latest manifest: dropped partitions (with their
-/// version rows and the namespaces left empty) go, row deletes record their new versions. A
-/// partition changed concurrently since S0 is a conflict.
-struct DeleteUpdate<'a> {
-    s0: &'a Snapshot,
-    actions: &'a [Action],
-    strong: bool,
-    /// When the delete started writing its leaf versions (ms since the epoch).
-    started_ms: i64,
-}
-
-impl ManifestUpdate for DeleteUpdate<'_> {
-    fn plan<'a>(
-        &'a mut self,
-        latest: &'a Snapshot,
-    ) -> BoxFuture<'a, Result<Option<ManifestChange>>> {
-        Box::pin(async move { self.plan_on(latest) })
-    }
-
-    fn written(&self) -> (Option<i64>, Vec<Written>) {
-        let written = self
-            .actions
-            .iter()
-            .filter_map(|a| match a {
-                Action::Rows {
-                    object_id,
-                    committed,
-                    ..
-                } => {
-                    let leaf = self.s0.leaf_by_id(object_id).ok().flatten()?;
-                    Some(Written::new(&leaf.location, committed.version, &[]))
-                }
-                Action::Drop { .. } => None,
-            })
-            .collect();
-        (Some(self.started_ms), written)
-    }
-}
-
-impl DeleteUpdate<'_> {
-    fn plan_on(&self, latest: &Snapshot) -> Result<Option<ManifestChange>> {
-        let mut change = ManifestChange::default();
-        for a in self.actions {
-            match a {
-                Action::Drop { object_id, .. } => self.drop_leaf(latest, object_id, &mut change)?,
-                Action::Rows {
-                    object_id,
-                    base,
-                    committed,
-                    rows,
-                } => self.record_rows(latest, object_id, (*base, committed, *rows), &mut change)?,
-            }
-        }
-        drop_empty_namespaces(latest, &mut change)?;
-        let empty = change.copy_rows.is_empty() && change.rows.is_empty();
-        Ok((!empty || !change.delete_ids.is_empty()).then_some(change))
-    }
-
-    fn conflict(&self, object_id: &str, what: &str) -> Error {
-        Error::CommitConflict(format!(
-            "partition ({}) was {what} by a concurrent write during this delete",
-            self.s0.describe_leaf(object_id)
-        ))
-    }
-
-    fn drop_leaf(
-        &self,
-        latest: &Snapshot,
-        object_id: &str,
-        change: &mut ManifestChange,
-    ) -> Result<()> {
-        let Some(now) = read_version_of(latest, object_id)? else {
-            return Ok(()); // dropped concurrently: nothing left to drop
-        };
-        if self.strong && Some(now) != read_version_of(self.s0, object_id)? {
-            return Err(self.conflict(object_id, "changed"));
-        }
-        let k1 = latest.keys()?;
-        change.delete_ids.push(object_id.to_string());
-        for v in k1.versions.get(object_id).into_iter().flatten() {
-            let own = format!("{object_id}${}", v.version);
-            change.delete_ids.push(if k1.row_by_id.contains_key(&own) {
-                own
-            } else {
-                format!("{object_id}${:020}", v.version)
-            });
-        }
-        Ok(())
-    }
-
-    fn record_rows(
-        &self,
-        latest: &Snapshot,
-        object_id: &str,
-        (base, committed, rows): (Option<u64>, &LeafVersion, u64),
-        change: &mut ManifestChange,
-    ) -> Result<()> {
-        let Some(now) = read_version_of(latest, object_id)? else {
-            return Err(self.conflict(object_id, "dropped"));
-        };
-        if !self.strong {
-            return Ok(());
-        }
-        if now != base {
-            return Err(self.conflict(object_id, "changed"));
-        }
-        change.copy_rows.push(latest.keys()?.row_by_id[object_id]);
-        change
-            .read_versions
-            .insert(object_id.to_string(), committed.version);
-        change
-            .rows
-            .push(version_row(object_id, committed, "delete", base, rows));
-        Ok(())
-    }
-}
-
-/// The `read_version` of table `oid` (`None` when the manifest has no such table).
-fn read_version_of(snap: &Snapshot, oid: &str) -> Result<Option<Option<u64>>> {
-    Ok(snap.leaf_by_id(oid)?.map(|l| l.read_version))
-}
-
-/// Namespaces left without any partition below them go too. Dropping one rewrites its spec
-/// version row, like creating one does, so that a concurrent writer creating a partition
-/// under it conflicts with this commit in Lance and re-plans.
-fn drop_empty_namespaces(latest: &Snapshot, change: &mut ManifestChange) -> Result<()> {
-    let k1 = latest.keys()?;
-    let dropped_tables: HashSet<&str> = change.delete_ids.iter().map(String::as_str).collect();
-    let mut alive: HashSet<String> = HashSet::new();
-    for l in &latest.leaves {
-        if !dropped_tables.contains(l.object_id.as_str()) {
-            let parts: Vec<&str> = l.object_id.split('$').collect();
-            for i in 1..parts.len() {
-                alive.insert(parts[..i].join("$"));
-            }
-        }
-    }
-    let mut empty_ns: Vec<String> = Vec::new();
-    let mut touched_specs: HashSet<String> = HashSet::new();
-    for oid in &dropped_tables {
-        let parts: Vec<&str> = oid.split('$').collect();
-        for i in 2..parts.len() {
-            let ns = parts[..i].join("$");
-            if !alive.contains(&ns) && k1.row_by_id.contains_key(&ns) {
-                touched_specs.insert(parts[0].to_string());
-                empty_ns.push(ns);
-            }
-        }
-    }
-    empty_ns.sort();
-    empty_ns.dedup();
-    for v in &touched_specs {
-        if let Some(&r) = k1.row_by_id.get(v) {
-            change.copy_rows.push(r);
-        }
-    }
-    change.delete_ids.extend(empty_ns);
-    Ok(())
 }

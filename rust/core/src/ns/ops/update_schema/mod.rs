@@ -4,22 +4,19 @@
 //! [`commit_root`] with the schema key, so a concurrent schema update or spec evolution makes
 //! it plan again instead of one silently replacing the other.
 
+pub(crate) mod rules;
+
 use futures::future::BoxFuture;
 
 use crate::arrow::datatypes::Schema;
 use crate::error::{Error, Result};
+use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::Snapshot;
-use crate::ns::schema::{last_field_id, plan_update, rebase_update, LAST_FIELD_ID_KEY};
-use crate::ns::storage::Storage;
-use crate::ns::txn::root_commit::{commit_root, RootChange, RootUpdate};
+use crate::ns::txn::root_commit::{commit_root, RootChange, RootUpdate, ROOT_ATTEMPTS};
 use crate::ns::SCHEMA_KEY;
 use crate::spec::{CompiledSpec, PartitionSpec};
 use crate::types::JsonSchema;
-
-/// How many lost races a schema or spec change retries: every schema change and evolution
-/// conflicts with every other (they all set the schema key), so many processes changing the
-/// schema at once take turns.
-pub(crate) const ROOT_ATTEMPTS: u32 = 200;
+use rules::{last_field_id, plan_update, rebase_update, LAST_FIELD_ID_KEY};
 
 struct SchemaUpdate<'a> {
     base: &'a Schema,

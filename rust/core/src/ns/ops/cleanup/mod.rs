@@ -20,11 +20,11 @@ use lance::table::format::is_detached_version;
 use object_store::path::Path;
 
 use crate::error::Result;
-use crate::ns::cleanup_marks;
+use crate::ns::txn::cleanup_marks;
 
 mod fence;
+use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{named_tables, Snapshot};
-use crate::ns::storage::Storage;
 
 /// What a cleanup found and removed.
 #[derive(Debug, Clone, Default)]
@@ -70,9 +70,9 @@ async fn referenced(snap: &Snapshot) -> Result<Referenced> {
     // table object id -> location, and (table object id, version) pairs.
     let mut loc_of: HashMap<String, String> = HashMap::new();
     let mut recorded: Vec<(String, u64)> = Vec::new();
-    for v in crate::ns::versions::list(&snap.dataset).await? {
+    for v in crate::ns::infra::versions::list(&snap.dataset).await? {
         // Removed by a concurrent expire since the listing: it references nothing any more.
-        let Some(ds) = crate::ns::versions::checkout(&snap.dataset, v.version).await? else {
+        let Some(ds) = crate::ns::infra::versions::checkout(&snap.dataset, v.version).await? else {
             continue;
         };
         for t in named_tables(&ds).await? {
@@ -163,7 +163,7 @@ async fn leaf_garbage(
     // Data files named by any version that stays: the main line and the kept detached ones.
     let ds = storage.builder(location)?.load().await?;
     out.latest = Some(ds.version().version);
-    let mut versions: Vec<u64> = crate::ns::versions::list(&ds)
+    let mut versions: Vec<u64> = crate::ns::infra::versions::list(&ds)
         .await?
         .iter()
         .map(|v| v.version)
@@ -172,7 +172,7 @@ async fn leaf_garbage(
     let mut named: HashSet<String> = HashSet::new();
     let mut loaded = futures::stream::iter(versions.into_iter().map(|v| {
         let ds = &ds;
-        async move { crate::ns::versions::checkout(ds, v).await }
+        async move { crate::ns::infra::versions::checkout(ds, v).await }
     }))
     .buffer_unordered(8);
     while let Some(version) = loaded.next().await {
@@ -231,7 +231,7 @@ fn gone_ok(r: lance::Result<()>) -> Result<()> {
 /// # Errors
 /// `InvalidArgument` for a grace period below the floor; `NotFound` without a namespace;
 /// `Lance` for I/O errors.
-pub async fn cleanup(
+pub(crate) async fn cleanup(
     storage: &Storage,
     older_than: Duration,
     dry_run: bool,

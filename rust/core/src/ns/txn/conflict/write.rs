@@ -21,16 +21,17 @@ use lance::table::format::Fragment;
 use crate::arrow::array::RecordBatch;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
+use crate::ns::infra::storage::Storage;
+use crate::ns::infra::values;
+use crate::ns::leaf_io::{op_fragments, write_params};
 use crate::ns::manifest::{
     describe_key, LeafVersion, Row, Snapshot, NAMESPACE, ROWS_KEY, TABLE, TABLE_VERSION,
     WRITE_ID_KEY,
 };
-use crate::ns::storage::Storage;
 use crate::ns::txn::leaf::{rewritten_under_another_schema, Pending, Written};
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
-use crate::ns::write::flush::{op_fragments, write_params};
 use crate::ns::write::options::Mode;
-use crate::ns::{values, LEAF_TABLE};
+use crate::ns::LEAF_TABLE;
 
 /// A write's manifest change; see the module docs.
 pub(crate) struct WriteUpdate<'a> {
@@ -352,7 +353,7 @@ fn plan_namespaces(
         }
         let seg = match p.path.get(level - 1) {
             Some(s) => s.clone(),
-            None => crate::ns::ids::random_id()?,
+            None => crate::ns::infra::ids::random_id()?,
         };
         let oid = format!("{parent}${seg}");
         rows.push(Row {
