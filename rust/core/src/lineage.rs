@@ -14,7 +14,7 @@
 use serde_json::{json, Value};
 
 use crate::datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
-use crate::ns::filter::Filter;
+use crate::ns::infra::filter::Filter;
 
 /// The subset condition of `filter`, or `None` when it has none or it would hold more than
 /// `max_compares` comparisons.

@@ -10,13 +10,12 @@ use lance_partitioned_core::arrow::array::{
 };
 use lance_partitioned_core::arrow::datatypes::{DataType, Field, Int64Type, Schema};
 use lance_partitioned_core::error::Error;
-use lance_partitioned_core::ns::delete::delete;
+use lance_partitioned_core::ns::infra::ids::new_nonce;
+use lance_partitioned_core::ns::infra::storage::Storage;
 use lance_partitioned_core::ns::manifest::Snapshot;
 use lance_partitioned_core::ns::namespace::Namespace;
 use lance_partitioned_core::ns::scan::{prune, scan, Filter, ScanOptions};
-use lance_partitioned_core::ns::storage::Storage;
 use lance_partitioned_core::ns::txn::WriteTransaction;
-use lance_partitioned_core::ns::write::distributed::{new_nonce, plan, stage};
 use lance_partitioned_core::ns::write::{
     stage_all, IdPlan, Mode, PartitionWriter, StagedPart, WriteOptions,
 };
@@ -229,28 +228,31 @@ async fn an_overwrite_replaces_exactly_the_partitions_it_touches() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_distributed_write_commits_once_however_often_its_messages_arrive() {
     let ns = namespace().await;
-    let p = plan(&ns.storage, None).await.expect("plan");
+    let p = Namespace::open(ns.storage.clone())
+        .plan_distributed(None)
+        .await
+        .expect("plan");
     let nonce = new_nonce().expect("nonce");
     let opts = WriteOptions::default();
     // Two tasks see the same new partition: they must name the same leaf.
-    let t1 = stage(
-        &ns.storage,
-        p,
-        &nonce,
-        std::iter::once(Ok(rows(0..5, "US", DAY_2024))),
-        &opts,
-    )
-    .await
-    .expect("task 1");
-    let t2 = stage(
-        &ns.storage,
-        p,
-        &nonce,
-        std::iter::once(Ok(rows(5..8, "US", DAY_2024))),
-        &opts,
-    )
-    .await
-    .expect("task 2");
+    let t1 = Namespace::open(ns.storage.clone())
+        .stage(
+            p,
+            &nonce,
+            std::iter::once(Ok(rows(0..5, "US", DAY_2024))),
+            &opts,
+        )
+        .await
+        .expect("task 1");
+    let t2 = Namespace::open(ns.storage.clone())
+        .stage(
+            p,
+            &nonce,
+            std::iter::once(Ok(rows(5..8, "US", DAY_2024))),
+            &opts,
+        )
+        .await
+        .expect("task 2");
     assert_eq!(t1.parts[0].location, t2.parts[0].location);
     let messages = vec![t1.clone(), t2, t1];
     let first = Namespace::open(ns.storage.clone())
@@ -321,18 +323,21 @@ async fn a_delete_drops_covered_partitions_and_deletes_rows_in_others() {
         vec![rows(0..4, "US", DAY_2024), rows(4..6, "FR", DAY_2024)],
     )
     .await;
-    let d = delete(&ns.storage, "country = 'FR'", None, 20)
+    let d = Namespace::open(ns.storage.clone())
+        .delete("country = 'FR'", None, 20)
         .await
         .expect("delete");
     assert_eq!((d.dropped, d.changed, d.rows), (1, 0, 2));
-    let d = delete(&ns.storage, "id < 2", None, 20)
+    let d = Namespace::open(ns.storage.clone())
+        .delete("id < 2", None, 20)
         .await
         .expect("delete rows");
     assert_eq!((d.dropped, d.changed, d.rows), (0, 1, 2));
     assert_eq!(ids(&ns, None).await, vec![2, 3]);
     let snap = Snapshot::load(&ns.storage, None).await.expect("snapshot");
     assert_eq!(snap.leaves.len(), 1);
-    let d = delete(&ns.storage, "id >= 0", None, 20)
+    let d = Namespace::open(ns.storage.clone())
+        .delete("id >= 0", None, 20)
         .await
         .expect("delete the rest");
     assert_eq!(d.dropped, 1, "a partition left empty is dropped");

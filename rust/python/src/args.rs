@@ -4,7 +4,7 @@
 
 use lance_partitioned_core::arrow::array::{ArrayRef, RecordBatch};
 use lance_partitioned_core::arrow::datatypes::Schema;
-use lance_partitioned_core::ns::write::Mode;
+use lance_partitioned_core::ns::ops::Mode;
 use lance_partitioned_core::types;
 use pyo3::prelude::*;
 use pyo3::types::PyString;

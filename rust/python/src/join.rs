@@ -3,9 +3,8 @@
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use lance_partitioned_core::ns::join::{
-    plan_join, JoinHow, JoinRequest, JoinSide, JoinStream, PreparedJoin,
-};
+use lance_partitioned_core::ns::namespace::Namespace;
+use lance_partitioned_core::ns::ops::{JoinHow, JoinRequest, JoinStream, PreparedJoin};
 use lance_partitioned_core::values;
 use pyo3::prelude::*;
 
@@ -30,7 +29,7 @@ pub fn join_plan(
 ) -> PyResult<Plan> {
     let (l, r) = (left.full(py)?, right.full(py)?);
     run(py, || {
-        let plan = plan_join(&JoinSide::of(&l)?, &JoinSide::of(&r)?, &on)?;
+        let plan = Namespace::plan_join(&l, &r, &on)?;
         let groups = plan
             .groups
             .into_iter()
@@ -95,7 +94,7 @@ pub fn join_prepare(
             batch_size,
             allow_shuffle,
         };
-        PreparedJoin::new(l, r, request)
+        Namespace::join(l, r, request)
     })?;
     Ok(Join {
         inner: Arc::new(prepared),

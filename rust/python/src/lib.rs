@@ -48,13 +48,13 @@ fn add_test_hooks(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// `LANCE_CPU_THREADS` says otherwise (see `size_lance_compute_pool`).
 #[pyfunction]
 fn lance_compute_threads() -> usize {
-    lance_partitioned_core::ns::session::size_lance_compute_pool()
+    lance_partitioned_core::ns::infra::session::size_lance_compute_pool()
 }
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     allocator::keep_freed_memory();
-    lance_partitioned_core::ns::session::size_lance_compute_pool();
+    lance_partitioned_core::ns::infra::session::size_lance_compute_pool();
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The write defaults, defined once (in the core crate) for Python's signatures.

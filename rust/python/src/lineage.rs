@@ -2,7 +2,7 @@
 //! filter, as JSON text.
 
 use lance_partitioned_core::lineage::filter_condition as condition;
-use lance_partitioned_core::ns::filter::Filter;
+use lance_partitioned_core::ns::infra::filter::Filter;
 use pyo3::prelude::*;
 
 use crate::args::ArrowSchema;

@@ -7,12 +7,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lance_partitioned_core::ns::expire::ExpireOptions;
+use lance_partitioned_core::ns::infra::storage::Storage;
 use lance_partitioned_core::ns::manifest::Snapshot;
 use lance_partitioned_core::ns::namespace::Namespace as CoreNamespace;
-use lance_partitioned_core::ns::optimize::OptimizeOptions;
-use lance_partitioned_core::ns::storage::Storage;
-use lance_partitioned_core::ns::write::DEFAULT_MAX_ATTEMPTS;
+use lance_partitioned_core::ns::ops::{ExpireOptions, OptimizeOptions, DEFAULT_MAX_ATTEMPTS};
 use lance_partitioned_core::spec::PartitionSpec;
 use pyo3::prelude::*;
 use pyo3::types::PyType;

@@ -1,11 +1,9 @@
 //! What writes, deletes and cleanups report: frozen Python classes with typed attributes.
 
-use lance_partitioned_core::ns::cleanup::CleanupSummary;
-use lance_partitioned_core::ns::delete::DeleteSummary;
-use lance_partitioned_core::ns::expire::ExpireSummary;
-use lance_partitioned_core::ns::optimize::OptimizeSummary;
-use lance_partitioned_core::ns::touched;
-use lance_partitioned_core::ns::write::WriteSummary;
+use lance_partitioned_core::ns::infra::touched;
+use lance_partitioned_core::ns::ops::{
+    CleanupSummary, DeleteSummary, ExpireSummary, OptimizeSummary, WriteSummary,
+};
 use pyo3::prelude::*;
 
 /// A partition a write or delete touched.

@@ -13,7 +13,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lance_partitioned_core::ns::session::per_process;
+use lance_partitioned_core::ns::infra::session::per_process;
 use lance_partitioned_core::ns::txn::interrupt::{with_gate, Gate};
 use lance_partitioned_core::{Error, Result};
 use pyo3::prelude::*;

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::runtime::block_on;
 use lance_partitioned_core::ns::manifest::{self, Snapshot};
+use lance_partitioned_core::ns::namespace::Namespace as CoreNamespace;
 use lance_partitioned_core::ns::scan::{self, ScanIter, ScanOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -189,7 +190,7 @@ impl ManifestSnapshot {
     #[pyo3(signature = (limit = None))]
     fn history(&self, py: Python<'_>, limit: Option<usize>) -> PyResult<ArrowBatch> {
         let snap = Arc::clone(&self.snap);
-        let batch = run(py, || block_on(manifest::history(&snap, limit)))?;
+        let batch = run(py, || block_on(CoreNamespace::history(&snap, limit)))?;
         Ok(ArrowBatch(batch))
     }
 

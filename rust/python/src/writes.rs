@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::runtime::block_on;
+use lance_partitioned_core::ns::infra::ids::new_nonce;
+use lance_partitioned_core::ns::infra::storage::Storage;
 use lance_partitioned_core::ns::namespace::Namespace;
-use lance_partitioned_core::ns::storage::Storage;
-use lance_partitioned_core::ns::write::distributed::{self, WritePlan};
+use lance_partitioned_core::ns::ops::{Mode, StagedMessage, WriteOptions, WritePlan};
 use lance_partitioned_core::ns::write::key_hasher;
-use lance_partitioned_core::ns::write::{Mode, StagedMessage, WriteOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple, PyType};
 
@@ -80,7 +80,7 @@ impl DistributedWrite {
         let (p, nonce) = run(py, || {
             Ok((
                 block_on(Namespace::open(storage.clone()).plan_distributed(strong))?,
-                distributed::new_nonce()?,
+                new_nonce()?,
             ))
         })?;
         Ok(Self {

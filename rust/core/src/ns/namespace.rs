@@ -1,9 +1,11 @@
 //! [`Namespace`]: one partitioned namespace, the entry point of every operation on it.
 //!
-//! The top layer of the namespace: it combines the writer and the transaction (`write`,
-//! `commit_staged`), and delegates the rest. Every method is async; the caller owns the runtime (the Python binding drives them with its
-//! own fork-aware runtime). The handle keeps the latest snapshot it loaded and reuses it while
-//! the manifest has not moved.
+//! The top layer of the namespace: each method is the one entry point of an operation, whose
+//! home is in [`crate::ns::ops`] (creating a namespace is the transaction layer's
+//! [`crate::ns::txn::create_namespace`]). Every method that does I/O is async; the caller owns
+//! the runtime (the Python binding drives them with its own fork-aware runtime). Operations
+//! on snapshots (`history`, the joins of two namespaces) take the snapshots they read. The
+//! handle keeps the latest snapshot it loaded and reuses it while the manifest has not moved.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,19 +13,17 @@ use std::time::Duration;
 
 use crate::arrow::array::RecordBatch;
 use crate::arrow::datatypes::Schema;
-use crate::error::{Error, Result};
-use crate::ns::cleanup::{cleanup, CleanupSummary};
-use crate::ns::cleanup_marks;
-use crate::ns::delete::{delete, DeleteSummary};
-use crate::ns::expire::{expire, ExpireOptions, ExpireSummary};
+use crate::error::Result;
+use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::Snapshot;
-use crate::ns::optimize::{optimize, OptimizeOptions, OptimizeSummary};
-use crate::ns::storage::Storage;
-use crate::ns::txn::{hooks, schema_update, spec_update, WriteTransaction};
-use crate::ns::write::distributed::{self, WritePlan};
-use crate::ns::write::{
-    stage_all, IdPlan, PartitionWriter, StagedMessage, WriteOptions, WriteSummary,
+use crate::ns::ops::join::{plan_join, JoinSide};
+use crate::ns::ops::write::distributed;
+use crate::ns::ops::{
+    cleanup, delete, evolve, expire, history, optimize, repair, update_schema, write,
+    CleanupSummary, DeleteSummary, ExpireOptions, ExpireSummary, JoinPlan, JoinRequest,
+    OptimizeOptions, OptimizeSummary, PreparedJoin, WritePlan,
 };
+use crate::ns::write::{StagedMessage, WriteOptions, WriteSummary};
 use crate::spec::PartitionSpec;
 
 /// One partitioned namespace (see the module docs).
@@ -118,38 +118,17 @@ impl Namespace {
             .clone()
     }
 
-    /// Writes `input`: a [`PartitionWriter`] stages it in this process, a
-    /// [`WriteTransaction`] commits it.
+    /// Writes `input`: a [`crate::ns::write::PartitionWriter`] stages it in this process, a
+    /// [`crate::ns::txn::WriteTransaction`] commits it.
     ///
     /// # Errors
-    /// `SchemaMismatch` for input that does not fit the schema; `CommitConflict` when a
-    /// concurrent commit makes this one impossible; `Lance` for I/O errors. On error nothing
-    /// becomes visible to readers (strong mode); written files are left for `cleanup`.
+    /// As [`write::write`].
     pub async fn write(
         &self,
         input: impl Iterator<Item = Result<RecordBatch>>,
         opts: &WriteOptions,
     ) -> Result<WriteSummary> {
-        let staged_since = cleanup_marks::now_ms()?;
-        let snap = Arc::new(Snapshot::load(&self.storage, None).await?);
-        snap.check_writable()?;
-        let strong = snap.strong_mode(opts.strong)?;
-        let ids = IdPlan::Random(HashMap::new());
-        let mut writer = PartitionWriter::new(&self.storage, Arc::clone(&snap), opts, strong, ids)?;
-        if let Err(e) = stage_all(&mut writer, input).await {
-            writer.abort().await;
-            return Err(e);
-        }
-        let peak = writer.peak_held_bytes();
-        let parts = writer.close().await?;
-        let rows = parts.iter().map(|p| p.rows).sum();
-        hooks::pause("after_fragments");
-        let tx =
-            WriteTransaction::new(&self.storage, snap, strong, opts).staged_since(staged_since);
-        let mut summary = tx.commit(parts).await?;
-        summary.rows = rows;
-        summary.peak_buffered_bytes = peak;
-        Ok(summary)
+        write::write(&self.storage, input, opts).await
     }
 
     /// Plans a distributed write on the latest manifest version.
@@ -174,79 +153,29 @@ impl Namespace {
         distributed::stage(&self.storage, plan, nonce, input, opts).await
     }
 
-    /// Commits the staged outputs of one distributed write: every leaf table once, then the
-    /// manifest once. The write mode and commit mode come from the messages; `opts` gives the
-    /// concurrency and retry limits. Idempotent per write.
+    /// Commits the staged outputs of one distributed write (idempotent per write).
     ///
     /// # Errors
-    /// As [`distributed::merge_messages`] and [`WriteTransaction::commit`].
+    /// As [`write::commit_staged`].
     pub async fn commit_staged(
         &self,
         messages: &[StagedMessage],
         opts: &WriteOptions,
     ) -> Result<WriteSummary> {
-        let Some(first) = messages.first() else {
-            return Err(Error::InvalidArgument(
-                "no staged messages to commit".into(),
-            ));
-        };
-        let snap = match distributed::base_snapshot(&self.storage, first.manifest_version).await {
-            Ok(s) => Arc::new(s),
-            Err(e) => return self.committed_before(messages, e).await,
-        };
-        snap.check_writable()?;
-        let (parts, rows, id) = distributed::merge_messages(&snap, messages)?;
-        let staged_since = messages.iter().map(|m| m.staged_since_ms).min();
-        let opts = WriteOptions {
-            mode: id.mode,
-            strong: Some(id.strong),
-            write_id: Some(id.nonce.clone()),
-            ..opts.clone()
-        };
-        let mut tx = WriteTransaction::new(&self.storage, snap, id.strong, &opts);
-        if let Some(ms) = staged_since.filter(|ms| *ms > 0) {
-            tx = tx.staged_since(ms);
-        }
-        let mut summary = tx.commit(parts).await?;
-        if !summary.already_committed {
-            summary.rows = rows;
-        }
-        Ok(summary)
-    }
-
-    /// A distributed write whose base manifest version is gone (`error`): when a strong-mode
-    /// commit of the same messages already landed, this repeated commit is a no-op, as it is
-    /// while the base version exists; otherwise `error`.
-    async fn committed_before(
-        &self,
-        messages: &[StagedMessage],
-        error: Error,
-    ) -> Result<WriteSummary> {
-        let Some(first) = messages.first() else {
-            return Err(error);
-        };
-        let latest = Snapshot::load(&self.storage, None).await?;
-        if first.strong && latest.has_write(&first.nonce)? {
-            return Ok(WriteSummary {
-                manifest_version: latest.version,
-                already_committed: true,
-                ..Default::default()
-            });
-        }
-        Err(error)
+        write::commit_staged(&self.storage, messages, opts).await
     }
 
     /// Deletes the rows matching `filter`.
     ///
     /// # Errors
-    /// As [`delete`].
+    /// As [`delete::delete`].
     pub async fn delete(
         &self,
         filter: &str,
         strong: Option<bool>,
         max_attempts: u32,
     ) -> Result<DeleteSummary> {
-        delete(&self.storage, filter, strong, max_attempts).await
+        delete::delete(&self.storage, filter, strong, max_attempts).await
     }
 
     /// Adds a spec version and makes it current; returns its id.
@@ -255,7 +184,7 @@ impl Namespace {
     /// `Spec` for an invalid spec (validated against the latest schema and spec versions);
     /// `CommitConflict` when concurrent changes kept landing first.
     pub async fn evolve(&self, spec: &PartitionSpec) -> Result<i32> {
-        spec_update::evolve(&self.storage, spec).await
+        evolve::evolve(&self.storage, spec).await
     }
 
     /// Changes the schema from `base` (the schema the caller read) to `new` (fields matched by
@@ -266,43 +195,77 @@ impl Namespace {
     /// `SchemaMismatch` for a refused change; `CommitConflict` when a concurrent change
     /// touched the same columns.
     pub async fn update_schema(&self, base: &Schema, new: &Schema) -> Result<Schema> {
-        schema_update::update_schema(&self.storage, base, new).await
+        update_schema::update_schema(&self.storage, base, new).await
     }
 
     /// Restores manifest columns other tools dropped; returns their names.
     ///
     /// # Errors
-    /// As [`crate::ns::txn::repair::repair`].
+    /// As [`repair::repair`].
     pub async fn repair(&self) -> Result<Vec<String>> {
-        crate::ns::txn::repair::repair(&self.storage).await
+        repair::repair(&self.storage).await
     }
 
     /// Removes what failed writes left behind (files older than `older_than`).
     ///
     /// # Errors
-    /// As [`cleanup`].
+    /// As [`cleanup::cleanup`].
     pub async fn cleanup(
         &self,
         older_than: Duration,
         dry_run: bool,
         retention_check: bool,
     ) -> Result<CleanupSummary> {
-        cleanup(&self.storage, older_than, dry_run, retention_check).await
+        cleanup::cleanup(&self.storage, older_than, dry_run, retention_check).await
     }
 
     /// Compacts the small files of the partitions `opts.filter` selects, in one commit.
     ///
     /// # Errors
-    /// As [`optimize`].
+    /// As [`optimize::optimize`].
     pub async fn optimize(&self, opts: &OptimizeOptions) -> Result<OptimizeSummary> {
-        optimize(&self.storage, opts).await
+        optimize::optimize(&self.storage, opts).await
     }
 
     /// Removes old manifest versions and the leaf versions and files only they read.
     ///
     /// # Errors
-    /// As [`expire`].
+    /// As [`expire::expire`].
     pub async fn expire(&self, opts: &ExpireOptions) -> Result<ExpireSummary> {
-        expire(&self.storage, opts).await
+        expire::expire(&self.storage, opts).await
+    }
+
+    /// The manifest versions up to `snap`'s, newest first (at most `limit`), each with what
+    /// its commit did.
+    ///
+    /// # Errors
+    /// As [`history::history`].
+    pub async fn history(snap: &Snapshot, limit: Option<usize>) -> Result<RecordBatch> {
+        history::history(snap, limit).await
+    }
+
+    /// The storage-partitioned join plan of two snapshots (of any two namespaces) on the
+    /// column pairs `on`: the groups of leaves that join only each other.
+    ///
+    /// # Errors
+    /// As [`plan_join`].
+    pub fn plan_join(
+        left: &Snapshot,
+        right: &Snapshot,
+        on: &[(String, String)],
+    ) -> Result<JoinPlan> {
+        plan_join(&JoinSide::of(left)?, &JoinSide::of(right)?, on)
+    }
+
+    /// A storage-partitioned join of two snapshots, planned and ready to run.
+    ///
+    /// # Errors
+    /// As [`PreparedJoin::new`].
+    pub fn join(
+        left: Arc<Snapshot>,
+        right: Arc<Snapshot>,
+        request: JoinRequest,
+    ) -> Result<PreparedJoin> {
+        PreparedJoin::new(left, right, request)
     }
 }

@@ -56,7 +56,7 @@ pub fn check_field_id_reuse(existing: &[&PartitionSpec], new: &PartitionSpec) ->
 /// What the manifest lacks for spec version `spec` (its id final): the `partition_field_*`
 /// columns it needs, and its `v<N>` namespace row when missing. Both empty when prepared
 /// already (a retried evolution, or one that died before its spec property was committed).
-/// The transaction layer commits them (`txn::spec_update`); nothing becomes visible, as spec
+/// The transaction layer commits them (`txn::prepare_spec`); nothing becomes visible, as spec
 /// `N` exists only once its `partition_spec_v<N>` property is committed.
 ///
 /// # Errors

@@ -158,7 +158,7 @@ pub(super) fn version_rows<'a>(
 ///
 /// # Errors
 /// `Lance` for I/O errors or columns the manifest lacks.
-pub(super) async fn scan_rows(
+pub(crate) async fn scan_rows(
     ds: &lance::dataset::Dataset,
     columns: &[&str],
     filter: &str,

@@ -14,8 +14,9 @@ use crate::arrow::compute::cast;
 use crate::arrow::datatypes::{DataType, Field, Schema, UInt64Type};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{corrupt, Error, Result};
-use crate::ns::storage::Storage;
-use crate::ns::{values, PARTITION_COLUMN_PREFIX};
+use crate::ns::infra::storage::Storage;
+use crate::ns::infra::values;
+use crate::ns::PARTITION_COLUMN_PREFIX;
 use crate::spec::PartitionSpec;
 
 use super::format::{

@@ -19,11 +19,10 @@
 //!   transaction layer's `txn::repair` persists them);
 //! - `stats`: per-partition statistics, recorded by every commit ([`LeafTotals`]) or read from
 //!   Lance metadata ([`leaf_stats`]);
-//! - `history`: what each manifest version's commit did ([`history()`]);
 //! - `named`: the tables and versions one manifest version names ([`named_tables`]).
 //!
 //! The manifest depends on the field ids ([`crate::field_ids`]) but never on
-//! [`crate::ns::schema`], which builds on it.
+//! [`crate::ns::ops::update_schema::rules`], which builds on it.
 
 use std::sync::Arc;
 
@@ -32,14 +31,13 @@ use lance::dataset::Dataset;
 use crate::arrow::array::RecordBatch;
 use crate::arrow::datatypes::SchemaRef;
 use crate::error::{corrupt, Error, Result};
-use crate::ns::storage::Storage;
+use crate::ns::infra::storage::Storage;
 use crate::ns::{MANIFEST_DIR, SPEC_KEY_PREFIX};
 use crate::spec::PartitionSpec;
 
 mod compact;
 mod evolution;
 mod format;
-mod history;
 mod index;
 mod named;
 mod repair;
@@ -54,7 +52,7 @@ pub use format::{
     rows_to_batch, spec_of, Row, BASE_OBJECTS, LOCATION, METADATA, NAMESPACE, OBJECT_ID,
     OBJECT_TYPE, READ_VERSION, ROWS_KEY, TABLE, TABLE_VERSION, WRITE_ID_KEY,
 };
-pub use history::history;
+pub(crate) use format::{required_string, scan_rows};
 pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf, TableVersion};
 pub use named::{named_tables, NamedTable};
 pub use repair::dropped_columns;

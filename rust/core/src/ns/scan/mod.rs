@@ -2,7 +2,7 @@
 //! kept leaves at their `read_version`s ([`scan()`]), following the read rules (namespace type
 //! wins and is cast to; a column missing from a leaf reads as NULL; a leaf column unknown to
 //! the namespace is ignored; an impossible cast is an error; see
-//! [`crate::ns::schema::read_rules`]).
+//! [`crate::ns::leaf_io::read_rules`]).
 //!
 //! - `prune`: the user filter as one manifest predicate per spec version (`display`: its
 //!   text, literals in their string form);
@@ -14,8 +14,6 @@ mod prune_expr;
 pub(crate) use prune_expr::other_zero;
 mod read;
 
-pub use crate::ns::filter::{evaluate_mask, Filter};
-// Kept at their old path for the writers; they live with the schema code.
-pub(crate) use crate::ns::schema::read_rules::{adapt, leaf_columns};
+pub use crate::ns::infra::filter::{evaluate_mask, Filter};
 pub use prune::{prune, Pruned, SpecPlan};
 pub use read::{read_leaves, scan, ScanIter, ScanOptions};

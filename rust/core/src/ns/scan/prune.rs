@@ -15,7 +15,7 @@ use crate::datafusion::logical_expr::{Expr, Operator};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::Result;
 use crate::expr::session;
-use crate::ns::filter::{evaluate_mask, plain, Filter};
+use crate::ns::infra::filter::{evaluate_mask, plain, Filter};
 use crate::ns::manifest::{partition_column, Snapshot};
 
 use super::prune_expr::{

@@ -1,5 +1,5 @@
 //! Snapshot reads of the kept leaves at their `read_version`s, each leaf batch adapted to
-//! the namespace schema by the read rules ([`crate::ns::schema::read_rules`]); the filter is
+//! the namespace schema by the read rules ([`crate::ns::leaf_io::read_rules`]); the filter is
 //! pushed into Lance when a leaf has every filter column as the namespace has it.
 
 use std::collections::HashMap;
@@ -13,10 +13,10 @@ use crate::arrow::compute::filter_record_batch;
 use crate::arrow::datatypes::{Schema, SchemaRef};
 use crate::datafusion::physical_plan::PhysicalExpr;
 use crate::error::{Error, Result};
-use crate::ns::filter::{evaluate_mask, Filter};
+use crate::ns::infra::filter::{evaluate_mask, Filter};
+use crate::ns::infra::storage::Storage;
+use crate::ns::leaf_io::read_rules::{adapt, leaf_columns};
 use crate::ns::manifest::Snapshot;
-use crate::ns::schema::read_rules::{adapt, leaf_columns};
-use crate::ns::storage::Storage;
 
 use super::prune::{prune, Pruned};
 

@@ -10,9 +10,9 @@ use lance::dataset::{InsertBuilder, WriteMode, WriteParams};
 use crate::arrow::datatypes::{Schema, SchemaRef};
 use crate::error::{Error, Result};
 use crate::field_ids::{assign_field_ids, max_field_id, LAST_FIELD_ID_KEY};
+use crate::ns::infra::session::session;
+use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{manifest_schema, max_fragments, rows_to_batch, Row, NAMESPACE};
-use crate::ns::session::session;
-use crate::ns::storage::Storage;
 use crate::ns::{MANIFEST_DIR, SCHEMA_KEY, SCRATCH_DIR, SPEC_KEY_PREFIX};
 use crate::spec::{CompiledSpec, PartitionSpec};
 use crate::types::JsonSchema;
@@ -34,8 +34,8 @@ pub async fn create(
     max_fragments(extra_props)?;
     let schema = assign_field_ids(&crate::types::storage_schema(schema), 0)?;
     let spec = &spec.with_storage_types()?;
-    crate::ns::naming::check_column_names(&schema)?;
-    crate::ns::naming::check_spec_fields(spec)?;
+    crate::ns::infra::naming::check_column_names(&schema)?;
+    crate::ns::infra::naming::check_spec_fields(spec)?;
     CompiledSpec::compile(spec, &schema, false)?.check_value_types()?;
     if spec.id < 1 {
         return Err(Error::Spec(format!(

@@ -13,11 +13,11 @@ use lance::table::format::Fragment;
 use crate::arrow::array::RecordBatch;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
+use crate::ns::infra::session::session;
+use crate::ns::infra::storage::Storage;
+use crate::ns::leaf_io::{op_fragments, read_adapted, write_params, Schemas};
 use crate::ns::manifest::{LeafVersion, Snapshot};
-use crate::ns::session::session;
-use crate::ns::storage::Storage;
 use crate::ns::txn::new_leaf::NewLeafCommit;
-use crate::ns::write::flush::{op_fragments, read_adapted, write_params, Schemas};
 use crate::ns::write::staged::StagedPart;
 use crate::ns::write::target::Target;
 

@@ -19,11 +19,11 @@ use crate::arrow::array::{Array, AsArray, RecordBatch, UInt32Array, UInt64Array}
 use crate::arrow::compute::{cast, concat_batches, take_record_batch};
 use crate::arrow::datatypes::{DataType, UInt64Type};
 use crate::error::{Error, Result};
-use crate::ns::cleanup_marks;
+use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{
     max_fragments, rows_to_batch, Row, Snapshot, DEFAULT_MAX_FRAGMENTS, OBJECT_ID, READ_VERSION,
 };
-use crate::ns::storage::Storage;
+use crate::ns::txn::cleanup_marks;
 use crate::ns::txn::leaf::{verify_written, Written};
 use crate::ns::txn::manifest_compact::compact_if_fragmented;
 use crate::ns::txn::retry::{backoff, manifest_race, Committed};

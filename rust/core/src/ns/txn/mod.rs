@@ -9,20 +9,27 @@
 //! compaction) use as well.
 //!
 //! - [`leaf`]: per-leaf checks and commits (a delete's and a compaction's leaf transactions
-//!   too: [`leaf::commit_leaf_transaction`]).
-//! - [`conflict`]: a write's manifest change, with conflict resolution against concurrent
-//!   commits.
+//!   too: [`leaf::commit_leaf_transaction`]); [`compaction`]: one leaf's compaction and its
+//!   `Rewrite` commit.
+//! - [`conflict`]: the conflict rules: the manifest change of a write, a delete and a
+//!   compaction, planned again against concurrent commits.
 //! - [`manifest_commit`]: the retried atomic manifest commit every change goes through;
 //!   [`manifest_compact`]: the compaction of the manifest's fragments after a commit.
 //! - [`create_namespace`]: creating a namespace (the manifest and its root properties);
-//!   [`repair`]: adding back manifest columns another tool dropped.
+//!   [`repair`]: adding back manifest columns another tool dropped; [`prepare_spec`]: the
+//!   manifest columns and row of a new spec version.
 //! - [`new_leaf`]: the commit handler of new leaf tables (no existence listing, no hint).
-//! - [`root_commit`]: the retried commit of root properties; [`schema_update`] and
-//!   [`spec_update`] plan schema changes and spec evolutions on it.
+//! - [`root_commit`]: the retried commit of root properties, on which the operations
+//!   `update_schema` and `evolve` ([`crate::ns::ops`]) plan schema changes and spec
+//!   evolutions.
+//! - [`cleanup_marks`]: when deleting cleanups ran, so commits check their staged files only
+//!   when one could have removed them.
 //! - [`retry`]: what every retried commit shares (outcome, lost races, backoff).
 //! - [`write_lock`]: the lock of a weak-mode commit of one distributed write.
 //! - [`interrupt`]: the commit point, before which an operation can be interrupted.
 
+pub(crate) mod cleanup_marks;
+pub(crate) mod compaction;
 pub(crate) mod conflict;
 pub(crate) mod create_namespace;
 pub(crate) mod hooks;
@@ -31,11 +38,10 @@ pub(crate) mod leaf;
 pub(crate) mod manifest_commit;
 pub(crate) mod manifest_compact;
 pub(crate) mod new_leaf;
+pub(crate) mod prepare_spec;
 pub(crate) mod repair;
 pub(crate) mod retry;
 pub(crate) mod root_commit;
-pub(crate) mod schema_update;
-pub(crate) mod spec_update;
 pub(crate) mod write_lock;
 
 use std::sync::Arc;
@@ -43,15 +49,14 @@ use std::sync::Arc;
 use futures::stream::{self, StreamExt};
 
 use crate::error::{Error, Result};
+use crate::ns::infra::storage::Storage;
+use crate::ns::infra::touched::TouchedPartition;
+use crate::ns::leaf_io::{data_files, fresh_lance_schema, leaf_schema, Schemas};
 use crate::ns::manifest::{describe_key, Snapshot};
-use crate::ns::storage::Storage;
-use crate::ns::touched::TouchedPartition;
-use crate::ns::write::align::leaf_schema;
-use crate::ns::write::flush::Schemas;
 use crate::ns::write::options::{Mode, WriteOptions, WriteSummary};
-use crate::ns::write::staged::{data_files, fresh_lance_schema, StagedPart};
+use crate::ns::write::staged::StagedPart;
 use crate::spec::PartitionSpec;
-use conflict::WriteUpdate;
+use conflict::write::WriteUpdate;
 use leaf::{commit_leaf, rewrite_old_rows, verify_staged_files, weak_committed, Pending, Written};
 use write_lock::WriteLock;
 

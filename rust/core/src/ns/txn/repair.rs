@@ -1,27 +1,21 @@
-//! `repair()`: persisting the manifest columns another tool dropped, as one Lance commit
-//! that adds them back (`manifest::dropped_columns` rebuilds their values); the root
-//! properties are kept.
+//! The commit of `repair()` ([`crate::ns::ops::repair`]): the manifest columns another tool
+//! dropped, added back as one Lance commit; the root properties are kept.
 
-use crate::arrow::array::RecordBatchIterator;
+use crate::arrow::array::{RecordBatch, RecordBatchIterator};
 use crate::error::Result;
-use crate::ns::manifest::{dropped_columns, Snapshot};
-use crate::ns::storage::Storage;
+use crate::ns::manifest::Snapshot;
 
-/// Restores the manifest columns another tool dropped; returns their names (empty when
-/// nothing was missing).
+/// Adds the columns of `batch` (the rebuilt values of every manifest row) to the manifest at
+/// `snap`.
 ///
 /// # Errors
-/// `Corrupt` when a value cannot be recovered; `Lance` for I/O errors.
-pub async fn repair(storage: &Storage) -> Result<Vec<String>> {
+/// `Lance` for I/O errors.
+pub(crate) async fn restore_columns(snap: &Snapshot, batch: RecordBatch) -> Result<()> {
     use lance::dataset::NewColumnTransform;
-    let snap = Snapshot::load(storage, None).await?;
-    let Some(batch) = dropped_columns(&snap)? else {
-        return Ok(Vec::new());
-    };
     let schema = batch.schema();
     let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
     let mut ds = (*snap.dataset).clone();
     ds.add_columns(NewColumnTransform::Reader(Box::new(reader)), None, None)
         .await?;
-    Ok(snap.missing_columns.clone())
+    Ok(())
 }

@@ -13,9 +13,14 @@
 use futures::future::BoxFuture;
 
 use crate::error::{lost_race, Error, Result};
+use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::Snapshot;
-use crate::ns::storage::Storage;
 use crate::ns::txn::retry::{backoff, manifest_race, Committed};
+
+/// How many lost races a schema or spec change retries: every schema change and evolution
+/// conflicts with every other (they all set the schema key), so many processes changing the
+/// schema at once take turns.
+pub(crate) const ROOT_ATTEMPTS: u32 = 200;
 
 /// Root property changes planned on one manifest version: `(key, value)` pairs to set, a
 /// `None` value removing the key.

@@ -18,7 +18,7 @@ use object_store::path::Path;
 use object_store::{Error as StoreError, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use crate::error::{Error, Result};
-use crate::ns::storage::Storage;
+use crate::ns::infra::storage::Storage;
 
 /// Age after which a lock is taken to belong to a dead committer.
 pub(crate) const STALE_AFTER: Duration = Duration::from_secs(15 * 60);

@@ -6,33 +6,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::arrow::array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
-use crate::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use crate::arrow::datatypes::{DataType, Schema, SchemaRef};
 use crate::conform::to_namespace_type;
 use crate::error::{schema_err, Error, Result};
-use crate::ns::LEAF_FIELD_ID_KEY;
-use crate::types::FIELD_ID_KEY;
-
-/// The schema leaf tables are written with: the namespace schema with the namespace field id
-/// kept under [`LEAF_FIELD_ID_KEY`] (Lance numbers its own field ids).
-pub fn leaf_schema(ns: &Schema) -> SchemaRef {
-    fn convert(f: &Field) -> Field {
-        let mut md = f.metadata().clone();
-        if let Some(id) = md.remove(FIELD_ID_KEY) {
-            md.insert(LEAF_FIELD_ID_KEY.to_string(), id);
-        }
-        let f = f.clone().with_metadata(md);
-        match f.data_type() {
-            DataType::Struct(children) => {
-                let kids: Vec<Field> = children.iter().map(|c| convert(c)).collect();
-                f.clone().with_data_type(DataType::Struct(kids.into()))
-            }
-            _ => f,
-        }
-    }
-    Arc::new(Schema::new(
-        ns.fields().iter().map(|f| convert(f)).collect::<Vec<_>>(),
-    ))
-}
+use crate::ns::leaf_io::leaf_schema;
 
 /// Checks an input *schema* against the namespace schema before any row is read (for a
 /// distributed write's driver): what [`align`] would refuse for every batch (an unknown or

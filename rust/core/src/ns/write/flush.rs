@@ -1,33 +1,21 @@
-//! Writing one partition's buffered rows as uncommitted Lance fragments, and the small leaf
-//! I/O helpers the writer and the transaction share.
+//! Writing one partition's buffered rows as uncommitted Lance fragments (the leaf I/O helpers
+//! the writer shares with the transaction are in [`crate::ns::leaf_io`]).
 
 use std::sync::{Arc, Mutex};
 
-use futures::TryStreamExt;
 use lance::dataset::fragment::write::FragmentCreateBuilder;
-use lance::dataset::transaction::Operation;
-use lance::dataset::{Dataset, InsertBuilder, WriteMode, WriteParams};
+use lance::dataset::{Dataset, InsertBuilder, WriteMode};
 use lance::table::format::Fragment;
-use lance_file::writer::FileWriterOptions;
 use tokio::sync::OnceCell;
 
-use crate::arrow::array::{RecordBatch, RecordBatchIterator, RecordBatchOptions};
+use crate::arrow::array::{RecordBatch, RecordBatchIterator};
 use crate::arrow::compute::concat_batches;
-use crate::arrow::datatypes::{Schema, SchemaRef};
+use crate::arrow::datatypes::Schema;
 use crate::error::{Error, Result};
-use crate::ns::schema::leaf_is_current;
-use crate::ns::session::session;
-use crate::ns::storage::Storage;
+use crate::ns::infra::storage::Storage;
+use crate::ns::leaf_io::read_rules::leaf_is_current;
+use crate::ns::leaf_io::{op_fragments, write_params, Schemas};
 use crate::ns::write::target::Target;
-
-/// The schemas a flush needs.
-#[derive(Clone)]
-pub(crate) struct Schemas {
-    /// The namespace schema.
-    pub(crate) ns: SchemaRef,
-    /// The leaf schema new data is written with.
-    pub(crate) leaf: SchemaRef,
-}
 
 /// What the flushes of one partition produced, shared with the flush tasks.
 #[derive(Default)]
@@ -125,57 +113,4 @@ pub(crate) async fn flush(
         *out.schema.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
     }
     Ok(())
-}
-
-/// The rows of a leaf at its read version, adapted to the current leaf schema (read rules).
-pub(crate) async fn read_adapted(ds: &Dataset, schemas: &Schemas) -> Result<Vec<RecordBatch>> {
-    let stored = Schema::from(ds.schema());
-    let map = crate::ns::scan::leaf_columns(&stored, &schemas.ns);
-    let batches: Vec<RecordBatch> = ds.scan().try_into_stream().await?.try_collect().await?;
-    batches
-        .iter()
-        .map(|b| {
-            let adapted = crate::ns::scan::adapt(b, &schemas.ns, &map)?;
-            Ok(RecordBatch::try_new_with_options(
-                Arc::clone(&schemas.leaf),
-                adapted.columns().to_vec(),
-                &RecordBatchOptions::new().with_row_count(Some(adapted.num_rows())),
-            )?)
-        })
-        .collect()
-}
-
-/// The fragments (and, for an overwrite, the schema) of an uncommitted insert.
-pub(crate) fn op_fragments(
-    op: Operation,
-) -> Result<(Vec<Fragment>, Option<lance::datatypes::Schema>)> {
-    match op {
-        Operation::Append { fragments } => Ok((fragments, None)),
-        Operation::Overwrite {
-            fragments, schema, ..
-        } => Ok((fragments, Some(schema))),
-        other => Err(Error::Internal(format!(
-            "unexpected uncommitted operation {}",
-            other.name()
-        ))),
-    }
-}
-
-/// Lance write parameters of every leaf write.
-pub(crate) fn write_params(storage: &Storage, mode: WriteMode) -> Result<WriteParams> {
-    Ok(WriteParams {
-        mode,
-        session: Some(session()?),
-        store_params: Some(storage.store_params()),
-        enable_v2_manifest_paths: true,
-        skip_auto_cleanup: true,
-        max_rows_per_file: usize::MAX / 2,
-        // Our batches are owned, contiguous Rust arrays (routing copies them out of the
-        // input), so Lance can keep them instead of copying every buffered slice again.
-        file_writer_options: Some(FileWriterOptions {
-            keep_original_array: Some(true),
-            ..Default::default()
-        }),
-        ..Default::default()
-    })
 }

@@ -3,8 +3,8 @@
 
 use crate::arrow::array::RecordBatch;
 use crate::error::Result;
+use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::Snapshot;
-use crate::ns::storage::Storage;
 use crate::spec::CompiledSpec;
 
 /// Computes, per row, a 32-bit hash of the row's partition values under the current spec of

@@ -147,5 +147,5 @@ pub struct WriteSummary {
     /// nothing was done.
     pub already_committed: bool,
     /// The partitions written (empty when nothing was committed).
-    pub touched: Vec<crate::ns::touched::TouchedPartition>,
+    pub touched: Vec<crate::ns::infra::touched::TouchedPartition>,
 }

@@ -6,9 +6,8 @@ use std::sync::Arc;
 use lance::dataset::Dataset;
 use lance::table::format::Fragment;
 
-use crate::arrow::datatypes::{Schema, SchemaRef};
 use crate::datafusion::scalar::ScalarValue;
-use crate::error::{Error, Result};
+use crate::ns::leaf_io::data_files;
 use crate::ns::write::target::Target;
 
 /// One partition's uncommitted rows.
@@ -35,45 +34,4 @@ impl StagedPart {
     pub fn data_files(&self) -> (u64, u64) {
         data_files(&self.fragments)
     }
-}
-
-/// Data files and bytes of `frags`.
-pub(crate) fn data_files(frags: &[Fragment]) -> (u64, u64) {
-    let files = frags.iter().map(|f| f.files.len() as u64).sum();
-    let bytes = frags
-        .iter()
-        .flat_map(|f| f.files.iter())
-        .filter_map(|d| d.file_size_bytes.get().map(|n| n.get()))
-        .sum();
-    (files, bytes)
-}
-
-/// The Lance schema a fresh leaf (or a rewritten one) is committed with: the leaf schema with
-/// Lance field ids numbered from 0, exactly as a Lance write of that schema numbers them.
-///
-/// # Errors
-/// `Lance` for a schema Lance cannot represent.
-pub(crate) fn fresh_lance_schema(leaf: &SchemaRef) -> Result<lance::datatypes::Schema> {
-    let mut s = lance::datatypes::Schema::try_from(leaf.as_ref())?;
-    s.try_reassign_field_ids(None)?;
-    Ok(s)
-}
-
-/// The transaction commits new and replaced leaves with [`fresh_lance_schema`] (it may run in
-/// another process than the writer): the schema Lance chose for the fragments must be that one.
-///
-/// # Errors
-/// `Internal` when they differ.
-pub(crate) fn check_fresh_schema(
-    written: &lance::datatypes::Schema,
-    fresh: &lance::datatypes::Schema,
-) -> Result<()> {
-    if written.field_ids() == fresh.field_ids() && Schema::from(written) == Schema::from(fresh) {
-        return Ok(());
-    }
-    Err(Error::Internal(format!(
-        "a staged leaf schema differs from the committer's ({:?} vs {:?})",
-        written.field_ids(),
-        fresh.field_ids()
-    )))
 }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::Result;
-use crate::ns::ids::{derived_id, random_id, table_location};
+use crate::ns::infra::ids::{derived_id, random_id, table_location};
 use crate::ns::manifest::Snapshot;
 use crate::ns::LEAF_TABLE;
 

@@ -1,0 +1,166 @@
+//! `optimize()`: compacts the small files of the partitions a filter selects, atomically.
+//!
+//! Each selected leaf is compacted by Lance (its planner, its rewrite tasks) and committed
+//! as one `Rewrite` version, detached in strong mode; then one manifest commit records every
+//! new version, through the same retried commit as writes and deletes. Readers of older
+//! manifest versions keep reading the files they named. In weak mode each leaf's rewrite is
+//! committed on its main line (Lance rebases it over concurrent appends) and the manifest
+//! does not change.
+//!
+//! One leaf's compaction and its Lance commit live in the transaction layer
+//! ([`crate::ns::txn::compaction`]), as does the manifest commit with its rebases over
+//! concurrent appends ([`crate::ns::txn::conflict::optimize`]).
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+use lance::dataset::optimize::{CompactionMode, CompactionOptions};
+
+use crate::error::{Error, Result};
+use crate::ns::infra::storage::Storage;
+use crate::ns::manifest::Snapshot;
+use crate::ns::scan::{prune, Filter};
+use crate::ns::txn::compaction::{LeafCompaction, LeafOutcome, Rewrite};
+use crate::ns::txn::conflict::optimize::{Compacted, OptimizeUpdate};
+use crate::ns::txn::manifest_commit::commit_manifest;
+
+/// What `optimize()` is asked to do.
+#[derive(Debug, Clone)]
+pub struct OptimizeOptions {
+    /// SQL over the namespace columns selecting the partitions (all when `None`).
+    pub filter: Option<String>,
+    /// Files with fewer rows are compacted, into files of up to this many rows.
+    pub target_rows_per_file: usize,
+    /// A partition is compacted only when at least this many of its files would be.
+    pub min_files: usize,
+    /// Plan only: report what would be compacted.
+    pub dry_run: bool,
+    /// Commit mode (the namespace's when `None`).
+    pub strong: Option<bool>,
+    /// Leaves compacted at a time.
+    pub concurrency: usize,
+    /// Manifest commit attempts.
+    pub max_attempts: u32,
+}
+
+/// What `optimize()` did (or would do, for a dry run).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OptimizeSummary {
+    /// Partitions compacted.
+    pub partitions: u64,
+    /// Data files replaced.
+    pub files_before: u64,
+    /// Data files written.
+    pub files_after: u64,
+    /// Rows rewritten.
+    pub rows: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// Partitions left alone because their leaf has indices.
+    pub skipped_indexed: u64,
+    /// Partitions whose compaction was rebased over a concurrent append.
+    pub rebased: u64,
+    /// Partitions compacted again because a concurrent commit replaced their files.
+    pub recompacted: u64,
+    /// The manifest version after the commit (unchanged when nothing was committed).
+    pub manifest_version: u64,
+    /// Manifest commit attempts.
+    pub attempts: u32,
+    /// Whether this was a dry run.
+    pub dry_run: bool,
+}
+
+/// Compacts the partitions of the namespace at `storage` (see the module docs).
+///
+/// # Errors
+/// `InvalidArgument` for bad options, `Expression` for a bad filter; `CommitConflict` when
+/// the manifest commit lost too many races; `Lance` for I/O errors. Nothing becomes visible
+/// on error.
+pub(crate) async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Result<OptimizeSummary> {
+    if opts.target_rows_per_file == 0 || opts.min_files == 0 {
+        return Err(Error::InvalidArgument(
+            "target_rows_per_file and min_files must be positive".into(),
+        ));
+    }
+    let started_ms = crate::ns::txn::cleanup_marks::now_ms()?;
+    let snap = Snapshot::load(storage, None).await?;
+    if !opts.dry_run {
+        snap.check_writable()?;
+    }
+    let strong = snap.strong_mode(opts.strong)?;
+    let filter = match &opts.filter {
+        Some(sql) => Some(Filter::parse(sql, &snap.schema())?),
+        None => None,
+    };
+    let selected = prune(&snap, filter.as_ref())?.leaves;
+    let compaction = LeafCompaction {
+        options: CompactionOptions {
+            target_rows_per_fragment: opts.target_rows_per_file,
+            // Pages are copied as they are when the files allow it (no decode, no encode);
+            // Lance re-encodes otherwise (deleted rows to drop, differing file versions).
+            compaction_mode: Some(CompactionMode::TryBinaryCopy),
+            ..CompactionOptions::default()
+        },
+        min_files: opts.min_files,
+        strong,
+        dry_run: opts.dry_run,
+    };
+    let outcomes: Vec<(usize, LeafOutcome)> = stream::iter(selected.into_iter().map(|i| {
+        let (leaf, compaction) = (&snap.leaves[i], &compaction);
+        async move {
+            let version = if strong { leaf.read_version } else { None };
+            let out = compaction.run(storage, &leaf.location, version).await?;
+            Ok::<_, Error>((i, out))
+        }
+    }))
+    .buffer_unordered(opts.concurrency.max(1))
+    .try_collect()
+    .await?;
+    let mut summary = OptimizeSummary {
+        manifest_version: snap.version,
+        dry_run: opts.dry_run,
+        ..Default::default()
+    };
+    let mut compacted = Vec::new();
+    for (i, out) in outcomes {
+        match out {
+            LeafOutcome::Unchanged => {}
+            LeafOutcome::Indexed => summary.skipped_indexed += 1,
+            LeafOutcome::Planned(r) => summary.add(&r),
+            LeafOutcome::Committed { rewrite, committed } => compacted.push(Compacted {
+                object_id: snap.leaves[i].object_id.clone(),
+                location: snap.leaves[i].location.clone(),
+                rewrite,
+                committed,
+            }),
+        }
+    }
+    if !strong || compacted.is_empty() {
+        compacted.iter().for_each(|c| summary.add(&c.rewrite));
+        return Ok(summary);
+    }
+    let mut update = OptimizeUpdate {
+        storage,
+        compaction: &compaction,
+        leaves: compacted,
+        rebased: 0,
+        recompacted: 0,
+        started_ms,
+    };
+    crate::ns::txn::hooks::pause("optimize_before_manifest_commit");
+    let committed = commit_manifest(storage, opts.max_attempts, &mut update).await?;
+    update.leaves.iter().for_each(|c| summary.add(&c.rewrite));
+    summary.rebased = update.rebased;
+    summary.recompacted = update.recompacted;
+    summary.manifest_version = committed.version;
+    summary.attempts = committed.attempts;
+    Ok(summary)
+}
+
+impl OptimizeSummary {
+    fn add(&mut self, r: &Rewrite) {
+        self.partitions += 1;
+        self.files_before += r.files_before;
+        self.files_after += r.files_after;
+        self.rows += r.rows;
+        self.bytes_written += r.bytes;
+    }
+}

@@ -1,0 +1,111 @@
+//! `write()`: a [`PartitionWriter`] stages the input in this process, a [`WriteTransaction`]
+//! commits it; and the commit of a distributed write's staged messages ([`commit_staged`];
+//! [`distributed`]: plan and stage).
+
+pub(crate) mod distributed;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::arrow::array::RecordBatch;
+use crate::error::{Error, Result};
+use crate::ns::infra::storage::Storage;
+use crate::ns::manifest::Snapshot;
+use crate::ns::txn::{cleanup_marks, hooks, WriteTransaction};
+use crate::ns::write::{
+    stage_all, IdPlan, PartitionWriter, StagedMessage, WriteOptions, WriteSummary,
+};
+
+/// Writes `input` to the namespace at `storage`.
+///
+/// # Errors
+/// `SchemaMismatch` for input that does not fit the schema; `CommitConflict` when a
+/// concurrent commit makes this one impossible; `Lance` for I/O errors. On error nothing
+/// becomes visible to readers (strong mode); written files are left for `cleanup`.
+pub(crate) async fn write(
+    storage: &Storage,
+    input: impl Iterator<Item = Result<RecordBatch>>,
+    opts: &WriteOptions,
+) -> Result<WriteSummary> {
+    let staged_since = cleanup_marks::now_ms()?;
+    let snap = Arc::new(Snapshot::load(storage, None).await?);
+    snap.check_writable()?;
+    let strong = snap.strong_mode(opts.strong)?;
+    let ids = IdPlan::Random(HashMap::new());
+    let mut writer = PartitionWriter::new(storage, Arc::clone(&snap), opts, strong, ids)?;
+    if let Err(e) = stage_all(&mut writer, input).await {
+        writer.abort().await;
+        return Err(e);
+    }
+    let peak = writer.peak_held_bytes();
+    let parts = writer.close().await?;
+    let rows = parts.iter().map(|p| p.rows).sum();
+    hooks::pause("after_fragments");
+    let tx = WriteTransaction::new(storage, snap, strong, opts).staged_since(staged_since);
+    let mut summary = tx.commit(parts).await?;
+    summary.rows = rows;
+    summary.peak_buffered_bytes = peak;
+    Ok(summary)
+}
+
+/// Commits the staged outputs of one distributed write: every leaf table once, then the
+/// manifest once. The write mode and commit mode come from the messages; `opts` gives the
+/// concurrency and retry limits. Idempotent per write.
+///
+/// # Errors
+/// As [`distributed::merge_messages`] and [`WriteTransaction::commit`].
+pub(crate) async fn commit_staged(
+    storage: &Storage,
+    messages: &[StagedMessage],
+    opts: &WriteOptions,
+) -> Result<WriteSummary> {
+    let Some(first) = messages.first() else {
+        return Err(Error::InvalidArgument(
+            "no staged messages to commit".into(),
+        ));
+    };
+    let snap = match distributed::base_snapshot(storage, first.manifest_version).await {
+        Ok(s) => Arc::new(s),
+        Err(e) => return committed_before(storage, messages, e).await,
+    };
+    snap.check_writable()?;
+    let (parts, rows, id) = distributed::merge_messages(&snap, messages)?;
+    let staged_since = messages.iter().map(|m| m.staged_since_ms).min();
+    let opts = WriteOptions {
+        mode: id.mode,
+        strong: Some(id.strong),
+        write_id: Some(id.nonce.clone()),
+        ..opts.clone()
+    };
+    let mut tx = WriteTransaction::new(storage, snap, id.strong, &opts);
+    if let Some(ms) = staged_since.filter(|ms| *ms > 0) {
+        tx = tx.staged_since(ms);
+    }
+    let mut summary = tx.commit(parts).await?;
+    if !summary.already_committed {
+        summary.rows = rows;
+    }
+    Ok(summary)
+}
+
+/// A distributed write whose base manifest version is gone (`error`): when a strong-mode
+/// commit of the same messages already landed, this repeated commit is a no-op, as it is
+/// while the base version exists; otherwise `error`.
+async fn committed_before(
+    storage: &Storage,
+    messages: &[StagedMessage],
+    error: Error,
+) -> Result<WriteSummary> {
+    let Some(first) = messages.first() else {
+        return Err(error);
+    };
+    let latest = Snapshot::load(storage, None).await?;
+    if first.strong && latest.has_write(&first.nonce)? {
+        return Ok(WriteSummary {
+            manifest_version: latest.version,
+            already_committed: true,
+            ..Default::default()
+        });
+    }
+    Err(error)
+}

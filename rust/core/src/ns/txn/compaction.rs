@@ -1,0 +1,215 @@
+//! Compaction of one leaf table: Lance's compaction planner picks the small fragments, each
+//! task rewrites a run of them into new files, and one `Rewrite` commit (detached in strong
+//! mode) replaces them. Nothing here touches the manifest.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use lance::dataset::optimize::{plan_compaction, CompactionOptions};
+use lance::dataset::transaction::{Operation, RewriteGroup, Transaction};
+use lance::dataset::Dataset;
+use lance::index::DatasetIndexExt;
+use lance::table::format::Fragment;
+
+use crate::error::Result;
+use crate::ns::infra::storage::Storage;
+use crate::ns::manifest::LeafVersion;
+use crate::ns::txn::retry::is_retryable;
+
+/// Leaf commits tried again in weak mode when a concurrent commit conflicts (a row delete of a
+/// fragment being rewritten).
+const WEAK_ATTEMPTS: u32 = 5;
+
+/// What compacting one leaf found or did.
+#[derive(Debug, Clone)]
+pub(crate) enum LeafOutcome {
+    /// Nothing to compact (fewer than `min_files` small files).
+    Unchanged,
+    /// The leaf has indices, whose row addresses a rewrite would move: left alone.
+    Indexed,
+    /// The compaction a dry run would do.
+    Planned(Rewrite),
+    /// Committed (detached in strong mode) on top of the rewrite's `base`.
+    Committed {
+        rewrite: Rewrite,
+        committed: LeafVersion,
+    },
+}
+
+/// The files one leaf's compaction replaces and writes.
+#[derive(Debug, Clone)]
+pub(crate) struct Rewrite {
+    /// The version compacted.
+    pub(crate) base: u64,
+    /// Old and new fragments (new ones without ids until committed).
+    pub(crate) groups: Vec<RewriteGroup>,
+    /// Data files replaced.
+    pub(crate) files_before: u64,
+    /// Data files written (an estimate for a dry run: one per task and target).
+    pub(crate) files_after: u64,
+    /// Rows rewritten.
+    pub(crate) rows: u64,
+    /// Bytes written.
+    pub(crate) bytes: u64,
+}
+
+/// The settings of one `optimize()`.
+#[derive(Debug, Clone)]
+pub(crate) struct LeafCompaction {
+    pub(crate) options: CompactionOptions,
+    pub(crate) min_files: usize,
+    pub(crate) strong: bool,
+    pub(crate) dry_run: bool,
+}
+
+impl LeafCompaction {
+    /// Compacts the leaf at `location` as of `version` (the latest for `None`).
+    ///
+    /// # Errors
+    /// `Lance` for I/O errors (nothing visible is changed then).
+    pub(crate) async fn run(
+        &self,
+        storage: &Storage,
+        location: &str,
+        version: Option<u64>,
+    ) -> Result<LeafOutcome> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let ds = storage.open(location, version).await?;
+            match self.compact(ds).await {
+                Err(crate::error::Error::Lance(e))
+                    if !self.strong && is_retryable(&e) && attempt < WEAK_ATTEMPTS =>
+                {
+                    continue
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Plans, rewrites and commits `ds`.
+    pub(crate) async fn compact(&self, ds: Arc<Dataset>) -> Result<LeafOutcome> {
+        if !ds.load_indices().await?.is_empty() {
+            return Ok(LeafOutcome::Indexed);
+        }
+        let plan = plan_compaction(&ds, &self.options).await?;
+        let tasks: Vec<_> = plan.compaction_tasks().collect();
+        let sources: usize = tasks.iter().map(|t| t.task.fragments.len()).sum();
+        if tasks.is_empty() || sources < self.min_files {
+            return Ok(LeafOutcome::Unchanged);
+        }
+        let base = ds.version().version;
+        if self.dry_run {
+            let target = self.options.target_rows_per_fragment.max(1) as u64;
+            let groups: Vec<RewriteGroup> = tasks
+                .iter()
+                .map(|t| RewriteGroup {
+                    old_fragments: t.task.fragments.clone(),
+                    new_fragments: Vec::new(),
+                })
+                .collect();
+            let mut rewrite = Rewrite::of(base, groups);
+            rewrite.files_after = tasks
+                .iter()
+                .map(|t| live_rows(&t.task.fragments).div_ceil(target).max(1))
+                .sum();
+            rewrite.rows = tasks.iter().map(|t| live_rows(&t.task.fragments)).sum();
+            return Ok(LeafOutcome::Planned(rewrite));
+        }
+        let mut groups = Vec::with_capacity(tasks.len());
+        for task in &tasks {
+            let done = task.execute(&ds).await?;
+            groups.push(RewriteGroup {
+                old_fragments: done.original_fragments,
+                new_fragments: done.new_fragments,
+            });
+        }
+        let mut rewrite = Rewrite::of(base, groups);
+        rewrite.bytes = written_bytes(&ds, &rewrite.groups).await?;
+        let committed = commit_rewrite(ds, &rewrite.groups, self.strong).await?;
+        Ok(LeafOutcome::Committed { rewrite, committed })
+    }
+}
+
+impl Rewrite {
+    fn of(base: u64, groups: Vec<RewriteGroup>) -> Self {
+        let old = groups.iter().flat_map(|g| &g.old_fragments);
+        let new = groups.iter().flat_map(|g| &g.new_fragments);
+        Self {
+            base,
+            files_before: old.map(|f| f.files.len() as u64).sum(),
+            files_after: new.clone().map(|f| f.files.len() as u64).sum(),
+            rows: new.map(|f| f.physical_rows.unwrap_or(0) as u64).sum(),
+            bytes: 0,
+            groups,
+        }
+    }
+
+    /// Whether every fragment this rewrite replaces is still in `ds`, unchanged (only
+    /// appends happened since): then the rewrite applies on top of `ds` as it is.
+    pub(crate) fn applies_to(&self, ds: &Dataset) -> bool {
+        let current: HashMap<u64, &Fragment> = ds.fragments().iter().map(|f| (f.id, f)).collect();
+        self.groups
+            .iter()
+            .flat_map(|g| &g.old_fragments)
+            .all(|f| current.get(&f.id) == Some(&f))
+    }
+}
+
+/// Bytes of the files the rewrite wrote: their recorded sizes, or the store's (a binary copy
+/// does not record them), which are then recorded, so that `stats()` never asks again.
+async fn written_bytes(ds: &Dataset, groups: &[RewriteGroup]) -> Result<u64> {
+    let data = ds.data_dir();
+    let mut total = 0;
+    for file in groups
+        .iter()
+        .flat_map(|g| &g.new_fragments)
+        .flat_map(|f| &f.files)
+    {
+        total += match file.file_size_bytes.get() {
+            Some(n) => n.get(),
+            None => {
+                let store = ds.object_store(file.base_id).await?;
+                let size = store.size(&data.clone().join(file.path.as_str())).await?;
+                if let Some(n) = std::num::NonZero::new(size) {
+                    file.file_size_bytes.set(n);
+                }
+                size
+            }
+        };
+    }
+    Ok(total)
+}
+
+/// Rows of `fragments` not deleted.
+fn live_rows(fragments: &[Fragment]) -> u64 {
+    fragments
+        .iter()
+        .map(|f| {
+            let deleted = f
+                .deletion_file
+                .as_ref()
+                .and_then(|d| d.num_deleted_rows)
+                .unwrap_or(0);
+            f.physical_rows.unwrap_or(0).saturating_sub(deleted) as u64
+        })
+        .sum()
+}
+
+/// Commits `groups` as one Lance `Rewrite` on top of `ds` (detached when `strong`); returns
+/// the new version with its totals.
+pub(crate) async fn commit_rewrite(
+    ds: Arc<Dataset>,
+    groups: &[RewriteGroup],
+    strong: bool,
+) -> Result<LeafVersion> {
+    let read_version = ds.version().version;
+    let op = Operation::Rewrite {
+        groups: groups.to_vec(),
+        rewritten_indices: Vec::new(),
+        frag_reuse_index: None,
+    };
+    let txn = Transaction::new(read_version, op, None);
+    crate::ns::txn::leaf::commit_leaf_transaction(ds, txn, strong, |b| b).await
+}

@@ -1,0 +1,14 @@
+//! The conflict rules: how each operation's manifest change is planned again on top of the
+//! latest manifest, against the commits that landed since the operation's base version. Each
+//! is a [`crate::ns::txn::manifest_commit::ManifestUpdate`] that the retried manifest commit
+//! calls at every attempt.
+//!
+//! - [`write`]: a write's change (adopt, rebase or refuse; see there).
+//! - [`delete`]: a delete's change (a partition changed since the base version conflicts).
+//! - [`optimize`]: a compaction's change (rebased over appends, compacted again otherwise).
+
+pub(crate) mod delete;
+pub(crate) mod optimize;
+pub(crate) mod write;
+
+pub(crate) use write::version_row;

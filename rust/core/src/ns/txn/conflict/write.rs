@@ -1,0 +1,450 @@
+//! The manifest half of a write transaction: [`WriteUpdate`] plans a write's manifest change on
+//! top of the latest manifest, resolving conflicts with the commits that landed since the
+//! write's base version (S0):
+//!
+//! - a partition created concurrently with the same values is adopted: our rows are copied
+//!   into it, so there are never two partitions with equal values (an overwrite fails);
+//! - an append to a table another commit appended to (or deleted rows from) is rebased: our
+//!   fragments are committed again on top of the new version;
+//! - anything else that changed a table we write (an overwrite, a drop) fails with
+//!   `CommitConflict` naming the partition.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::TryStreamExt;
+use lance::dataset::transaction::{Operation, Transaction};
+use lance::dataset::{CommitBuilder, InsertBuilder, WriteMode};
+use lance::table::format::Fragment;
+
+use crate::arrow::array::RecordBatch;
+use crate::datafusion::scalar::ScalarValue;
+use crate::error::{Error, Result};
+use crate::ns::infra::storage::Storage;
+use crate::ns::infra::values;
+use crate::ns::leaf_io::{op_fragments, write_params};
+use crate::ns::manifest::{
+    describe_key, LeafVersion, Row, Snapshot, NAMESPACE, ROWS_KEY, TABLE, TABLE_VERSION,
+    WRITE_ID_KEY,
+};
+use crate::ns::txn::leaf::{rewritten_under_another_schema, Pending, Written};
+use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
+use crate::ns::write::options::Mode;
+use crate::ns::LEAF_TABLE;
+
+/// A write's manifest change; see the module docs.
+pub(crate) struct WriteUpdate<'a> {
+    pub(crate) storage: &'a Storage,
+    pub(crate) spec_id: i32,
+    pub(crate) field_ids: Vec<String>,
+    pub(crate) pending: Vec<Pending>,
+    pub(crate) strong: bool,
+    pub(crate) mode: Mode,
+    pub(crate) write_id: Option<String>,
+    /// Set when the latest manifest already holds this write (a repeated commit).
+    pub(crate) already_committed: bool,
+    /// Partitions an `overwrite_all` drops.
+    pub(crate) dropped: u64,
+    /// When the parts' staging started (the writer's clock, ms; `None`: unknown).
+    pub(crate) staged_since_ms: Option<i64>,
+    /// Rebases done over all attempts.
+    pub(crate) rebased: u64,
+    /// Concurrently created partitions adopted.
+    pub(crate) adopted: u64,
+}
+
+impl ManifestUpdate for WriteUpdate<'_> {
+    fn plan<'a>(
+        &'a mut self,
+        latest: &'a Snapshot,
+    ) -> BoxFuture<'a, Result<Option<ManifestChange>>> {
+        Box::pin(self.plan_on(latest))
+    }
+
+    fn written(&self) -> (Option<i64>, Vec<Written>) {
+        let written = self
+            .pending
+            .iter()
+            .map(|p| Written::new(&p.location, p.committed.version, &p.fragments))
+            .collect();
+        (self.staged_since_ms, written)
+    }
+}
+
+impl WriteUpdate<'_> {
+    async fn plan_on(&mut self, latest: &Snapshot) -> Result<Option<ManifestChange>> {
+        if let Some(id) = &self.write_id {
+            if latest.has_write(id)? {
+                // A concurrent commit of this same write won: ours is a no-op (its leaf
+                // versions stay unreferenced; cleanup() removes them).
+                self.already_committed = true;
+                return Ok(None);
+            }
+        }
+        let mut change = ManifestChange::default();
+        let mut created_ns = HashMap::new();
+        let mut creating = false;
+        for i in 0..self.pending.len() {
+            if self.pending[i].created {
+                self.adopt_if_created(latest, i).await?;
+            }
+            if self.pending[i].created {
+                creating = true;
+                self.register_new(latest, i, &mut created_ns, &mut change.rows)?;
+            } else {
+                self.update_existing(latest, i, &mut change).await?;
+            }
+        }
+        if creating {
+            // Rewrite the spec version row: concurrent creators conflict on it in Lance.
+            if let Some(&r) = latest.keys()?.row_by_id.get(&format!("v{}", self.spec_id)) {
+                change.copy_rows.push(r);
+            }
+        }
+        if self.mode == Mode::OverwriteAll {
+            self.keep_only_written(latest, &mut change)?;
+        }
+        if let Some(id) = &self.write_id {
+            for r in change
+                .rows
+                .iter_mut()
+                .filter(|r| r.object_type == TABLE_VERSION)
+            {
+                r.props.insert(WRITE_ID_KEY.to_string(), id.clone());
+            }
+        }
+        if change.copy_rows.is_empty() && change.rows.is_empty() {
+            return Ok(None);
+        }
+        if self.strong {
+            change.read_versions = self
+                .pending
+                .iter()
+                .filter(|p| !p.created)
+                .filter_map(|p| p.object_id.clone().map(|o| (o, p.committed.version)))
+                .collect();
+        }
+        Ok(Some(change))
+    }
+
+    fn describe(&self, key: &[ScalarValue]) -> String {
+        describe_key(&self.field_ids, key)
+    }
+
+    /// A partition we created that a concurrent write created too (same values): copy our
+    /// rows into theirs.
+    async fn adopt_if_created(&mut self, latest: &Snapshot, i: usize) -> Result<()> {
+        let Some(leaf) = latest.leaf(self.spec_id, &self.pending[i].key)? else {
+            return Ok(());
+        };
+        if self.mode != Mode::Append {
+            return Err(Error::CommitConflict(format!(
+                "partition ({}) was created by a concurrent write during this overwrite",
+                self.describe(&self.pending[i].key)
+            )));
+        }
+        let p = &self.pending[i];
+        let (committed, copied) = copy_into(
+            self.storage,
+            (&p.location, p.committed.version),
+            (&leaf.location, leaf.read_version),
+            self.strong,
+        )
+        .await
+        .map_err(|e| rewritten_under_another_schema(e, &self.describe(&p.key)))?;
+        let p = &mut self.pending[i];
+        p.created = false;
+        p.object_id = Some(leaf.object_id.clone());
+        p.location = leaf.location.clone();
+        p.base = leaf.read_version;
+        p.committed = committed;
+        p.operation = "append";
+        // Later rebases re-append exactly the copied rows.
+        p.fragments = copied;
+        self.adopted += 1;
+        Ok(())
+    }
+
+    /// The namespace, table and version rows of a partition this write creates.
+    fn register_new(
+        &mut self,
+        latest: &Snapshot,
+        i: usize,
+        created_ns: &mut HashMap<Vec<ScalarValue>, String>,
+        rows: &mut Vec<Row>,
+    ) -> Result<()> {
+        let p = &self.pending[i];
+        let oid = plan_namespaces(latest, self.spec_id, &self.field_ids, p, created_ns, rows)?;
+        rows.push(Row {
+            object_id: oid.clone(),
+            object_type: TABLE.into(),
+            location: Some(p.location.clone()),
+            props: HashMap::new(),
+            read_version: self.strong.then_some(p.committed.version),
+            values: self
+                .field_ids
+                .iter()
+                .cloned()
+                .zip(p.key.iter().cloned())
+                .collect(),
+        });
+        if self.strong {
+            rows.push(version_row(&oid, &p.committed, "create", None, p.rows()));
+        }
+        self.pending[i].object_id = Some(oid);
+        Ok(())
+    }
+
+    /// An existing partition: still there, and (strong mode) rebased onto concurrent appends.
+    async fn update_existing(
+        &mut self,
+        latest: &Snapshot,
+        i: usize,
+        change: &mut ManifestChange,
+    ) -> Result<()> {
+        let oid = self.pending[i].object_id.clone().unwrap_or_default();
+        let Some(leaf) = latest.leaf_by_id(&oid)? else {
+            return Err(Error::CommitConflict(format!(
+                "partition ({}) was dropped by a concurrent write",
+                self.describe(&self.pending[i].key)
+            )));
+        };
+        if !self.strong {
+            return Ok(());
+        }
+        let (row, current) = (leaf.row, leaf.read_version);
+        if current != self.pending[i].base {
+            self.rebase(latest, i, &oid, current).await?;
+        }
+        let p = &self.pending[i];
+        change.copy_rows.push(row);
+        change.rows.push(version_row(
+            &oid,
+            &p.committed,
+            p.operation,
+            p.base,
+            p.rows(),
+        ));
+        Ok(())
+    }
+
+    /// Someone committed to this table since our base: rebase appends, refuse the rest.
+    async fn rebase(
+        &mut self,
+        latest: &Snapshot,
+        i: usize,
+        oid: &str,
+        current: Option<u64>,
+    ) -> Result<()> {
+        let key = self.describe(&self.pending[i].key);
+        if self.pending[i].operation != "append" {
+            return Err(Error::CommitConflict(format!(
+                "partition ({key}) was changed by a concurrent write during this overwrite"
+            )));
+        }
+        check_append_chain(latest, oid, current, self.pending[i].base).map_err(|e| match e {
+            Error::CommitConflict(m) => Error::CommitConflict(format!("partition ({key}): {m}")),
+            other => other,
+        })?;
+        let p = &mut self.pending[i];
+        let ds = self.storage.open(&p.location, current).await?;
+        let read_version = ds.version().version;
+        let op = Operation::Append {
+            fragments: p.fragments.clone(),
+        };
+        let committed = CommitBuilder::new(ds)
+            .with_detached(true)
+            .with_skip_auto_cleanup(true)
+            .execute(Transaction::new(read_version, op, None))
+            .await
+            .map_err(|e| rewritten_under_another_schema(e, &key))?;
+        p.base = Some(read_version);
+        p.committed = LeafVersion::of(&committed).await?;
+        self.rebased += 1;
+        Ok(())
+    }
+
+    /// `overwrite_all`: keep exactly the written partitions (their ancestors and history),
+    /// delete every other row below a spec version.
+    fn keep_only_written(&mut self, latest: &Snapshot, change: &mut ManifestChange) -> Result<()> {
+        let k1 = latest.keys()?;
+        let keep: HashSet<String> = self
+            .pending
+            .iter()
+            .filter_map(|p| p.object_id.clone())
+            .collect();
+        let mut keep_rows: HashSet<usize> = change.copy_rows.iter().copied().collect();
+        for oid in &keep {
+            let parts: Vec<&str> = oid.split('$').collect();
+            for i in 1..parts.len() {
+                if let Some(&r) = k1.row_by_id.get(&parts[..=i].join("$")) {
+                    keep_rows.insert(r);
+                }
+            }
+            for v in k1.versions.get(oid).into_iter().flatten() {
+                if let Some(&r) = k1.row_by_id.get(&format!("{oid}${}", v.version)) {
+                    keep_rows.insert(r);
+                }
+            }
+        }
+        self.dropped = latest
+            .leaves
+            .iter()
+            .filter(|l| !keep.contains(&l.object_id))
+            .count() as u64;
+        change.copy_rows = keep_rows.into_iter().collect();
+        change.copy_rows.sort_unstable();
+        change.delete_others = Some("object_id LIKE 'v%$%'".to_string());
+        Ok(())
+    }
+}
+
+/// Copies the rows of a leaf version into another table (detached append on top of `base`);
+/// returns the new version and the appended fragments (to rebase them again if needed).
+async fn copy_into(
+    storage: &Storage,
+    (from_location, from_version): (&str, u64),
+    (to_location, base): (&str, Option<u64>),
+    strong: bool,
+) -> Result<(LeafVersion, Vec<Fragment>)> {
+    let src = storage.open(from_location, Some(from_version)).await?;
+    let batches: Vec<RecordBatch> = src.scan().try_into_stream().await?.try_collect().await?;
+    let dst = storage.open(to_location, base).await?;
+    let read_version = dst.version().version;
+    if batches.iter().all(|b| b.num_rows() == 0) {
+        return Ok((LeafVersion::of(&dst).await?, Vec::new()));
+    }
+    let txn = InsertBuilder::new(Arc::clone(&dst))
+        .with_params(&write_params(storage, WriteMode::Append)?)
+        .execute_uncommitted(batches)
+        .await?;
+    let (fragments, _) = op_fragments(txn.operation.clone())?;
+    crate::ns::txn::interrupt::enter_leaf_commit(strong)?;
+    let committed = CommitBuilder::new(dst)
+        .with_detached(strong)
+        .with_skip_auto_cleanup(true)
+        .execute(Transaction::new(read_version, txn.operation, None))
+        .await?;
+    Ok((LeafVersion::of(&committed).await?, fragments))
+}
+
+/// The namespace rows a new partition needs, reusing namespaces that exist (in the latest
+/// manifest, or created by this commit) and otherwise the planned ids; returns the new leaf's
+/// object id.
+fn plan_namespaces(
+    latest: &Snapshot,
+    spec_id: i32,
+    field_ids: &[String],
+    p: &Pending,
+    created_ns: &mut HashMap<Vec<ScalarValue>, String>,
+    rows: &mut Vec<Row>,
+) -> Result<String> {
+    let mut parent = format!("v{spec_id}");
+    for level in 1..=p.key.len() {
+        let prefix = p.key[..level].to_vec();
+        if let Some(oid) = latest.keys()?.ns_by_key.get(&(spec_id, prefix.clone())) {
+            parent = oid.clone();
+            continue;
+        }
+        if let Some(oid) = created_ns.get(&prefix) {
+            parent = oid.clone();
+            continue;
+        }
+        let seg = match p.path.get(level - 1) {
+            Some(s) => s.clone(),
+            None => crate::ns::infra::ids::random_id()?,
+        };
+        let oid = format!("{parent}${seg}");
+        rows.push(Row {
+            object_id: oid.clone(),
+            object_type: NAMESPACE.into(),
+            location: None,
+            props: values::properties(&field_ids[level - 1], &p.key[level - 1])?
+                .into_iter()
+                .collect(),
+            read_version: None,
+            values: field_ids[..level]
+                .iter()
+                .cloned()
+                .zip(prefix.iter().cloned())
+                .collect(),
+        });
+        created_ns.insert(prefix, oid.clone());
+        parent = oid;
+    }
+    Ok(format!("{parent}${LEAF_TABLE}"))
+}
+
+/// The `table_version` row recording `version` of `table`, made by `operation` from `base`;
+/// `rows` are the rows it wrote (appended, rewritten) or deleted, for `history()`, and
+/// `totals` what the version holds, for `stats()`.
+pub(crate) fn version_row(
+    table: &str,
+    leaf: &LeafVersion,
+    operation: &str,
+    base: Option<u64>,
+    rows: u64,
+) -> Row {
+    let mut props = HashMap::from([
+        ("operation".to_string(), operation.to_string()),
+        (ROWS_KEY.to_string(), rows.to_string()),
+    ]);
+    leaf.totals.record(&mut props);
+    if let Some(b) = base {
+        props.insert("base_version".into(), b.to_string());
+    }
+    Row {
+        object_id: format!("{table}${}", leaf.version),
+        object_type: TABLE_VERSION.into(),
+        location: None,
+        props,
+        read_version: Some(leaf.version),
+        values: Vec::new(),
+    }
+}
+
+/// Every version between `base` (exclusive) and `current` must be a recorded append or row
+/// delete.
+fn check_append_chain(
+    latest: &Snapshot,
+    oid: &str,
+    current: Option<u64>,
+    base: Option<u64>,
+) -> Result<()> {
+    let recorded = latest.keys()?.versions.get(oid);
+    let mut v = current;
+    let mut steps = 0usize;
+    while v != base {
+        let Some(ver) = v else { break };
+        let entry = recorded.and_then(|r| r.iter().find(|t| t.version == ver));
+        let Some(entry) = entry else {
+            return Err(Error::CommitConflict(format!(
+                "its leaf moved to version {ver}, which the manifest does not record"
+            )));
+        };
+        let op = entry
+            .props
+            .get("operation")
+            .map(String::as_str)
+            .unwrap_or("");
+        // Appends rebase over appends, row deletes and compactions; anything else replaced
+        // the data.
+        if !matches!(op, "append" | "delete" | "compact") {
+            return Err(Error::CommitConflict(format!(
+                "it was changed by a concurrent {op} (version {ver})"
+            )));
+        }
+        v = entry.props.get("base_version").and_then(|b| b.parse().ok());
+        steps += 1;
+        if steps > 100_000 {
+            break;
+        }
+    }
+    if v != base {
+        return Err(Error::CommitConflict(format!(
+            "cannot trace its leaf versions back to {base:?}"
+        )));
+    }
+    Ok(())
+}
