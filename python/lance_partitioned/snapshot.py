@@ -30,21 +30,19 @@ TINY_CHECK_SAMPLE = 256
 """... reading the row counts of at most this many partitions, evenly spaced."""
 
 
-def _check_expression(expr: pc.Expression, schema: pa.Schema) -> None:
-    """Binds a pyarrow filter expression to the namespace schema before anything is read."""
-    try:
-        result = schema.empty_table().filter(expr)
-    except (pa.ArrowException, KeyError, TypeError, ValueError) as e:
-        raise ExpressionError(f"bad filter expression {expr}: {e}") from None
-    del result
-
-
-def _split_filter(filter: Filter) -> tuple[str | None, pc.Expression | None]:
-    """SQL text for pruning, and a pyarrow expression to apply after reading."""
+def native_filter(filter: Filter) -> str | bytes | None:
+    """``filter`` as the native layer takes it: SQL text, or a pyarrow expression pickled
+    (Arrow C++'s expression serialization), which the native layer translates into the same
+    DataFusion expression a SQL filter becomes: one path prunes, pushes down and filters
+    both."""
     if filter is None or isinstance(filter, str):
-        return filter, None
+        return filter
     if isinstance(filter, pc.Expression):
-        return None, filter
+        try:
+            args = filter.__reduce__()[1]
+            return bytes(args[0])
+        except (TypeError, ValueError, IndexError) as e:  # a pyarrow that pickles otherwise
+            raise ExpressionError(f"cannot read the pyarrow expression {filter}: {e}") from None
     raise InvalidArgumentError(
         f"filter must be a SQL string or a pyarrow.compute.Expression, got {type(filter).__name__}"
     )
@@ -104,20 +102,10 @@ class Snapshot:
 
         Columns: ``object_id``, ``location``, ``read_version``, ``spec_id``, one column per
         partition field id (typed; NULL where a spec version lacks the field) and, with
-        ``with_rows``, ``rows`` (the row count at ``read_version``). A
-        ``pyarrow.compute.Expression`` filter is checked against the schema as :meth:`scan`
-        checks it, and prunes on identity partition columns as the scan does.
+        ``with_rows``, ``rows`` (the row count at ``read_version``).
         """
-        sql, post = _split_filter(filter)
-        if post is not None:
-            _check_expression(post, self.schema)
-        _, batch = self._s.partitions(sql, with_rows)
-        table = pa.Table.from_batches([batch])
-        if post is not None:
-            only = self._prune_expression(post)
-            if only is not None:
-                table = table.filter(pc.is_in(table["object_id"], pa.array(only, pa.string())))
-        return table
+        _, batch = self._s.partitions(native_filter(filter), with_rows)
+        return pa.Table.from_batches([batch])
 
     def stats(self, filter: Filter = None) -> pa.Table:
         """One row per partition kept by pruning ``filter``, from Lance metadata (no data is
@@ -131,8 +119,7 @@ class Snapshot:
         mode, versions committed by other tools) are opened at their read version, 16 at a
         time, and their ``_versions/`` listed.
         """
-        sql, _ = _split_filter(filter)
-        table = pa.Table.from_batches([self._s.leaf_stats(sql)])
+        table = pa.Table.from_batches([self._s.leaf_stats(native_filter(filter))])
         return table.drop_columns(["location", "read_version", "spec_id", "fragments"])
 
     def explain(self, filter: Filter = None, *, check_sizes: bool = True) -> str:
@@ -145,11 +132,9 @@ class Snapshot:
         tiny partitions (identity on a near-unique column) is slow. ``check_sizes=False``
         reads nothing but the manifest.
         """
-        sql, post = _split_filter(filter)
-        plan, _ = self._s.partitions(sql, False)
+        native = native_filter(filter)
+        plan, _ = self._s.partitions(native, False)
         lines = [f"filter: {filter!s}" if filter is not None else "filter: (none)"]
-        if post is not None:
-            lines.append("  (pyarrow expression: applied after reading, no pruning)")
         kept = total = 0
         for p in plan:
             kept += p["kept"]
@@ -161,11 +146,11 @@ class Snapshot:
             )
         lines.append(f"total: kept {kept} of {total} partitions")
         if check_sizes and kept >= TINY_CHECK_MIN_PARTITIONS:
-            lines.extend(self._tiny_partition_warning(sql))
+            lines.extend(self._tiny_partition_warning(native))
         return "\n".join(lines)
 
-    def _tiny_partition_warning(self, sql: str | None) -> list[str]:
-        kept, rows = self._s.sampled_rows(sql, TINY_CHECK_SAMPLE)
+    def _tiny_partition_warning(self, native: str | bytes | None) -> list[str]:
+        kept, rows = self._s.sampled_rows(native, TINY_CHECK_SAMPLE)
         median = statistics.median(rows)
         if median >= TINY_PARTITION_ROWS:
             return []
@@ -178,8 +163,7 @@ class Snapshot:
 
     def plan(self, filter: Filter = None) -> list[dict[str, Any]]:
         """:meth:`explain` as data: one dict per spec version."""
-        sql, _ = _split_filter(filter)
-        plan, _ = self._s.partitions(sql, False)
+        plan, _ = self._s.partitions(native_filter(filter), False)
         return list(plan)
 
     def scan(
@@ -193,101 +177,26 @@ class Snapshot:
         """Streams the rows matching ``filter``, reading only the partitions pruning keeps.
 
         ``filter`` is a SQL expression (DataFusion dialect) over namespace columns, or a
-        ``pyarrow.compute.Expression`` (applied after reading; no pruning). Batches follow the
+        ``pyarrow.compute.Expression`` (translated into the same expression, so it prunes and
+        filters as SQL does; docs/guide/reads.md lists the functions). Batches follow the
         namespace schema (projected to ``columns``).
 
         With lineage on, START is emitted here and COMPLETE when the reader is exhausted or
         closed (FAIL if reading fails), listing the partitions read.
         """
-        sql, post = _split_filter(filter)
         cols = columns_arg(columns)
-        if post is not None:
-            _check_expression(post, self.schema)
-        read_cols: list[str] | None
-        if post is not None and cols is not None:
-            read_cols = list(dict.fromkeys([*cols, *self._expression_columns(post)]))
-        else:
-            read_cols = cols
-        only = self._prune_expression(post) if post is not None else None
-        scan = self._s.scan(sql, read_cols, batch_size, only)
-        reader = self._post_filtered(scan, post, cols)
-        run = begin("scan", lineage_job, inputs=lambda: [self._lineage_input(sql, only)])
+        scan = self._s.scan(native_filter(filter), cols, batch_size)
+        reader = pa.RecordBatchReader.from_batches(scan.schema, iter(scan))
+        run = begin("scan", lineage_job, inputs=lambda: [self._lineage_input(filter)])
         if run is None:
             return reader
         return pa.RecordBatchReader.from_batches(reader.schema, _observed(reader, run))
 
-    def _lineage_input(self, sql: str | None, only: Sequence[str] | None) -> dict[str, Any]:
+    def _lineage_input(self, filter: Filter) -> dict[str, Any]:
         from lance_partitioned.lineage import datasets
         from lance_partitioned.lineage.config import settings
 
-        return datasets.read(self, sql, only, settings())
-
-    def _post_filtered(
-        self, scan: _native.Scan, post: pc.Expression | None, cols: list[str] | None
-    ) -> pa.RecordBatchReader:
-        schema = scan.schema
-        if post is None:
-            return pa.RecordBatchReader.from_batches(schema, iter(scan))
-        out_schema = pa.schema([schema.field(c) for c in cols]) if cols is not None else schema
-
-        def filtered() -> Iterator[pa.RecordBatch]:
-            for b in scan:
-                t = pa.Table.from_batches([b]).filter(post)
-                if cols is not None:
-                    t = t.select(cols)
-                yield from t.to_batches()
-
-        return pa.RecordBatchReader.from_batches(out_schema, filtered())
-
-    def _prune_expression(self, expr: pc.Expression) -> list[str] | None:
-        """Leaves a pyarrow expression can match, or None when it cannot prune.
-
-        Per spec version, the expression is evaluated on the leaves' identity partition values
-        (named and typed as their source columns). It only evaluates when every column it
-        reads is such a source; then it has one value over each whole partition, and
-        partitions where it is FALSE or NULL hold no matching row. Otherwise that spec
-        version's leaves are all kept.
-        """
-        leaves = self.partitions(with_rows=False)
-        if leaves.num_rows == 0:
-            return []
-        by_id = {
-            int(f.metadata[b"lance:field_id"]): f
-            for f in self.schema
-            if f.metadata and b"lance:field_id" in f.metadata
-        }
-        keep: list[str] = []
-        pruned_any = False
-        for spec_id, spec in self.specs.items():
-            mine = leaves.filter(pc.field("spec_id") == spec_id)
-            if mine.num_rows == 0:
-                continue
-            cols: dict[str, Any] = {}
-            for f in spec["fields"]:
-                kind = (f.get("transform") or {}).get("type")
-                if kind != "identity" or len(f["source_ids"]) != 1:
-                    continue
-                src = by_id.get(f["source_ids"][0])
-                if src is None or src.name in cols:
-                    continue
-                cols[src.name] = mine[f["field_id"]].combine_chunks().cast(src.type)
-            ids = mine["object_id"]
-            if cols:
-                values = pa.table(cols).append_column("__object_id", ids)
-                try:
-                    kept = values.filter(expr)["__object_id"].to_pylist()
-                except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, KeyError):
-                    kept = ids.to_pylist()  # reads a column that is not an identity source
-                else:
-                    pruned_any = pruned_any or len(kept) < mine.num_rows
-            else:
-                kept = ids.to_pylist()
-            keep.extend(str(k) for k in kept)
-        return keep if pruned_any else None
-
-    def _expression_columns(self, expr: pc.Expression) -> list[str]:
-        text = str(expr)
-        return [f.name for f in self.schema if f.name in text]
+        return datasets.read(self, filter, settings())
 
     def to_table(
         self,

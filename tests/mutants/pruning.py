@@ -6,10 +6,8 @@ Each mutation must make a test fail. Takes one incremental build per mutation.
     python tests/mutants/pruning.py
 """
 
-import subprocess
-from pathlib import Path
+from runner import run
 
-ROOT = str(Path(__file__).resolve().parents[2])
 MUTATIONS = {
     "microsecond bound (timestamp neighbour 2 us away)": (
         "rust/core/src/ns/scan/prune_expr.rs",
@@ -32,42 +30,4 @@ MUTATIONS = {
         "                None\n",
     ),
 }
-caught: list[bool] = []
-for name, (path, old, new) in MUTATIONS.items():
-    p = Path(ROOT) / path
-    src = p.read_text()
-    assert src.count(old) == 1, name
-    p.write_text(src.replace(old, new))
-    try:
-        b = subprocess.run(["make", "build"], cwd=ROOT, capture_output=True, text=True)
-        if b.returncode != 0:
-            print(f"{name}: BUILD FAILED\n{b.stderr[-2000:]}", flush=True)
-            continue
-        t = subprocess.run(
-            [
-                f"{ROOT}/.venv/bin/python",
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "tests/test_pruning_bounds.py",
-                "tests/test_kernels.py",
-                "tests/test_golden.py",
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        )
-        failed = [line for line in t.stdout.splitlines() if line.startswith("FAILED")]
-        summary = t.stdout.strip().splitlines()[-1] if t.stdout.strip() else "?"
-        print(f"{name}: {summary}", flush=True)
-        caught.append(bool(failed))
-        for line in failed:
-            print("   ", line[:160], flush=True)
-    finally:
-        p.write_text(src)
-b = subprocess.run(["make", "build"], cwd=ROOT, capture_output=True, text=True)
-print("rebuilt unmutated:", b.returncode, flush=True)
-if not all(caught) or len(caught) != len(MUTATIONS):
-    raise SystemExit("a mutation survived the tests")
+run(MUTATIONS, ["tests/test_pruning_bounds.py", "tests/test_kernels.py", "tests/test_golden.py"])

@@ -18,7 +18,7 @@ from lance_partitioned.lineage.naming import dataset_id, location_uri
 from lance_partitioned.values import to_strings
 
 if TYPE_CHECKING:
-    from lance_partitioned.snapshot import Snapshot
+    from lance_partitioned.snapshot import Filter, Snapshot
 
 __all__ = ["deleted", "namespace_dataset", "read", "written"]
 
@@ -139,17 +139,14 @@ def _read_partitions(snap: Snapshot, table: pa.Table) -> list[Partition]:
 
 def read(
     snap: Snapshot,
-    filter_sql: str | None,
-    only: Sequence[str] | None,
+    filter: Filter,
     settings: Settings,
 ) -> dict[str, Any]:
-    """The input dataset of a scan at ``snap`` with ``filter_sql`` (``only``: the leaves a
-    pyarrow expression kept, when it pruned)."""
+    """The input dataset of a scan at ``snap`` with ``filter`` (the subset condition is
+    derived from SQL filters)."""
     ds = namespace_dataset(snap)
-    table = snap.partitions(filter_sql, with_rows=False)
-    if only is not None:
-        keep = pa.array(list(only), pa.string())
-        table = table.filter(pa.compute.is_in(table["object_id"], value_set=keep))
+    table = snap.partitions(filter, with_rows=False)
+    filter_sql = filter if isinstance(filter, str) else None
     limit = max(settings.max_partitions, settings.max_locations)
     parts = _read_partitions(snap, table) if table.num_rows <= limit else None
     cond = _condition(snap.root, parts, table.num_rows, filter_sql, snap.schema, settings)

@@ -14,7 +14,7 @@ use lance_partitioned_core::ns::infra::ids::new_nonce;
 use lance_partitioned_core::ns::infra::storage::Storage;
 use lance_partitioned_core::ns::manifest::Snapshot;
 use lance_partitioned_core::ns::namespace::Namespace;
-use lance_partitioned_core::ns::scan::{prune, scan, Filter, ScanOptions};
+use lance_partitioned_core::ns::scan::{prune, scan, Filter, FilterInput, ScanOptions};
 use lance_partitioned_core::ns::txn::WriteTransaction;
 use lance_partitioned_core::ns::write::{
     stage_all, IdPlan, Mode, PartitionWriter, StagedPart, WriteOptions,
@@ -95,7 +95,7 @@ async fn append(
 async fn ids(ns: &Ns, filter: Option<&str>) -> Vec<i64> {
     let snap = Arc::new(Snapshot::load(&ns.storage, None).await.expect("snapshot"));
     let opts = ScanOptions {
-        filter: filter.map(str::to_string),
+        filter: filter.map(|f| FilterInput::Sql(f.to_string())),
         columns: Some(vec!["id".into()]),
         batch_size: None,
         only: None,

@@ -5,9 +5,10 @@
 use lance_partitioned_core::arrow::array::{ArrayRef, RecordBatch};
 use lance_partitioned_core::arrow::datatypes::Schema;
 use lance_partitioned_core::ns::ops::Mode;
+use lance_partitioned_core::ns::scan::FilterInput;
 use lance_partitioned_core::types;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyBytes, PyString};
 
 use crate::errors::{invalid_arg, to_py};
 use crate::ffi::{
@@ -150,5 +151,26 @@ impl<'a, 'py> FromPyObject<'a, 'py> for BatchInput {
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         BatchInput::import(&obj)
+    }
+}
+
+/// A row filter: SQL text (`str`) or a pickled `pyarrow.compute.Expression` (`bytes`, from
+/// `Expression.__reduce__`; the Python layer pickles it).
+pub struct FilterArg(pub FilterInput);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for FilterArg {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(s) = obj.cast::<PyString>() {
+            return Ok(Self(FilterInput::Sql(s.to_str()?.to_string())));
+        }
+        if let Ok(b) = obj.cast::<PyBytes>() {
+            return Ok(Self(FilterInput::Pyarrow(b.as_bytes().to_vec())));
+        }
+        Err(invalid_arg(format!(
+            "a filter is SQL text (str) or a pickled pyarrow expression (bytes), got {}",
+            obj.get_type().name()?
+        )))
     }
 }

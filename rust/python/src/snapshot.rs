@@ -10,7 +10,7 @@ use lance_partitioned_core::ns::scan::{self, ScanIter, ScanOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::args::{ArrowBatch, ArrowSchema};
+use crate::args::{ArrowBatch, ArrowSchema, FilterArg};
 use crate::errors::run;
 use lance_partitioned_core::arrow::array::{ArrayRef, RecordBatch, UInt64Array};
 use lance_partitioned_core::arrow::datatypes::{DataType, Field, Schema};
@@ -117,12 +117,12 @@ impl ManifestSnapshot {
     fn partitions<'py>(
         &self,
         py: Python<'py>,
-        filter: Option<String>,
+        filter: Option<FilterArg>,
         with_rows: bool,
     ) -> PyResult<Partitions<'py>> {
         let snap = Arc::clone(&self.snap);
         let (plan, batch) = run(py, || {
-            let pruned = prune(&snap, filter.as_deref())?;
+            let pruned = prune(&snap, filter.as_ref())?;
             let mut batch = snap.leaves_batch(&pruned.leaves)?;
             if with_rows {
                 let rows = block_on(manifest::count_rows(&snap, &pruned.leaves))?;
@@ -140,12 +140,12 @@ impl ManifestSnapshot {
     fn sampled_rows(
         &self,
         py: Python<'_>,
-        filter: Option<String>,
+        filter: Option<FilterArg>,
         sample: usize,
     ) -> PyResult<(usize, Vec<u64>)> {
         let snap = Arc::clone(&self.snap);
         run(py, || {
-            let kept = prune(&snap, filter.as_deref())?.leaves;
+            let kept = prune(&snap, filter.as_ref())?.leaves;
             let n = kept.len();
             let picked: Vec<usize> = if n <= sample {
                 kept
@@ -171,11 +171,11 @@ impl ManifestSnapshot {
     fn leaf_sizes(
         &self,
         py: Python<'_>,
-        filter: Option<String>,
+        filter: Option<FilterArg>,
     ) -> PyResult<Vec<(String, u64, usize)>> {
         let snap = Arc::clone(&self.snap);
         run(py, || {
-            let kept = prune(&snap, filter.as_deref())?.leaves;
+            let kept = prune(&snap, filter.as_ref())?.leaves;
             let sizes = block_on(manifest::leaf_sizes(&snap, &kept))?;
             Ok(kept
                 .iter()
@@ -185,7 +185,6 @@ impl ManifestSnapshot {
         })
     }
 
-    /// Statistics of the leaves a filter keeps, from Lance metadata: the rows of
     /// The last `limit` manifest versions, newest first, with what each commit did.
     #[pyo3(signature = (limit = None))]
     fn history(&self, py: Python<'_>, limit: Option<usize>) -> PyResult<ArrowBatch> {
@@ -197,10 +196,10 @@ impl ManifestSnapshot {
     /// `partitions()` (without `rows`) followed by `rows`, `fragments`, `files`, `bytes`,
     /// `fragments_with_deletions` and `versions`.
     #[pyo3(signature = (filter = None))]
-    fn leaf_stats(&self, py: Python<'_>, filter: Option<String>) -> PyResult<ArrowBatch> {
+    fn leaf_stats(&self, py: Python<'_>, filter: Option<FilterArg>) -> PyResult<ArrowBatch> {
         let snap = Arc::clone(&self.snap);
         run(py, || {
-            let kept = prune(&snap, filter.as_deref())?.leaves;
+            let kept = prune(&snap, filter.as_ref())?.leaves;
             let leaves = snap.leaves_batch(&kept)?;
             let stats = block_on(manifest::leaf_stats(&snap, &kept, true))?;
             let num = |f: fn(&manifest::LeafStats) -> u64| -> ArrayRef {
@@ -227,7 +226,7 @@ impl ManifestSnapshot {
     fn scan(
         &self,
         py: Python<'_>,
-        filter: Option<String>,
+        filter: Option<FilterArg>,
         columns: Option<Vec<String>>,
         batch_size: Option<usize>,
         only: Option<Vec<String>>,
@@ -235,7 +234,7 @@ impl ManifestSnapshot {
     ) -> PyResult<Scan> {
         let snap = Arc::clone(&self.snap);
         let opts = ScanOptions {
-            filter,
+            filter: filter.map(|f| f.0),
             columns,
             batch_size,
             only: only.map(|o| o.into_iter().collect()),
@@ -256,10 +255,13 @@ impl ManifestSnapshot {
 }
 
 /// The leaves of `snap` a filter keeps (all without one), with the pruning plan.
-fn prune(snap: &Snapshot, filter: Option<&str>) -> lance_partitioned_core::Result<scan::Pruned> {
+fn prune(
+    snap: &Snapshot,
+    filter: Option<&FilterArg>,
+) -> lance_partitioned_core::Result<scan::Pruned> {
     let schema = snap.schema();
     let f = filter
-        .map(|f| scan::Filter::parse(f, &schema))
+        .map(|f| scan::Filter::from_input(&f.0, &schema))
         .transpose()?;
     scan::prune(snap, f.as_ref())
 }

@@ -14,6 +14,6 @@ mod prune_expr;
 pub(crate) use prune_expr::other_zero;
 mod read;
 
-pub use crate::ns::infra::filter::{evaluate_mask, Filter};
+pub use crate::ns::infra::filter::{evaluate_mask, Filter, FilterInput};
 pub use prune::{prune, Pruned, SpecPlan};
 pub use read::{read_leaves, scan, ScanIter, ScanOptions};

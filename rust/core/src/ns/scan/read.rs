@@ -13,7 +13,7 @@ use crate::arrow::compute::filter_record_batch;
 use crate::arrow::datatypes::{Schema, SchemaRef};
 use crate::datafusion::physical_plan::PhysicalExpr;
 use crate::error::{Error, Result};
-use crate::ns::infra::filter::{evaluate_mask, Filter};
+use crate::ns::infra::filter::{evaluate_mask, Filter, FilterInput};
 use crate::ns::infra::storage::Storage;
 use crate::ns::leaf_io::read_rules::{adapt, leaf_columns};
 use crate::ns::manifest::Snapshot;
@@ -23,14 +23,13 @@ use super::prune::{prune, Pruned};
 /// What to read.
 #[derive(Debug, Clone, Default)]
 pub struct ScanOptions {
-    /// Row filter (SQL).
-    pub filter: Option<String>,
+    /// Row filter (SQL or a pyarrow expression).
+    pub filter: Option<FilterInput>,
     /// Columns to return (all when `None`).
     pub columns: Option<Vec<String>>,
     /// Rows per batch hint.
     pub batch_size: Option<usize>,
-    /// Read only these leaves (object ids) of those pruning keeps (pruning done by the caller,
-    /// e.g. on a pyarrow expression).
+    /// Read only these leaves (object ids) of those pruning keeps (a Spark task's share).
     pub only: Option<std::collections::HashSet<String>>,
 }
 
@@ -211,8 +210,8 @@ pub fn scan(snap: Arc<Snapshot>, opts: &ScanOptions) -> Result<(ScanIter, Pruned
     let schema = snap.schema();
     let filter = opts
         .filter
-        .as_deref()
-        .map(|f| Filter::parse(f, &schema))
+        .as_ref()
+        .map(|f| Filter::from_input(f, &schema))
         .transpose()?;
     let mut pruned = prune(&snap, filter.as_ref())?;
     if let Some(only) = &opts.only {

@@ -1,4 +1,5 @@
-//! User filters (`scan`, `partitions`, `explain`, `delete`): parsed once against the namespace
+//! User filters (`scan`, `partitions`, `explain`, `delete`), given as SQL or as a pyarrow
+//! expression (`pyarrow`): parsed once against the namespace
 //! schema and validated the same way for every entry point.
 //!
 //! - Wide `AND`/`OR` lists are rebalanced into trees of logarithmic depth (both operators are
@@ -27,6 +28,18 @@ use crate::datafusion::sql::sqlparser::ast::{BinaryOperator, Expr as SqlExpr};
 use crate::error::{Error, Result};
 use crate::expr::{forbidden_construct, session};
 
+mod pyarrow;
+
+/// A user filter as given: SQL text (DataFusion dialect), or a `pyarrow.compute.Expression`
+/// as pyarrow pickles it.
+#[derive(Debug, Clone)]
+pub enum FilterInput {
+    /// SQL text.
+    Sql(String),
+    /// The bytes of `Expression.__reduce__()` (Arrow C++'s expression serialization).
+    Pyarrow(Vec<u8>),
+}
+
 /// The deepest filter expression accepted (after wide `AND`/`OR` lists are balanced).
 pub const MAX_FILTER_DEPTH: usize = 200;
 
@@ -43,6 +56,32 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// Parses a filter in either form it is given in.
+    ///
+    /// # Errors
+    /// As [`Filter::parse`] and [`Filter::from_pyarrow`].
+    pub fn from_input(input: &FilterInput, schema: &Schema) -> Result<Self> {
+        match input {
+            FilterInput::Sql(sql) => Self::parse(sql, schema),
+            FilterInput::Pyarrow(bytes) => Self::from_pyarrow(bytes, schema),
+        }
+    }
+
+    /// Translates a pickled `pyarrow.compute.Expression` (see [`pyarrow`]) against the
+    /// namespace `schema`, then checks it as SQL filters are checked.
+    ///
+    /// # Errors
+    /// `Expression` for bytes that are not a pyarrow expression, functions without a
+    /// translation, and every error [`Filter::parse`] gives after parsing.
+    pub fn from_pyarrow(bytes: &[u8], schema: &Schema) -> Result<Self> {
+        on_large_stack("pyarrow expression", || {
+            let df = DFSchema::try_from(plain(schema))?;
+            let expr = pyarrow::translate(bytes, &df)?;
+            let text = format!("pyarrow expression {expr}");
+            checked(&text, expr, schema, df)
+        })
+    }
+
     /// Parses `sql` (DataFusion dialect) against the namespace `schema`.
     ///
     /// # Errors
@@ -201,6 +240,12 @@ fn parse_checked(sql: &str, schema: &Schema) -> Result<Filter> {
     let expr = state
         .create_logical_expr_from_sql_expr(ast, &df)
         .map_err(|e| bad(sql, e))?;
+    checked(sql, expr, schema, df)
+}
+
+/// Validates, coerces and simplifies a filter expression (`sql`: its text, for messages),
+/// whichever form it was given in.
+fn checked(sql: &str, expr: Expr, schema: &Schema, df: DFSchema) -> Result<Filter> {
     let depth = depth(&expr);
     if depth > MAX_FILTER_DEPTH {
         return Err(bad(
