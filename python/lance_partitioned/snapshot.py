@@ -39,8 +39,8 @@ def native_filter(filter: Filter) -> str | bytes | None:
         return filter
     if isinstance(filter, pc.Expression):
         try:
-            args = filter.__reduce__()[1]
-            return bytes(args[0])
+            reduced: Any = filter.__reduce__()
+            return bytes(reduced[1][0])
         except (TypeError, ValueError, IndexError) as e:  # a pyarrow that pickles otherwise
             raise ExpressionError(f"cannot read the pyarrow expression {filter}: {e}") from None
     raise InvalidArgumentError(

@@ -387,7 +387,7 @@ def _shuffle_join(
 def _lineage_input(snap: Any, filter: str | None, settings: Any) -> dict[str, Any]:
     from lance_partitioned.lineage.datasets import read as lineage_read
 
-    return lineage_read(snap, filter, None, settings)
+    return lineage_read(snap, filter, settings)
 
 
 def spec_option(spec: PartitionSpec, df: DataFrame) -> str:

@@ -281,7 +281,7 @@ class LancePartitionedReader(DataSourceReader):
         run = begin("spark_read")
         if run is not None:
             sql, settings = self._filter(), run.settings
-            run.complete(inputs=lambda: [lineage_read(Snapshot(native), sql, None, settings)])
+            run.complete(inputs=lambda: [lineage_read(Snapshot(native), sql, settings)])
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         oid = getattr(partition, "object_id", None)

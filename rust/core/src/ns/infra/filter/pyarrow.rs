@@ -274,95 +274,91 @@ fn call(frame: Frame, df: &DFSchema) -> Result<Arg> {
         options,
     } = frame;
     let arity = args.len();
-    let unsupported = || {
-        bad(format!(
-            "pyarrow function {name:?} with {arity} argument(s) has no translation; write the \
-             filter as SQL (DataFusion dialect) instead"
-        ))
-    };
     match (name.as_str(), arity) {
         ("and_kleene", 2) => return Ok(chain(Operator::And, args)),
         ("or_kleene", 2) => return Ok(chain(Operator::Or, args)),
         _ => {}
     }
     let mut a: Vec<Expr> = args.into_iter().map(Arg::into_expr).collect();
-    let option = |key: &str| {
-        options
-            .as_ref()
-            .and_then(|s| s.column_by_name(key))
-            .cloned()
+    let e = match (a.pop(), a.pop(), a.is_empty()) {
+        (Some(y), Some(x), true) => binary(&name, x, y, df)?,
+        (Some(x), None, true) => unary(&name, x, options.as_ref(), df)?,
+        _ => None,
     };
-    let e = match (name.as_str(), a.len()) {
-        ("and" | "or", 2) => {
-            let op = if name == "and" {
-                Operator::And
-            } else {
-                Operator::Or
-            };
-            let (x, y) = (a.remove(0), a.remove(0));
-            // NULL when either side is NULL (Arrow's non-Kleene logic).
-            when(
-                x.clone().is_null().or(y.clone().is_null()),
-                lit(ScalarValue::Boolean(None)),
-            )
-            .otherwise(binary_expr(x, op, y))?
-        }
-        ("invert", 1) => Expr::Not(Box::new(a.remove(0))),
-        ("xor", 2) => binary_expr(a.remove(0), Operator::NotEq, a.remove(0)),
-        ("equal", 2) => compare(Operator::Eq, a, df)?,
-        ("not_equal", 2) => compare(Operator::NotEq, a, df)?,
-        ("less", 2) => compare(Operator::Lt, a, df)?,
-        ("less_equal", 2) => compare(Operator::LtEq, a, df)?,
-        ("greater", 2) => compare(Operator::Gt, a, df)?,
-        ("greater_equal", 2) => compare(Operator::GtEq, a, df)?,
-        ("is_null", 1) => {
-            let x = a.remove(0);
-            let nan_is_null = option("nan_is_null")
-                .and_then(|c| c.as_boolean_opt().map(|b| b.is_valid(0) && b.value(0)))
-                .unwrap_or(false);
-            if nan_is_null && is_float(&x, df) {
-                x.clone().is_null().or(isnan(x))
-            } else {
-                x.is_null()
-            }
-        }
-        ("is_valid", 1) => a.remove(0).is_not_null(),
-        ("is_nan", 1) => isnan(a.remove(0)),
-        ("is_in", 1) => is_in(
-            a.remove(0),
-            option("value_set"),
-            option("null_matching_behavior"),
-        )?,
-        ("starts_with" | "ends_with" | "match_substring", 1) => {
-            let pattern = option("pattern").ok_or_else(unsupported)?;
-            if option("ignore_case")
-                .and_then(|c| c.as_boolean_opt().map(|b| b.is_valid(0) && b.value(0)))
-                .unwrap_or(false)
-            {
+    e.map(Arg::Expr).ok_or_else(|| {
+        bad(format!(
+            "pyarrow function {name:?} with {arity} argument(s) has no translation; write the \
+             filter as SQL (DataFusion dialect) instead"
+        ))
+    })
+}
+
+/// The functions of two arguments (`None`: no translation).
+fn binary(name: &str, x: Expr, y: Expr, df: &DFSchema) -> Result<Option<Expr>> {
+    Ok(Some(match name {
+        "and" => non_kleene(Operator::And, x, y)?,
+        "or" => non_kleene(Operator::Or, x, y)?,
+        "xor" => binary_expr(x, Operator::NotEq, y),
+        "equal" => compare(Operator::Eq, x, y, df),
+        "not_equal" => compare(Operator::NotEq, x, y, df),
+        "less" => compare(Operator::Lt, x, y, df),
+        "less_equal" => compare(Operator::LtEq, x, y, df),
+        "greater" => compare(Operator::Gt, x, y, df),
+        "greater_equal" => compare(Operator::GtEq, x, y, df),
+        "add" | "add_checked" => binary_expr(x, Operator::Plus, y),
+        "subtract" | "subtract_checked" => binary_expr(x, Operator::Minus, y),
+        "multiply" | "multiply_checked" => binary_expr(x, Operator::Multiply, y),
+        "divide" | "divide_checked" => binary_expr(x, Operator::Divide, y),
+        _ => return Ok(None),
+    }))
+}
+
+/// Arrow's non-Kleene `and`/`or`: NULL when either side is NULL.
+fn non_kleene(op: Operator, x: Expr, y: Expr) -> Result<Expr> {
+    let either_null = x.clone().is_null().or(y.clone().is_null());
+    Ok(when(either_null, lit(ScalarValue::Boolean(None))).otherwise(binary_expr(x, op, y))?)
+}
+
+/// The functions of one argument (`None`: no translation).
+fn unary(
+    name: &str,
+    x: Expr,
+    options: Option<&StructArray>,
+    df: &DFSchema,
+) -> Result<Option<Expr>> {
+    let option = |key: &str| options.and_then(|s| s.column_by_name(key)).cloned();
+    let flag = |key: &str| {
+        option(key)
+            .and_then(|c| c.as_boolean_opt().map(|b| b.is_valid(0) && b.value(0)))
+            .unwrap_or(false)
+    };
+    Ok(Some(match name {
+        "invert" => Expr::Not(Box::new(x)),
+        "is_null" if flag("nan_is_null") && is_float(&x, df) => x.clone().is_null().or(isnan(x)),
+        "is_null" => x.is_null(),
+        "is_valid" => x.is_not_null(),
+        "is_nan" => isnan(x),
+        "is_in" => is_in(x, option("value_set"), option("null_matching_behavior"))?,
+        "starts_with" | "ends_with" | "match_substring" => {
+            if flag("ignore_case") {
                 return Err(bad(format!(
                     "{name} with ignore_case=True has no translation (case folding differs); \
                      write the filter as SQL instead"
                 )));
             }
-            let (x, p) = (a.remove(0), lit(scalar(pattern)?));
-            match name.as_str() {
+            let Some(pattern) = option("pattern") else {
+                return Ok(None);
+            };
+            let p = lit(scalar(pattern)?);
+            match name {
                 "starts_with" => starts_with(x, p),
                 "ends_with" => ends_with(x, p),
                 _ => contains(x, p),
             }
         }
-        ("add" | "add_checked", 2) => binary_expr(a.remove(0), Operator::Plus, a.remove(0)),
-        ("subtract" | "subtract_checked", 2) => {
-            binary_expr(a.remove(0), Operator::Minus, a.remove(0))
-        }
-        ("multiply" | "multiply_checked", 2) => {
-            binary_expr(a.remove(0), Operator::Multiply, a.remove(0))
-        }
-        ("divide" | "divide_checked", 2) => binary_expr(a.remove(0), Operator::Divide, a.remove(0)),
-        ("cast", 1) => cast(a.remove(0), options.as_ref())?,
-        _ => return Err(unsupported()),
-    };
-    Ok(Arg::Expr(e))
+        "cast" => cast(x, options)?,
+        _ => return Ok(None),
+    }))
 }
 
 fn is_float(e: &Expr, df: &DFSchema) -> bool {
@@ -387,8 +383,7 @@ fn never_nan(e: &Expr) -> bool {
 /// to itself; pyarrow (IEEE) makes every comparison with NaN false except `!=`, which is true
 /// (and NULL stays NULL). The NaN terms are added as `AND`/`OR` terms around `col op value`,
 /// which pruning still sees.
-fn compare(op: Operator, mut a: Vec<Expr>, df: &DFSchema) -> Result<Expr> {
-    let (x, y) = (a.remove(0), a.remove(0));
+fn compare(op: Operator, x: Expr, y: Expr, df: &DFSchema) -> Expr {
     let floats = is_float(&x, df) || is_float(&y, df);
     let maybe_nan: Vec<Expr> = [&x, &y]
         .into_iter()
@@ -401,7 +396,7 @@ fn compare(op: Operator, mut a: Vec<Expr>, df: &DFSchema) -> Result<Expr> {
         Box::new(y.clone()),
     ));
     if maybe_nan.is_empty() {
-        return Ok(cmp);
+        return cmp;
     }
     if op == Operator::NotEq {
         // x != y, or either is NaN while neither is NULL.
@@ -410,11 +405,11 @@ fn compare(op: Operator, mut a: Vec<Expr>, df: &DFSchema) -> Result<Expr> {
             .map(isnan)
             .reduce(Expr::or)
             .unwrap_or_else(|| lit(false));
-        return Ok(cmp.or(any_nan.and(x.is_not_null()).and(y.is_not_null())));
+        return cmp.or(any_nan.and(x.is_not_null()).and(y.is_not_null()));
     }
-    Ok(maybe_nan
+    maybe_nan
         .into_iter()
-        .fold(cmp, |acc, e| acc.and(Expr::Not(Box::new(isnan(e))))))
+        .fold(cmp, |acc, e| acc.and(Expr::Not(Box::new(isnan(e)))))
 }
 
 /// `is_in` by its `null_matching_behavior` (MATCH 0, SKIP 1, EMIT_NULL 2, INCONCLUSIVE 3).
