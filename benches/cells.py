@@ -144,10 +144,12 @@ def measure(
     sync: bool = False,
     env: dict[str, str] | None = None,
     cpus: int = 0,
+    python: str | None = None,
 ) -> Cell:
-    """Runs ``script.CASES[case](**params)`` in a fresh process (on the first ``cpus`` cores
-    only, when given); raises SystemExit with the child's error output when it fails."""
-    args = [sys.executable, str(HERE / "cells.py"), "--child", script, case]
+    """Runs ``script.CASES[case](**params)`` in a fresh process of ``python`` (this one by
+    default; on the first ``cpus`` cores only, when given); raises SystemExit with the child's
+    error output when it fails."""
+    args = [python or sys.executable, str(HERE / "cells.py"), "--child", script, case]
     args += [json.dumps(params or {}), str(repeat), "1" if sync else "0", str(cpus)]
     out = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **(env or {})})
     lines = [line for line in out.stdout.splitlines() if line.startswith("CELL ")]
