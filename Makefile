@@ -25,6 +25,28 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 
 DIST := $(ROOT)/dist
 
+# On x86_64 Linux every cargo build (clippy, cargo test, the extension, the wheel) compiles C
+# and links through zig against glibc $(GLIBC), so the wheel installs on glibc $(GLIBC) and
+# newer (RHEL 8, Amazon Linux 2023, EMR 7) whatever glibc the build machine has. Every cargo
+# command gets the same settings: one build graph, never rebuilt by switching tools. The
+# wrappers call `maturin zig`, which fits compiler flags to zig; zig itself is the ziglang
+# wheel of requirements-dev.txt.
+GLIBC := 2.28
+ifeq ($(shell uname -sm),Linux x86_64)
+ZIG_DIR := $(CACHE)/zig-$(GLIBC)
+export CARGO_BUILD_TARGET := x86_64-unknown-linux-gnu
+export CC_x86_64_unknown_linux_gnu := $(ZIG_DIR)/cc
+export CXX_x86_64_unknown_linux_gnu := $(ZIG_DIR)/c++
+export AR_x86_64_unknown_linux_gnu := $(ZIG_DIR)/ar
+export RANLIB_x86_64_unknown_linux_gnu := $(ZIG_DIR)/ranlib
+export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER := $(ZIG_DIR)/cc
+export CARGO_ZIGBUILD_ZIG_COMMAND := $(PY)
+export CARGO_ZIGBUILD_ZIG_COMMAND_ARGS := -m ziglang
+ZIG_WRAPPERS := $(ZIG_DIR)/.written
+else
+ZIG_WRAPPERS :=
+endif
+
 .PHONY: all venv jar build wheel test test-rust test-python lint stubtest fmt demo bench bench-quick bench-rust java-check clean
 
 all: test
@@ -36,7 +58,21 @@ $(VENV)/.installed: requirements-dev.txt
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
-venv: $(VENV)/.installed
+venv: $(VENV)/.installed $(ZIG_WRAPPERS)
+
+# The wrappers name no clone (maturin is the venv's, first on PATH): every clone shares them,
+# so the C compiler's path, which build scripts watch, never changes between clones.
+$(ZIG_DIR)/.written: $(VENV)/.installed
+	mkdir -p $(ZIG_DIR)
+	for tool in cc c++; do \
+		printf '#!/bin/sh\nexec maturin zig %s -- -fno-sanitize=all -target x86_64-linux-gnu.%s "$$@"\n' \
+			"$$tool" "$(GLIBC)" > $(ZIG_DIR)/$$tool; \
+	done
+	for tool in ar ranlib; do \
+		printf '#!/bin/sh\nexec maturin zig %s -- "$$@"\n' "$$tool" > $(ZIG_DIR)/$$tool; \
+	done
+	chmod +x $(ZIG_DIR)/cc $(ZIG_DIR)/c++ $(ZIG_DIR)/ar $(ZIG_DIR)/ranlib
+	touch $@
 
 # The Spark key functions (java/): compiled against the pyspark jars of the venv into the
 # package, so wheels carry them and Spark loads them with ADD JAR (see python/lance_partitioned/spark/key.py).

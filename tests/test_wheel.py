@@ -163,3 +163,21 @@ def test_the_wheels_extension_is_stripped() -> None:
     sections = elf_section_names(data)
     assert {".text", ".dynsym"} <= sections, sections  # the reader works
     assert not {".symtab", ".debug_info", ".debug_line"} & sections, sections
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_on_glibc_2_28_as_auditwheel_judges_it() -> None:
+    """The wheel's tag is manylinux_2_28 (RHEL 8, Amazon Linux 2023, EMR 7 and newer), and
+    auditwheel, reading the symbol versions its extension needs, agrees that it may carry it."""
+    import sys
+
+    whl = wheel_env.wheel()
+    assert "manylinux_2_28_x86_64" in Path(whl).name, whl
+    shown = subprocess.run(
+        [str(Path(sys.executable).parent / "auditwheel"), "show", whl],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    flat = " ".join(shown.split())
+    assert 'consistent with the following platform tag: "manylinux_2_28_x86_64"' in flat, shown
