@@ -66,12 +66,16 @@ $(ZIG_DIR)/.written: $(VENV)/.installed
 	mkdir -p $(ZIG_DIR)
 	for tool in cc c++; do \
 		printf '#!/bin/sh\nexec maturin zig %s -- -fno-sanitize=all -target x86_64-linux-gnu.%s "$$@"\n' \
-			"$$tool" "$(GLIBC)" > $(ZIG_DIR)/$$tool; \
+			"$$tool" "$(GLIBC)" > $(ZIG_DIR)/$$tool.new; \
 	done
 	for tool in ar ranlib; do \
-		printf '#!/bin/sh\nexec maturin zig %s -- "$$@"\n' "$$tool" > $(ZIG_DIR)/$$tool; \
+		printf '#!/bin/sh\nexec maturin zig %s -- "$$@"\n' "$$tool" > $(ZIG_DIR)/$$tool.new; \
 	done
-	chmod +x $(ZIG_DIR)/cc $(ZIG_DIR)/c++ $(ZIG_DIR)/ar $(ZIG_DIR)/ranlib
+	for tool in cc c++ ar ranlib; do \
+		chmod +x $(ZIG_DIR)/$$tool.new; \
+		if cmp -s $(ZIG_DIR)/$$tool.new $(ZIG_DIR)/$$tool; then rm $(ZIG_DIR)/$$tool.new; \
+		else mv $(ZIG_DIR)/$$tool.new $(ZIG_DIR)/$$tool; fi; \
+	done
 	touch $@
 
 # The Spark key functions (java/): compiled against the pyspark jars of the venv into the
