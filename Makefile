@@ -47,7 +47,7 @@ else
 ZIG_WRAPPERS :=
 endif
 
-.PHONY: all venv jar build wheel test test-rust test-python lint stubtest fmt demo bench bench-quick bench-rust java-check clean
+.PHONY: cargo-env all venv jar build wheel test test-rust test-python lint stubtest fmt demo bench bench-quick bench-rust java-check clean
 
 all: test
 
@@ -160,6 +160,16 @@ fmt: venv
 	cargo fmt --all
 	ruff format python tests benches
 	ruff check --fix python tests benches
+
+# The build settings of every cargo command here, as shell exports: a cargo run by hand with
+# them shares the graph (`eval "$$(make -s cargo-env)"`); without them the next make rebuilds.
+CARGO_ENV_VARS := CARGO_TARGET_DIR PROTOC PYO3_PYTHON CARGO_BUILD_TARGET \
+	CC_x86_64_unknown_linux_gnu CXX_x86_64_unknown_linux_gnu AR_x86_64_unknown_linux_gnu \
+	RANLIB_x86_64_unknown_linux_gnu CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER \
+	CARGO_ZIGBUILD_ZIG_COMMAND CARGO_ZIGBUILD_ZIG_COMMAND_ARGS
+
+cargo-env:
+	@$(foreach v,$(CARGO_ENV_VARS),$(if $($(v)),printf 'export %s=%q\n' $(v) "$($(v))";))
 
 clean:
 	rm -rf $(VENV) python/lance_partitioned/*.so python/lance_partitioned/jars

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,3 +28,22 @@ def test_one_major_of_arrow_and_datafusion_in_cargo_lock() -> None:
     df = {v for n, vs in majors.items() if n.startswith("datafusion") for v in vs}
     assert len(arrow) == 1, f"arrow crates span majors {arrow}"
     assert len(df) == 1, f"datafusion crates span majors {df}"
+
+
+@pytest.mark.slow
+def test_cargo_run_by_hand_with_make_cargo_env_reuses_the_graph() -> None:
+    """`eval "$(make -s cargo-env)"` gives a hand-run cargo the settings of the Makefile's own
+    commands: `cargo test` of the core crate, which `make test` built before pytest runs,
+    compiles nothing (a missing setting, such as the zig linker, would rebuild the graph)."""
+    script = (
+        'eval "$(make -s cargo-env)" && cargo test --release -p lance-partitioned-core '
+        "--no-run --message-format=json"
+    )
+    out = subprocess.run(
+        ["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    artifacts = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    built = [a for a in artifacts if a.get("reason") == "compiler-artifact"]
+    assert built, out[-2000:]
+    rebuilt = [a["target"]["name"] for a in built if not a["fresh"]]
+    assert not rebuilt, rebuilt
