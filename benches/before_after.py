@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 from cells import HERE, Cell, measure
 from events import gen_strings
-from report import update_section
+from report import cell_columns, update_section
 from scratch import scratch
 
 from lance_partitioned import kernels as k
@@ -111,15 +111,23 @@ def main() -> None:
         f"{args.repeat}); medians over the rounds. before: {args.before_label}; after: "
         f"{args.after_label}.",
         "",
-        "| cell | before best | after best | after/before | before first | after first |",
+        "| cell | build | first call s | best s | peak MiB | after/before (best) |",
         "|---|---|---|---|---|---|",
     ]
     for label, sides in got.items():
-        b = statistics.median(c.best for c in sides["before"])
-        a = statistics.median(c.best for c in sides["after"])
-        bf = statistics.median(c.first for c in sides["before"])
-        af = statistics.median(c.first for c in sides["after"])
-        lines.append(f"| {label} | {b:.3f} s | {a:.3f} s | {a / b:.2f} | {bf:.3f} s | {af:.3f} s |")
+        med = {
+            side: Cell(
+                statistics.median(c.first for c in cs),
+                statistics.median(c.best for c in cs),
+                statistics.median(c.peak_mib for c in cs),
+                cs[-1].answer,
+                statistics.median(c.best for c in cs),
+            )
+            for side, cs in sides.items()
+        }
+        change = f"{med['after'].best / med['before'].best:.2f}"
+        lines.append(f"| {label} | before | {cell_columns(med['before'])} | |")
+        lines.append(f"| | after | {cell_columns(med['after'])} | {change} |")
     text = "\n".join(lines)
     print(text)
     if args.write:

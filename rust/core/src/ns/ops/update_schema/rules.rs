@@ -260,18 +260,26 @@ mod tests {
         assert!(plan_update(&old, &nn, &[], 5).is_err());
     }
 
-    #[test]
-    fn rebase_keeps_concurrent_changes() {
-        let base = Schema::new(vec![
+    /// The schema both sides start from: a, b.
+    fn base() -> Schema {
+        Schema::new(vec![
             f("a", DataType::Int32, Some(0)),
             f("b", DataType::Utf8, Some(1)),
-        ]);
-        // Concurrently: c added, b renamed.
-        let latest = Schema::new(vec![
+        ])
+    }
+
+    /// A concurrent change of [`base`]: b renamed to bee, c added.
+    fn renamed_b_added_c() -> Schema {
+        Schema::new(vec![
             f("a", DataType::Int32, Some(0)),
             f("bee", DataType::Utf8, Some(1)),
             f("c", DataType::Int64, Some(2)),
-        ]);
+        ])
+    }
+
+    #[test]
+    fn rebase_keeps_concurrent_changes() {
+        let (base, latest) = (base(), renamed_b_added_c());
         // Ours, against base: d added, a widened.
         let ours = Schema::new(vec![
             f("a", DataType::Int64, Some(0)),
@@ -291,15 +299,7 @@ mod tests {
 
     #[test]
     fn rebase_refuses_overlapping_changes() {
-        let base = Schema::new(vec![
-            f("a", DataType::Int32, Some(0)),
-            f("b", DataType::Utf8, Some(1)),
-        ]);
-        let latest = Schema::new(vec![
-            f("a", DataType::Int32, Some(0)),
-            f("bee", DataType::Utf8, Some(1)),
-            f("c", DataType::Int64, Some(2)),
-        ]);
+        let (base, latest) = (base(), renamed_b_added_c());
         let rename_b = Schema::new(vec![
             f("a", DataType::Int32, Some(0)),
             f("bb", DataType::Utf8, Some(1)),
