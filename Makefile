@@ -3,6 +3,8 @@
 # PyPI), the release build of the extension, then the checks. Build caches live outside the
 # clone (CACHE) so a warm CI run takes minutes.
 
+# Sub-makes print no "Entering directory" lines: `eval "$$(make -s cargo-env)"` reads stdout.
+MAKEFLAGS += --no-print-directory
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 ROOT := $(CURDIR)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from collections import defaultdict
@@ -31,16 +32,30 @@ def test_one_major_of_arrow_and_datafusion_in_cargo_lock() -> None:
 
 
 @pytest.mark.slow
-def test_cargo_run_by_hand_with_make_cargo_env_reuses_the_graph() -> None:
+def test_cargo_run_by_hand_with_make_cargo_env_reuses_the_graph(tmp_path: Path) -> None:
     """`eval "$(make -s cargo-env)"` gives a hand-run cargo the settings of the Makefile's own
     commands: `cargo test` of the core crate, which `make test` built before pytest runs,
-    compiles nothing (a missing setting, such as the zig linker, would rebuild the graph)."""
+    compiles nothing (a missing setting, such as the zig linker, would rebuild the graph).
+    The command runs in a recipe of a sub-make, as pytest does under `make test`, where an
+    "Entering directory" line in make's output would break the eval."""
     script = (
-        'eval "$(make -s cargo-env)" && cargo test --release -p lance-partitioned-core '
+        'eval "$$(make -s cargo-env)" && cargo test --release -p lance-partitioned-core '
         "--no-run --message-format=json"
     )
+    probe = tmp_path / "probe.mk"
+    probe.write_text(
+        f"include {ROOT}/Makefile\n"
+        f"outer:\n\t$(MAKE) -f {probe} inner\n"
+        f"inner:\n\t@bash -c '{script}'\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
     out = subprocess.run(
-        ["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+        ["make", "-f", str(probe), "outer"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     artifacts = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     built = [a for a in artifacts if a.get("reason") == "compiler-artifact"]
