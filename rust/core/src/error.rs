@@ -64,6 +64,9 @@ pub enum Error {
     /// is impossible (the message says why).
     #[error("{0}")]
     IncompatibleJoin(String),
+    /// A merge's source has two rows with one key (the message names the key).
+    #[error("{0}")]
+    DuplicateKey(String),
     /// The caller interrupted the operation before it committed (see
     /// [`crate::ns::txn::interrupt`]); nothing of it is visible.
     #[error("{0}")]

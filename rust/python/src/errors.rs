@@ -36,9 +36,10 @@ pub enum Kind {
     Storage,
     Lance,
     IncompatibleJoin,
+    DuplicateKey,
 }
 
-const KINDS: [Kind; 16] = [
+const KINDS: [Kind; 17] = [
     Kind::Base,
     Kind::Spec,
     Kind::Expression,
@@ -55,11 +56,12 @@ const KINDS: [Kind; 16] = [
     Kind::Storage,
     Kind::Lance,
     Kind::IncompatibleJoin,
+    Kind::DuplicateKey,
 ];
 
 /// Class name, builtin base (besides `LancePartitionedError`) and docstring of each class,
 /// in the order of [`KINDS`].
-const INFO: [(&str, Option<&str>, &str); 16] = [
+const INFO: [(&str, Option<&str>, &str); 17] = [
     // Kind::Base
     (
         "LancePartitionedError",
@@ -165,6 +167,13 @@ const INFO: [(&str, Option<&str>, &str); 16] = [
          be joined partition by partition (the message says why; allow_shuffle=True \
          joins them anyway).",
     ),
+    // Kind::DuplicateKey
+    (
+        "DuplicateKeyError",
+        Some("ValueError"),
+        "A merge's source has two rows with one key (the message names the key); \
+         apply_changes keeps the last change per key instead.",
+    ),
 ];
 
 impl Kind {
@@ -238,6 +247,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Lance(ref l) if lance_partitioned_core::error::lost_race(l) => Kind::CommitConflict,
         Error::Lance(_) => Kind::Lance,
         Error::IncompatibleJoin(_) => Kind::IncompatibleJoin,
+        Error::DuplicateKey(_) => Kind::DuplicateKey,
     };
     new_err(kind, msg)
 }

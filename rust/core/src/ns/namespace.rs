@@ -19,9 +19,10 @@ use crate::ns::manifest::Snapshot;
 use crate::ns::ops::join::{plan_join, JoinSide};
 use crate::ns::ops::write::distributed;
 use crate::ns::ops::{
-    cleanup, delete, evolve, expire, history, optimize, repair, update_schema, write,
+    cleanup, delete, evolve, expire, history, merge, optimize, repair, update_schema, write,
     CleanupSummary, DeleteSummary, ExpireOptions, ExpireSummary, JoinPlan, JoinRequest,
-    OptimizeOptions, OptimizeSummary, PreparedJoin, WritePlan,
+    MergeClauses, MergeSource, MergeSummary, OptimizeOptions, OptimizeSummary, PreparedJoin,
+    WritePlan,
 };
 use crate::ns::write::{StagedMessage, WriteOptions, WriteSummary};
 use crate::spec::PartitionSpec;
@@ -176,6 +177,21 @@ impl Namespace {
         max_attempts: u32,
     ) -> Result<DeleteSummary> {
         delete::delete(&self.storage, filter, strong, max_attempts).await
+    }
+
+    /// Merges `source` into the namespace by the key columns of `clauses` (`merge_insert`):
+    /// matched rows updated or deleted, unmatched source rows inserted, unmatched target rows
+    /// deleted, as the clauses say; one atomic commit.
+    ///
+    /// # Errors
+    /// As [`merge::merge`].
+    pub async fn merge_insert(
+        &self,
+        source: &MergeSource,
+        clauses: &MergeClauses,
+        opts: &WriteOptions,
+    ) -> Result<MergeSummary> {
+        merge::merge(&self.storage, source, clauses, opts).await
     }
 
     /// Adds a spec version and makes it current; returns its id.

@@ -14,6 +14,8 @@
 //! - [`evolve`]: add a partition spec version.
 //! - [`repair`]: add back manifest columns another tool dropped.
 //! - [`history`]: what each manifest version's commit did.
+//! - [`merge`]: row-level changes by key (`merge_insert`): update, delete, insert, in one
+//!   atomic commit.
 //! - [`join`]: storage-partitioned joins of two namespaces (`docs/join.md`).
 //!
 //! Every change commits through the transaction layer ([`crate::ns::txn`]), where the
@@ -25,6 +27,7 @@ pub(crate) mod evolve;
 pub(crate) mod expire;
 pub(crate) mod history;
 pub(crate) mod join;
+pub(crate) mod merge;
 pub(crate) mod optimize;
 pub(crate) mod repair;
 pub(crate) mod update_schema;
@@ -34,6 +37,10 @@ pub use cleanup::{CleanupSummary, RETENTION_FLOOR};
 pub use delete::DeleteSummary;
 pub use expire::{ExpireOptions, ExpireSummary};
 pub use join::{JoinGroup, JoinHow, JoinPlan, JoinRequest, JoinStream, PreparedJoin};
+pub use merge::{
+    MergeClauses, MergeSource, MergeSummary, MergedPartition, WhenMatched, WhenNotMatched,
+    WhenNotMatchedBySource,
+};
 pub use optimize::{OptimizeOptions, OptimizeSummary};
 pub use write::distributed::WritePlan;
 // The write's types are defined with the partitioning writer, which takes them too.

@@ -251,7 +251,7 @@ pub(crate) async fn rewrite_old_rows(
         return Ok(part);
     };
     let ds = base_dataset(storage, &part, location, *base).await?;
-    let old: Vec<RecordBatch> = read_adapted(&ds, schemas).await?;
+    let old: Vec<RecordBatch> = read_adapted(&ds, schemas, &HashSet::new()).await?;
     if !old.is_empty() {
         let txn = InsertBuilder::new(Arc::clone(&ds))
             .with_params(&write_params(storage, WriteMode::Overwrite)?)

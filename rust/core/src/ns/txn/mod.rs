@@ -19,6 +19,8 @@
 //!   [`repair`]: adding back manifest columns another tool dropped; [`prepare_spec`]: the
 //!   manifest columns and row of a new spec version.
 //! - [`new_leaf`]: the commit handler of new leaf tables (no existence listing, no hint).
+//! - [`row_change`]: a row-level change (merge, update): per leaf one Lance `Update` of
+//!   deletion files and new fragments, then the manifest commit.
 //! - [`root_commit`]: the retried commit of root properties, on which the operations
 //!   `update_schema` and `evolve` ([`crate::ns::ops`]) plan schema changes and spec
 //!   evolutions.
@@ -42,6 +44,7 @@ pub(crate) mod prepare_spec;
 pub(crate) mod repair;
 pub(crate) mod retry;
 pub(crate) mod root_commit;
+pub(crate) mod row_change;
 pub(crate) mod write_lock;
 
 use std::sync::Arc;

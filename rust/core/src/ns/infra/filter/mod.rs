@@ -229,6 +229,58 @@ fn bad(sql: &str, why: impl std::fmt::Display) -> Error {
     Error::Expression(format!("bad filter {sql:?}: {why}"))
 }
 
+/// Parses `sql` (DataFusion dialect) against `df`, whose columns may be qualified
+/// (`source.x`, `target.x`), and checks it as filters are checked: depth, the constructs
+/// filters may not use, strings compared with numbers; a boolean result when `boolean`.
+/// Returns the coerced and simplified expression. Merge conditions and update values use it.
+///
+/// # Errors
+/// `Expression` naming `what` (for example "merge condition") and the text.
+pub(crate) fn parse_expression(
+    what: &str,
+    sql: &str,
+    df: &DFSchema,
+    boolean: bool,
+) -> Result<Expr> {
+    let bad = |why: &dyn std::fmt::Display| Error::Expression(format!("bad {what} {sql:?}: {why}"));
+    on_large_stack(sql, || {
+        let state = session().state();
+        let dialect = state.config().options().sql_parser.dialect;
+        let mut ast = state
+            .sql_to_expr_with_alias(sql, &dialect)
+            .map_err(|e| bad(&e))?;
+        ast.expr = balance(ast.expr);
+        let expr = state
+            .create_logical_expr_from_sql_expr(ast, df)
+            .map_err(|e| bad(&e))?;
+        let depth = depth(&expr);
+        if depth > MAX_FILTER_DEPTH {
+            return Err(bad(&format!(
+                "it nests {depth} levels deep; the limit is {MAX_FILTER_DEPTH}"
+            )));
+        }
+        if let Some(p) = misuse(&expr, df)? {
+            return Err(bad(&p));
+        }
+        if boolean {
+            match expr.get_type(df) {
+                Ok(DataType::Boolean | DataType::Null) => {}
+                Ok(other) => return Err(bad(&format!("it must be boolean, this one is {other}"))),
+                Err(e) => return Err(bad(&e)),
+            }
+        }
+        let simplifier = ExprSimplifier::new(
+            SimplifyContext::builder()
+                .with_schema(Arc::new(df.clone()))
+                .build(),
+        );
+        simplifier
+            .coerce(expr, df)
+            .and_then(|e| simplifier.simplify(e))
+            .map_err(|e| bad(&e))
+    })
+}
+
 fn parse_checked(sql: &str, schema: &Schema) -> Result<Filter> {
     let df = DFSchema::try_from(plain(schema))?;
     let state = session().state();
@@ -359,6 +411,22 @@ fn is_string(t: &DataType) -> bool {
 /// numbers (DataFusion would cast the column and fail on the first non-numeric value, inside
 /// the read).
 fn validate(sql: &str, expr: &Expr, df: &DFSchema) -> Result<()> {
+    if let Some(p) = misuse(expr, df)? {
+        return Err(bad(sql, p));
+    }
+    match expr.get_type(df) {
+        Ok(DataType::Boolean | DataType::Null) => Ok(()),
+        Ok(other) => Err(bad(
+            sql,
+            format!("a filter must be boolean, this one is {other}"),
+        )),
+        Err(e) => Err(bad(sql, e)),
+    }
+}
+
+/// The first construct an expression may not use (subqueries, aggregates, ...), or a string
+/// compared with a number.
+fn misuse(expr: &Expr, df: &DFSchema) -> Result<Option<String>> {
     let mut problem: Option<String> = None;
     let types = |a: &Expr, b: &Expr| -> Option<String> {
         let (ta, tb) = (a.get_type(df).ok()?, b.get_type(df).ok()?);
@@ -397,17 +465,7 @@ fn validate(sql: &str, expr: &Expr, df: &DFSchema) -> Result<()> {
         }
         Ok(TreeNodeRecursion::Continue)
     })?;
-    if let Some(p) = problem {
-        return Err(bad(sql, p));
-    }
-    match expr.get_type(df) {
-        Ok(DataType::Boolean | DataType::Null) => Ok(()),
-        Ok(other) => Err(bad(
-            sql,
-            format!("a filter must be boolean, this one is {other}"),
-        )),
-        Err(e) => Err(bad(sql, e)),
-    }
+    Ok(problem)
 }
 
 /// The schema without metadata (DataFusion compares field metadata in some checks).

@@ -104,17 +104,7 @@ impl DeleteUpdate<'_> {
         if self.strong && Some(now) != read_version_of(self.s0, object_id)? {
             return Err(self.conflict(object_id, "changed"));
         }
-        let k1 = latest.keys()?;
-        change.delete_ids.push(object_id.to_string());
-        for v in k1.versions.get(object_id).into_iter().flatten() {
-            let own = format!("{object_id}${}", v.version);
-            change.delete_ids.push(if k1.row_by_id.contains_key(&own) {
-                own
-            } else {
-                format!("{object_id}${:020}", v.version)
-            });
-        }
-        Ok(())
+        drop_partition(latest, object_id, change)
     }
 
     fn record_rows(
@@ -144,6 +134,25 @@ impl DeleteUpdate<'_> {
     }
 }
 
+/// Drops the partition `object_id` of `latest`: its table row and its version rows.
+pub(crate) fn drop_partition(
+    latest: &Snapshot,
+    object_id: &str,
+    change: &mut ManifestChange,
+) -> Result<()> {
+    let k1 = latest.keys()?;
+    change.delete_ids.push(object_id.to_string());
+    for v in k1.versions.get(object_id).into_iter().flatten() {
+        let own = format!("{object_id}${}", v.version);
+        change.delete_ids.push(if k1.row_by_id.contains_key(&own) {
+            own
+        } else {
+            format!("{object_id}${:020}", v.version)
+        });
+    }
+    Ok(())
+}
+
 /// The `read_version` of table `oid` (`None` when the manifest has no such table).
 fn read_version_of(snap: &Snapshot, oid: &str) -> Result<Option<Option<u64>>> {
     Ok(snap.leaf_by_id(oid)?.map(|l| l.read_version))
@@ -152,7 +161,7 @@ fn read_version_of(snap: &Snapshot, oid: &str) -> Result<Option<Option<u64>>> {
 /// Namespaces left without any partition below them go too. Dropping one rewrites its spec
 /// version row, like creating one does, so that a concurrent writer creating a partition
 /// under it conflicts with this commit in Lance and re-plans.
-fn drop_empty_namespaces(latest: &Snapshot, change: &mut ManifestChange) -> Result<()> {
+pub(crate) fn drop_empty_namespaces(latest: &Snapshot, change: &mut ManifestChange) -> Result<()> {
     let k1 = latest.keys()?;
     let dropped_tables: HashSet<&str> = change.delete_ids.iter().map(String::as_str).collect();
     let mut alive: HashSet<String> = HashSet::new();

@@ -332,7 +332,7 @@ async fn copy_into(
 /// The namespace rows a new partition needs, reusing namespaces that exist (in the latest
 /// manifest, or created by this commit) and otherwise the planned ids; returns the new leaf's
 /// object id.
-fn plan_namespaces(
+pub(crate) fn plan_namespaces(
     latest: &Snapshot,
     spec_id: i32,
     field_ids: &[String],
@@ -428,9 +428,10 @@ fn check_append_chain(
             .get("operation")
             .map(String::as_str)
             .unwrap_or("");
-        // Appends rebase over appends, row deletes and compactions; anything else replaced
-        // the data.
-        if !matches!(op, "append" | "delete" | "compact") {
+        // Appends rebase over appends, row deletes, compactions and row-level changes (an
+        // append is blind, so it may land after a merge or an update); anything else
+        // replaced the data.
+        if !matches!(op, "append" | "delete" | "compact" | "merge" | "update") {
             return Err(Error::CommitConflict(format!(
                 "it was changed by a concurrent {op} (version {ver})"
             )));

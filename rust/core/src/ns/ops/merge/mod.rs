@@ -1,0 +1,321 @@
+//! `merge_insert`: row-level changes keyed by columns (Lance's builder, SQL `MERGE`'s
+//! semantics), atomic across partitions.
+//!
+//! 1. The source is conformed to the namespace types and its keys indexed ([`source`]); the
+//!    clauses' SQL is planned ([`sql`]).
+//! 2. The partitions to read are chosen ([`candidates`]): those holding the source's keys
+//!    when the key determines the partition, every partition of a spec it does not, and
+//!    those a not-matched-by-source delete reaches.
+//! 3. Each is read at its version and its rows decided ([`matcher`]): deleted, updated (the
+//!    old version deleted, the new one written like any row, so a row whose partition
+//!    columns change moves), or kept. Source rows that matched nothing are inserted when a
+//!    not-matched clause says so.
+//! 4. New rows go through the partitioning writer; deletions and new fragments are
+//!    committed per leaf, then the manifest once ([`crate::ns::txn::row_change`]). When a
+//!    partition the merge read changed meanwhile, the merge runs again from step 2 on the
+//!    new versions (strong mode), up to `max_attempts` times.
+
+pub(crate) mod candidates;
+pub mod clauses;
+pub(crate) mod matcher;
+pub(crate) mod source;
+pub(crate) mod sql;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+
+use crate::arrow::array::{RecordBatch, UInt32Array};
+use crate::arrow::compute::take_record_batch;
+use crate::arrow::datatypes::SchemaRef;
+use crate::datafusion::scalar::ScalarValue;
+use crate::error::{Error, Result};
+use crate::ns::infra::storage::Storage;
+use crate::ns::infra::touched::TouchedPartition;
+use crate::ns::leaf_io::leaf_schema;
+use crate::ns::manifest::Snapshot;
+use crate::ns::txn::cleanup_marks::now_ms;
+use crate::ns::txn::retry::backoff;
+use crate::ns::txn::row_change::{commit_row_change, ChangedLeaf, Deletions, RowChange};
+use crate::ns::write::{align, IdPlan, Mode, PartitionWriter, StagedPart, WriteOptions};
+use crate::spec::CompiledSpec;
+
+pub use clauses::{
+    MergeClauses, MergeSummary, MergedPartition, WhenMatched, WhenNotMatched,
+    WhenNotMatchedBySource,
+};
+use matcher::{match_leaf, Inputs, LeafChanges};
+use source::{key_paths, KeyEncoder, Source};
+
+/// The rows a merge takes, held in memory.
+#[derive(Debug, Clone)]
+pub struct MergeSource {
+    /// Their schema.
+    pub schema: SchemaRef,
+    /// The rows.
+    pub batches: Vec<RecordBatch>,
+}
+
+/// Merges `source` into the namespace at `storage`; see the module docs.
+///
+/// # Errors
+/// `InvalidArgument` for clauses that say nothing or keys that do not exist;
+/// `SchemaMismatch` for source columns that do not fit; `DuplicateKey` for two source rows
+/// with one key; `Expression` for bad conditions; `CommitConflict` when concurrent commits
+/// to the partitions it reads outlast `max_attempts` runs. Nothing is visible on error
+/// (strong mode).
+pub(crate) async fn merge(
+    storage: &Storage,
+    source: &MergeSource,
+    clauses: &MergeClauses,
+    opts: &WriteOptions,
+) -> Result<MergeSummary> {
+    clauses.check()?;
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        let snap = Arc::new(Snapshot::load(storage, None).await?);
+        snap.check_writable()?;
+        let strong = snap.strong_mode(opts.strong)?;
+        match merge_once(storage, snap, strong, source, clauses, opts).await {
+            Ok(mut summary) => {
+                summary.attempts = attempt;
+                return Ok(summary);
+            }
+            Err(Error::CommitConflict(_)) if strong && attempt < opts.max_attempts.max(1) => {
+                backoff(attempt).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// One run of the merge on `snap`.
+async fn merge_once(
+    storage: &Storage,
+    snap: Arc<Snapshot>,
+    strong: bool,
+    source: &MergeSource,
+    clauses: &MergeClauses,
+    opts: &WriteOptions,
+) -> Result<MergeSummary> {
+    let started_ms = now_ms()?;
+    let ns = snap.schema();
+    let keys = key_paths(&clauses.on, &ns)?;
+    let encoder = KeyEncoder::new(keys.clone())?;
+    let extra = sql::extra_source_columns(clauses, &source.schema, &ns)?;
+    let src = Source::new(
+        Arc::clone(&source.schema),
+        source.batches.clone(),
+        &ns,
+        &encoder,
+        &extra,
+    )?;
+    let plan = sql::plan(clauses, &keys, src.batch.schema().as_ref(), &ns)?;
+    let matching = !clauses.matched.is_empty() || !clauses.not_matched.is_empty();
+    let chosen = candidates::candidates(&snap, &src, &keys, &plan, matching)?;
+    let inputs = Inputs {
+        storage,
+        ns: &ns,
+        source: &src,
+        encoder: &encoder,
+        plan: &plan,
+    };
+    let results: Vec<LeafChanges> = stream::iter(
+        chosen
+            .leaves
+            .iter()
+            .map(|&i| match_leaf(&inputs, i, &snap.leaves[i])),
+    )
+    .buffer_unordered(opts.concurrency.max(1))
+    .try_collect()
+    .await?;
+    let inserts = inserted_rows(&plan, &src, &results)?;
+    let landing = Landing::of(&snap, &results)?;
+    let parts = stage(storage, &snap, strong, opts, &results, inserts.as_ref()).await?;
+    let mut summary = MergeSummary {
+        inserted: inserts.as_ref().map_or(0, |b| b.num_rows() as u64),
+        updated: results.iter().map(|r| r.updated).sum(),
+        deleted: results.iter().map(|r| r.deleted_rows).sum(),
+        scanned: chosen.leaves.len() as u64,
+        skipped: chosen.skipped,
+        matching: chosen.matching,
+        manifest_version: snap.version,
+        ..Default::default()
+    };
+    summary.moved = summary.updated - landing.in_place.values().sum::<u64>();
+    let deletions: Vec<Deletions> = results
+        .iter()
+        .filter(|r| r.changes())
+        .map(|r| Deletions {
+            leaf: r.leaf,
+            dataset: Arc::clone(&r.dataset),
+            rows: r.deleted.clone(),
+        })
+        .collect();
+    if deletions.is_empty() && parts.is_empty() {
+        return Ok(summary);
+    }
+    let change = RowChange {
+        base: Arc::clone(&snap),
+        read: chosen.leaves,
+        deletions,
+        parts,
+        operation: "merge",
+    };
+    let (committed, changed) = commit_row_change(
+        storage,
+        change,
+        strong,
+        opts.concurrency,
+        opts.max_attempts,
+        started_ms,
+    )
+    .await?;
+    summary.manifest_version = committed.version;
+    summary.partitions = per_partition(&snap, &results, &landing, &changed);
+    Ok(summary)
+}
+
+/// Source rows that matched nothing and pass a not-matched clause (namespace columns).
+fn inserted_rows(
+    plan: &sql::Plan,
+    src: &Source,
+    results: &[LeafChanges],
+) -> Result<Option<RecordBatch>> {
+    if plan.not_matched.is_empty() {
+        return Ok(None);
+    }
+    let mut matched = vec![false; src.rows()];
+    for r in results {
+        for &s in &r.matched {
+            matched[s as usize] = true;
+        }
+    }
+    let open: Vec<u32> = (0..src.rows() as u32)
+        .filter(|&i| !matched[i as usize])
+        .collect();
+    let rows = take_record_batch(&src.batch, &UInt32Array::from(open))?;
+    let chosen = matcher::first_true(&plan.not_matched, &rows)?;
+    let keep: Vec<u32> = (0..chosen.len() as u32)
+        .filter(|&j| chosen[j as usize].is_some())
+        .collect();
+    if keep.is_empty() {
+        return Ok(None);
+    }
+    let rows = take_record_batch(&rows, &UInt32Array::from(keep))?;
+    let ns_only: Vec<usize> = (0..rows.num_columns())
+        .filter(|&c| src.ns_columns.contains(rows.schema().field(c).name()))
+        .collect();
+    Ok(Some(rows.project(&ns_only)?))
+}
+
+/// Where updated rows land (current spec): per partition key, and per read leaf how many
+/// stayed in it.
+struct Landing {
+    /// Updated rows per destination partition key.
+    by_key: HashMap<Vec<ScalarValue>, u64>,
+    /// Updated rows that stayed in their partition, per leaf index.
+    in_place: HashMap<usize, u64>,
+}
+
+impl Landing {
+    fn of(snap: &Snapshot, results: &[LeafChanges]) -> Result<Self> {
+        let ns = snap.schema();
+        let spec = snap.current_spec();
+        let compiled = CompiledSpec::compile(spec, &ns, false)?;
+        let leaf = leaf_schema(&ns);
+        let keys = snap.keys()?;
+        let mut out = Self {
+            by_key: HashMap::new(),
+            in_place: HashMap::new(),
+        };
+        for r in results {
+            let own = (snap.leaves[r.leaf].spec_id == spec.id).then(|| &keys.leaf_values[r.leaf]);
+            for b in &r.updates {
+                let values = compiled.partition_values(&align(b, &ns, &leaf)?)?;
+                for row in 0..values.num_rows() {
+                    let key = values
+                        .columns()
+                        .iter()
+                        .map(|c| ScalarValue::try_from_array(c, row))
+                        .collect::<std::result::Result<Vec<_>, _>>()?;
+                    if own == Some(&key) {
+                        *out.in_place.entry(r.leaf).or_default() += 1;
+                    }
+                    *out.by_key.entry(key).or_default() += 1;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Stages the new rows (updated versions, then inserts) with the partitioning writer.
+async fn stage(
+    storage: &Storage,
+    snap: &Arc<Snapshot>,
+    strong: bool,
+    opts: &WriteOptions,
+    results: &[LeafChanges],
+    inserts: Option<&RecordBatch>,
+) -> Result<Vec<StagedPart>> {
+    let wopts = WriteOptions {
+        mode: Mode::Append,
+        write_id: None,
+        ..opts.clone()
+    };
+    let ids = IdPlan::Random(HashMap::new());
+    let mut writer = PartitionWriter::new(storage, Arc::clone(snap), &wopts, strong, ids)?;
+    let batches = results.iter().flat_map(|r| r.updates.iter()).chain(inserts);
+    for b in batches {
+        if let Err(e) = writer.write(b.clone()).await {
+            writer.abort().await;
+            return Err(e);
+        }
+    }
+    writer.close().await
+}
+
+/// The summary's per-partition lines.
+fn per_partition(
+    snap: &Snapshot,
+    results: &[LeafChanges],
+    landing: &Landing,
+    changed: &[ChangedLeaf],
+) -> Vec<MergedPartition> {
+    let by_leaf: HashMap<&str, &LeafChanges> = results
+        .iter()
+        .map(|r| (snap.leaves[r.leaf].object_id.as_str(), r))
+        .collect();
+    let current = snap.current_spec().id;
+    changed
+        .iter()
+        .filter_map(|c| {
+            let spec = snap.root_props.specs.get(&c.spec_id)?;
+            let r = by_leaf.get(c.object_id.as_str());
+            let in_place = r
+                .and_then(|r| landing.in_place.get(&r.leaf))
+                .copied()
+                .unwrap_or(0);
+            let updated = r.map_or(0, |r| r.updated);
+            let landed = if c.spec_id == current {
+                landing.by_key.get(&c.key).copied().unwrap_or(0)
+            } else {
+                0
+            };
+            let moved_in = landed.saturating_sub(in_place);
+            Some(MergedPartition {
+                partition: TouchedPartition::new(&c.object_id, &c.location, spec, &c.key),
+                inserted: c.added.saturating_sub(landed),
+                updated: in_place,
+                deleted: r.map_or(0, |r| r.deleted_rows),
+                moved_out: updated.saturating_sub(in_place),
+                moved_in,
+                created: c.created,
+                dropped: c.dropped,
+            })
+        })
+        .collect()
+}

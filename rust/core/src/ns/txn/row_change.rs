@@ -1,0 +1,282 @@
+//! The transaction of a row-level change (`merge_insert`, `update`, `apply_changes`): each
+//! changed partition's leaf gets one Lance `Update` commit, its deleted rows as deletion
+//! files and its new rows as fragments (a partition written under an older schema that gets
+//! new rows is rewritten: its kept rows under the current schema, then the new ones); a
+//! partition left without rows is dropped instead; new partitions are created. Then the
+//! manifest is committed once ([`crate::ns::txn::conflict::row_change`]), on the condition
+//! that no partition the change read has changed since: otherwise nothing is visible (strong
+//! mode) and the operation runs again on the new versions.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+use lance::dataset::transaction::{Operation, Transaction, UpdateMode};
+use lance::dataset::{Dataset, InsertBuilder, WriteMode};
+use lance::table::format::Fragment;
+
+use crate::datafusion::scalar::ScalarValue;
+use crate::error::{Error, Result};
+use crate::ns::infra::storage::Storage;
+use crate::ns::leaf_io::{
+    fresh_lance_schema, leaf_schema, op_fragments, read_adapted, write_params, Schemas,
+};
+use crate::ns::manifest::{LeafVersion, Snapshot};
+use crate::ns::txn::conflict::row_change::RowChangeUpdate;
+use crate::ns::txn::leaf::{commit_leaf, commit_leaf_transaction, Pending};
+use crate::ns::txn::manifest_commit::commit_manifest;
+use crate::ns::txn::retry::Committed;
+use crate::ns::write::{StagedPart, Target};
+
+/// Rows to delete in one partition.
+pub(crate) struct Deletions {
+    /// Index into the base snapshot's leaves.
+    pub(crate) leaf: usize,
+    /// The leaf at the version the change read.
+    pub(crate) dataset: Arc<Dataset>,
+    /// Row addresses (fragment id << 32 | offset).
+    pub(crate) rows: Vec<u64>,
+}
+
+/// A row-level change, decided on `base`.
+pub(crate) struct RowChange {
+    /// The snapshot the change was decided on.
+    pub(crate) base: Arc<Snapshot>,
+    /// Leaves read (indexes into `base.leaves`): a concurrent change to one is a conflict.
+    pub(crate) read: Vec<usize>,
+    /// Rows to delete, per partition.
+    pub(crate) deletions: Vec<Deletions>,
+    /// New rows staged by the partitioning writer, per partition of the current spec.
+    pub(crate) parts: Vec<StagedPart>,
+    /// The operation `history()` shows (`merge`, `update`).
+    pub(crate) operation: &'static str,
+}
+
+/// What the change did to one partition.
+#[derive(Debug, Clone)]
+pub(crate) struct ChangedLeaf {
+    /// The leaf's object id (a created one's once the manifest commit named it).
+    pub(crate) object_id: String,
+    pub(crate) location: String,
+    pub(crate) spec_id: i32,
+    pub(crate) key: Vec<ScalarValue>,
+    /// Rows added (new fragments).
+    pub(crate) added: u64,
+    pub(crate) created: bool,
+    pub(crate) dropped: bool,
+}
+
+/// One existing partition's change, committed to its leaf (not yet to the manifest).
+pub(crate) struct LeafCommit {
+    pub(crate) object_id: String,
+    pub(crate) location: String,
+    pub(crate) spec_id: i32,
+    pub(crate) key: Vec<ScalarValue>,
+    /// The version read; `None` in weak mode.
+    pub(crate) base: Option<u64>,
+    /// The new version; `None` when the partition is dropped.
+    pub(crate) committed: Option<LeafVersion>,
+    pub(crate) added: u64,
+    pub(crate) deleted: u64,
+    pub(crate) fragments: Vec<Fragment>,
+}
+
+/// Commits `change`; see the module docs. Returns the manifest commit and what changed.
+///
+/// # Errors
+/// `CommitConflict` when a partition the change read changed concurrently (nothing visible
+/// in strong mode); `Lance` for I/O errors.
+pub(crate) async fn commit_row_change(
+    storage: &Storage,
+    change: RowChange,
+    strong: bool,
+    concurrency: usize,
+    max_attempts: u32,
+    started_ms: i64,
+) -> Result<(Committed, Vec<ChangedLeaf>)> {
+    let base = Arc::clone(&change.base);
+    let ns = base.schema();
+    let schemas = Schemas {
+        leaf: leaf_schema(&ns),
+        ns,
+    };
+    let fresh = fresh_lance_schema(&schemas.leaf)?;
+    let keys = base.keys()?;
+    let position: HashMap<&str, usize> = base
+        .leaves
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.object_id.as_str(), i))
+        .collect();
+    let mut existing: BTreeMap<usize, (Option<Deletions>, Option<StagedPart>)> = BTreeMap::new();
+    let mut created_parts = Vec::new();
+    for d in change.deletions {
+        let i = d.leaf;
+        existing.entry(i).or_default().0 = Some(d);
+    }
+    for p in change.parts {
+        match &p.target {
+            Target::Existing { object_id, .. } => {
+                let i = *position.get(object_id.as_str()).ok_or_else(|| {
+                    Error::Internal(format!("staged part for unknown leaf {object_id}"))
+                })?;
+                existing.entry(i).or_default().1 = Some(p);
+            }
+            Target::New { .. } => created_parts.push(p),
+        }
+    }
+    let (storage_ref, schemas_ref, fresh_ref, base_ref) = (storage, &schemas, &fresh, &base);
+    let leaf_commits: Vec<LeafCommit> = stream::iter(existing.into_iter().map(|(i, (d, p))| {
+        let key = keys.leaf_values[i].clone();
+        async move {
+            commit_existing(
+                storage_ref,
+                base_ref,
+                (i, key),
+                (d, p),
+                strong,
+                schemas_ref,
+                fresh_ref,
+            )
+            .await
+        }
+    }))
+    .buffer_unordered(concurrency.max(1))
+    .try_collect()
+    .await?;
+    let created: Vec<Pending> = stream::iter(
+        created_parts
+            .into_iter()
+            .map(|p| commit_leaf(storage_ref, p, false, strong, fresh_ref)),
+    )
+    .buffer_unordered(concurrency.max(1))
+    .try_collect()
+    .await?;
+    let spec = base.current_spec();
+    let mut update = RowChangeUpdate {
+        s0: &base,
+        read: change
+            .read
+            .iter()
+            .map(|&i| {
+                (
+                    base.leaves[i].object_id.clone(),
+                    base.leaves[i].read_version,
+                )
+            })
+            .collect(),
+        leaves: leaf_commits,
+        created,
+        spec_id: spec.id,
+        field_ids: spec.fields.iter().map(|f| f.field_id.clone()).collect(),
+        strong,
+        started_ms,
+        operation: change.operation,
+    };
+    let committed = commit_manifest(storage, max_attempts, &mut update).await?;
+    Ok((committed, update.changed()))
+}
+
+/// Commits one existing partition's deletions and new rows to its leaf.
+async fn commit_existing(
+    storage: &Storage,
+    base: &Snapshot,
+    (i, key): (usize, Vec<ScalarValue>),
+    (deletions, part): (Option<Deletions>, Option<StagedPart>),
+    strong: bool,
+    schemas: &Schemas,
+    fresh: &lance::datatypes::Schema,
+) -> Result<LeafCommit> {
+    let leaf = &base.leaves[i];
+    let ds = match (&deletions, part.as_ref().and_then(|p| p.dataset.clone())) {
+        (Some(d), _) => Arc::clone(&d.dataset),
+        (None, Some(ds)) => ds,
+        (None, None) => storage.open(&leaf.location, leaf.read_version).await?,
+    };
+    let read_version = ds.version().version;
+    let rows = deletions.map(|d| d.rows).unwrap_or_default();
+    let (new_fragments, rewrite) = match part {
+        Some(p) => (p.fragments, p.rewrite),
+        None => (Vec::new(), false),
+    };
+    let added: u64 = new_fragments
+        .iter()
+        .map(|f| f.physical_rows.unwrap_or(0) as u64)
+        .sum();
+    let mut out = LeafCommit {
+        object_id: leaf.object_id.clone(),
+        location: leaf.location.clone(),
+        spec_id: leaf.spec_id,
+        key,
+        base: strong.then_some(read_version),
+        committed: None,
+        added,
+        deleted: rows.len() as u64,
+        fragments: new_fragments.clone(),
+    };
+    if added == 0 && ds.count_rows(None).await? as u64 <= rows.len() as u64 {
+        return Ok(out); // every row goes: the partition is dropped
+    }
+    let op = if rewrite && added > 0 {
+        let except = rows.iter().copied().collect();
+        let kept = read_adapted(&ds, schemas, &except).await?;
+        let mut fragments = if kept.is_empty() {
+            Vec::new()
+        } else {
+            let txn = InsertBuilder::new(Arc::clone(&ds))
+                .with_params(&write_params(storage, WriteMode::Overwrite)?)
+                .execute_uncommitted(kept)
+                .await?;
+            op_fragments(txn.operation)?.0
+        };
+        fragments.extend(new_fragments);
+        Operation::Overwrite {
+            fragments,
+            schema: fresh.clone(),
+            config_upsert_values: None,
+            initial_bases: None,
+        }
+    } else {
+        let (updated_fragments, removed_fragment_ids) = apply_deletions(&ds, &rows).await?;
+        Operation::Update {
+            removed_fragment_ids,
+            updated_fragments,
+            new_fragments,
+            fields_modified: Vec::new(),
+            compacted_sstables: Vec::new(),
+            fields_for_preserving_frag_bitmap: Vec::new(),
+            update_mode: Some(UpdateMode::RewriteRows),
+            inserted_rows_filter: None,
+            updated_fragment_offsets: None,
+        }
+    };
+    let txn = Transaction::new(read_version, op, None);
+    out.committed = Some(commit_leaf_transaction(ds, txn, strong, |b| b).await?);
+    Ok(out)
+}
+
+/// Writes the deletion files of `rows` (row addresses): the fragments with new deletion
+/// files, and the ids of fragments left without rows.
+async fn apply_deletions(ds: &Dataset, rows: &[u64]) -> Result<(Vec<Fragment>, Vec<u64>)> {
+    let mut by_fragment: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for &a in rows {
+        by_fragment
+            .entry((a >> 32) as u32)
+            .or_default()
+            .push((a & 0xFFFF_FFFF) as u32);
+    }
+    let mut updated = Vec::new();
+    let mut removed = Vec::new();
+    for (id, offsets) in by_fragment {
+        let fragment = ds.get_fragment(id as usize).ok_or_else(|| {
+            Error::Internal(format!(
+                "row address names fragment {id}, which is not in the leaf"
+            ))
+        })?;
+        match fragment.extend_deletions(offsets).await? {
+            Some(f) => updated.push(f.metadata().clone()),
+            None => removed.push(u64::from(id)),
+        }
+    }
+    Ok((updated, removed))
+}
