@@ -24,6 +24,7 @@ from lance_partitioned.exceptions import (
     ArrowError,
     CommitConflictError,
     CorruptNamespaceError,
+    DuplicateKeyError,
     ExpressionError,
     IncompatibleJoinError,
     InternalError,
@@ -40,6 +41,7 @@ from lance_partitioned.exceptions import (
     UnsupportedTypeError,
 )
 from lance_partitioned.joins import JoinGroup, JoinPlan, join, join_plan
+from lance_partitioned.merge import MergedPartition, MergeInsertBuilder, MergeResult
 from lance_partitioned.namespace import (
     CleanupResult,
     DeleteResult,
@@ -75,6 +77,7 @@ __all__ = [
     "Day",
     "DeleteResult",
     "DistributedWrite",
+    "DuplicateKeyError",
     "ExpireResult",
     "ExportResult",
     "ExpressionError",
@@ -87,6 +90,9 @@ __all__ = [
     "JoinPlan",
     "LanceError",
     "LancePartitionedError",
+    "MergeInsertBuilder",
+    "MergeResult",
+    "MergedPartition",
     "Month",
     "MultiBucket",
     "NamespaceExistsError",

@@ -27,6 +27,8 @@ arrive with their own type; this module re-exports them.
 - :class:`LanceError`: the Lance storage layer failed (I/O, format).
 - :class:`IncompatibleJoinError`: two namespaces' partitions do not align on the join keys
   (``join(..., allow_shuffle=True)`` joins them without alignment).
+- :class:`DuplicateKeyError`: a merge's source has two rows with one key (the message names
+  it).
 
 Warnings (not errors):
 
@@ -39,6 +41,7 @@ from lance_partitioned._native import (
     ArrowError,
     CommitConflictError,
     CorruptNamespaceError,
+    DuplicateKeyError,
     ExpressionError,
     IncompatibleJoinError,
     InternalError,
@@ -70,6 +73,7 @@ __all__ = [
     "ArrowError",
     "CommitConflictError",
     "CorruptNamespaceError",
+    "DuplicateKeyError",
     "ExpressionError",
     "IncompatibleJoinError",
     "InternalError",

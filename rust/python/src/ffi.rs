@@ -285,6 +285,14 @@ impl BatchInput {
         r
     }
 
+    /// The declared schema of a C stream (an iterator of batches declares none).
+    pub fn schema(&self) -> Option<SchemaRef> {
+        match &self.source {
+            Source::Stream(s) => Some(Arc::clone(&s.schema)),
+            Source::Python(_) => None,
+        }
+    }
+
     /// Where a Python exception raised while reading is kept.
     pub fn error_slot(&self) -> ErrorSlot {
         Arc::clone(&self.error)

@@ -13,6 +13,7 @@ mod ffi;
 mod join;
 mod kernels;
 mod lineage;
+mod merge;
 mod namespace;
 mod results;
 mod runtime;
@@ -106,6 +107,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::OptimizeResult>()?;
     m.add_class::<results::ExpireResult>()?;
     m.add_class::<results::TouchedPartition>()?;
+    m.add_class::<merge::MergeResult>()?;
+    m.add_class::<merge::MergedPartitionResult>()?;
     m.add_class::<namespace::Namespace>()?;
     m.add_class::<snapshot::ManifestSnapshot>()?;
     m.add_class::<snapshot::Scan>()?;

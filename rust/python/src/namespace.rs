@@ -18,6 +18,7 @@ use pyo3::types::PyType;
 use crate::args::{ArrowSchema, WriteMode};
 use crate::errors::{invalid_arg, run, to_py};
 use crate::ffi::BatchInput;
+use crate::merge::{self, MatchedArg, MergeResult};
 use crate::results::{CleanupResult, DeleteResult, ExpireResult, OptimizeResult, WriteResult};
 use crate::runtime::block_on;
 use crate::snapshot::ManifestSnapshot;
@@ -145,6 +146,58 @@ impl Namespace {
         let slot = data.error_slot();
         let s = BatchInput::finish(&slot, run(py, || block_on(self.inner.write(data, &opts))))?;
         Ok(WriteResult::from(&s))
+    }
+
+    /// Merges `data` by the key columns `on` as the clauses say (`merge_insert`); returns
+    /// what it did.
+    #[pyo3(signature = (data, on, matched, not_matched, by_source, *, keep_last_by, strong, concurrency, max_attempts, max_buffer_bytes))]
+    #[allow(clippy::too_many_arguments)]
+    fn merge_insert(
+        &self,
+        py: Python<'_>,
+        data: BatchInput,
+        on: Vec<String>,
+        matched: Vec<MatchedArg>,
+        not_matched: Vec<Option<String>>,
+        by_source: Vec<Option<String>>,
+        keep_last_by: Option<String>,
+        strong: Option<bool>,
+        concurrency: usize,
+        max_attempts: u32,
+        max_buffer_bytes: usize,
+    ) -> PyResult<MergeResult> {
+        let mut clauses = merge::clauses(on, matched, not_matched, by_source)?;
+        clauses.keep_last_by = keep_last_by;
+        let opts = merge::options(strong, concurrency, max_attempts, max_buffer_bytes);
+        let slot = data.error_slot();
+        let s = BatchInput::finish(
+            &slot,
+            run(py, || {
+                let source = merge::source(data)?;
+                block_on(self.inner.merge_insert(&source, &clauses, &opts))
+            }),
+        )?;
+        Ok(MergeResult::from(&s))
+    }
+
+    /// Sets `set`'s columns (SQL values over the row's columns) on the rows matching `filter`.
+    #[pyo3(signature = (set, filter, *, strong, concurrency, max_attempts, max_buffer_bytes))]
+    #[allow(clippy::too_many_arguments)]
+    fn update(
+        &self,
+        py: Python<'_>,
+        set: Vec<(String, String)>,
+        filter: Option<String>,
+        strong: Option<bool>,
+        concurrency: usize,
+        max_attempts: u32,
+        max_buffer_bytes: usize,
+    ) -> PyResult<MergeResult> {
+        let opts = merge::options(strong, concurrency, max_attempts, max_buffer_bytes);
+        let s = run(py, || {
+            block_on(self.inner.update(&set, filter.as_deref(), &opts))
+        })?;
+        Ok(MergeResult::from(&s))
     }
 
     /// Changes the schema from `base` (the schema the caller read) to `schema` (fields

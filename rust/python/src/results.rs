@@ -41,14 +41,17 @@ impl TouchedPartition {
 }
 
 fn touched_list(t: &[touched::TouchedPartition]) -> Vec<TouchedPartition> {
-    t.iter()
-        .map(|p| TouchedPartition {
-            object_id: p.object_id.clone(),
-            location: p.location.clone(),
-            spec_id: p.spec_id,
-            values: p.values.clone(),
-        })
-        .collect()
+    t.iter().map(touched_one).collect()
+}
+
+/// The Python form of one touched partition.
+pub(crate) fn touched_one(p: &touched::TouchedPartition) -> TouchedPartition {
+    TouchedPartition {
+        object_id: p.object_id.clone(),
+        location: p.location.clone(),
+        spec_id: p.spec_id,
+        values: p.values.clone(),
+    }
 }
 
 /// What a write did.

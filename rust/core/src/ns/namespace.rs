@@ -194,6 +194,20 @@ impl Namespace {
         merge::merge(&self.storage, source, clauses, opts).await
     }
 
+    /// Sets `set`'s columns (SQL over each row's columns) on the rows matching `filter`
+    /// (every row without one); one atomic commit.
+    ///
+    /// # Errors
+    /// As [`merge::update::update`].
+    pub async fn update(
+        &self,
+        set: &[(String, String)],
+        filter: Option<&str>,
+        opts: &WriteOptions,
+    ) -> Result<MergeSummary> {
+        merge::update::update(&self.storage, set, filter, opts).await
+    }
+
     /// Adds a spec version and makes it current; returns its id.
     ///
     /// # Errors

@@ -67,6 +67,9 @@ pub struct MergeClauses {
     pub not_matched: Vec<WhenNotMatched>,
     /// Clauses for target rows matching nothing.
     pub not_matched_by_source: Vec<WhenNotMatchedBySource>,
+    /// Of the source rows sharing a key, keep only the one with the greatest value of this
+    /// column (a change feed's sequence: `apply_changes`); without it they are an error.
+    pub keep_last_by: Option<String>,
 }
 
 impl MergeClauses {

@@ -42,6 +42,19 @@ pub(crate) struct LeafChanges {
 }
 
 impl LeafChanges {
+    /// Nothing decided yet for leaf `leaf`, read as `dataset`.
+    pub(crate) fn new(leaf: usize, dataset: Arc<Dataset>) -> Self {
+        Self {
+            leaf,
+            dataset,
+            deleted: Vec::new(),
+            updates: Vec::new(),
+            matched: Vec::new(),
+            updated: 0,
+            deleted_rows: 0,
+        }
+    }
+
     /// Whether the partition changes.
     pub(crate) fn changes(&self) -> bool {
         !self.deleted.is_empty()
@@ -87,15 +100,7 @@ pub(crate) async fn match_leaf(
             wanted.push(f.name().clone());
         }
     }
-    let mut out = LeafChanges {
-        leaf: index,
-        dataset: Arc::clone(&ds),
-        deleted: Vec::new(),
-        updates: Vec::new(),
-        matched: Vec::new(),
-        updated: 0,
-        deleted_rows: 0,
-    };
+    let mut out = LeafChanges::new(index, Arc::clone(&ds));
     let mut scanner = ds.scan();
     scanner.project(&wanted)?;
     scanner.with_row_address();
@@ -184,7 +189,7 @@ fn decide_matched(
                 out.updated += rows.len() as u64;
                 let s = take_record_batch(&src, &pick)?;
                 let t = take_record_batch(&tgt, &pick)?;
-                out.updates.push(new_version(inputs, &t, |name| {
+                out.updates.push(new_version(inputs.ns, &t, |name| {
                     inputs
                         .source
                         .ns_columns
@@ -200,7 +205,7 @@ fn decide_matched(
                 let t = take_record_batch(&tgt, &pick)?;
                 let values: HashMap<&str, &Arc<dyn PhysicalExpr>> =
                     set.iter().map(|(c, e)| (c.as_str(), e)).collect();
-                out.updates.push(new_version(inputs, &t, |name| {
+                out.updates.push(new_version(inputs.ns, &t, |name| {
                     values.get(name).map(|e| {
                         e.evaluate(&j)
                             .and_then(|v| v.into_array(j.num_rows()))
@@ -213,16 +218,16 @@ fn decide_matched(
     Ok(())
 }
 
-/// The new version of target rows `t` (every namespace column read): a column `value` gives
-/// is replaced, the others kept.
-fn new_version(
-    inputs: &Inputs<'_>,
+/// The new version of target rows `t` (every namespace column of `ns` read): a column
+/// `value` gives is replaced, the others kept.
+pub(crate) fn new_version(
+    ns: &Schema,
     t: &RecordBatch,
     value: impl Fn(&str) -> Option<Result<ArrayRef>>,
 ) -> Result<RecordBatch> {
-    let mut fields = Vec::with_capacity(inputs.ns.fields().len());
-    let mut cols = Vec::with_capacity(inputs.ns.fields().len());
-    for f in inputs.ns.fields() {
+    let mut fields = Vec::with_capacity(ns.fields().len());
+    let mut cols = Vec::with_capacity(ns.fields().len());
+    for f in ns.fields() {
         let col = match value(f.name()) {
             Some(v) => v?,
             None => t.column_by_name(f.name()).cloned().ok_or_else(|| {

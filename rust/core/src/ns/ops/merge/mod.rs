@@ -14,12 +14,16 @@
 //!    committed per leaf, then the manifest once ([`crate::ns::txn::row_change`]). When a
 //!    partition the merge read changed meanwhile, the merge runs again from step 2 on the
 //!    new versions (strong mode), up to `max_attempts` times.
+//!
+//! [`update`] (`update(set, where)`) decides its rows by a filter instead of a source and
+//! commits the same way.
 
 pub(crate) mod candidates;
 pub mod clauses;
 pub(crate) mod matcher;
 pub(crate) mod source;
 pub(crate) mod sql;
+pub(crate) mod update;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -104,13 +108,15 @@ async fn merge_once(
     let ns = snap.schema();
     let keys = key_paths(&clauses.on, &ns)?;
     let encoder = KeyEncoder::new(keys.clone())?;
-    let extra = sql::extra_source_columns(clauses, &source.schema, &ns)?;
+    let mut extra = sql::extra_source_columns(clauses, &source.schema, &ns)?;
+    extra.extend(clauses.keep_last_by.iter().cloned());
     let src = Source::new(
         Arc::clone(&source.schema),
         source.batches.clone(),
         &ns,
         &encoder,
         &extra,
+        clauses.keep_last_by.as_deref(),
     )?;
     let plan = sql::plan(clauses, &keys, src.batch.schema().as_ref(), &ns)?;
     let matching = !clauses.matched.is_empty() || !clauses.not_matched.is_empty();
@@ -132,9 +138,7 @@ async fn merge_once(
     .try_collect()
     .await?;
     let inserts = inserted_rows(&plan, &src, &results)?;
-    let landing = Landing::of(&snap, &results)?;
-    let parts = stage(storage, &snap, strong, opts, &results, inserts.as_ref()).await?;
-    let mut summary = MergeSummary {
+    let summary = MergeSummary {
         inserted: inserts.as_ref().map_or(0, |b| b.num_rows() as u64),
         updated: results.iter().map(|r| r.updated).sum(),
         deleted: results.iter().map(|r| r.deleted_rows).sum(),
@@ -144,7 +148,52 @@ async fn merge_once(
         manifest_version: snap.version,
         ..Default::default()
     };
-    summary.moved = summary.updated - landing.in_place.values().sum::<u64>();
+    let change = Decided {
+        results,
+        inserts,
+        read: chosen.leaves,
+        operation: "merge",
+    };
+    commit_changes(storage, &snap, strong, opts, change, summary, started_ms).await
+}
+
+/// What a row-level change decided on its snapshot.
+pub(crate) struct Decided {
+    /// Per partition read: its deletions and the new versions of its updated rows.
+    pub(crate) results: Vec<LeafChanges>,
+    /// Rows to insert (namespace columns).
+    pub(crate) inserts: Option<RecordBatch>,
+    /// The partitions read (indexes into the snapshot's leaves).
+    pub(crate) read: Vec<usize>,
+    /// `merge` or `update`, as `history()` shows it.
+    pub(crate) operation: &'static str,
+}
+
+/// Stages the new rows and commits a decided change (nothing when it changes nothing);
+/// completes `summary` with the commit and the per-partition lines.
+///
+/// # Errors
+/// As [`commit_row_change`] and the partitioning writer.
+pub(crate) async fn commit_changes(
+    storage: &Storage,
+    snap: &Arc<Snapshot>,
+    strong: bool,
+    opts: &WriteOptions,
+    change: Decided,
+    mut summary: MergeSummary,
+    started_ms: i64,
+) -> Result<MergeSummary> {
+    let Decided {
+        results,
+        inserts,
+        read,
+        operation,
+    } = change;
+    let landing = Landing::of(snap, &results)?;
+    let parts = stage(storage, snap, strong, opts, &results, inserts.as_ref()).await?;
+    summary.moved = summary
+        .updated
+        .saturating_sub(landing.in_place.values().sum::<u64>());
     let deletions: Vec<Deletions> = results
         .iter()
         .filter(|r| r.changes())
@@ -158,11 +207,11 @@ async fn merge_once(
         return Ok(summary);
     }
     let change = RowChange {
-        base: Arc::clone(&snap),
-        read: chosen.leaves,
+        base: Arc::clone(snap),
+        read,
         deletions,
         parts,
-        operation: "merge",
+        operation,
     };
     let (committed, changed) = commit_row_change(
         storage,
@@ -174,7 +223,7 @@ async fn merge_once(
     )
     .await?;
     summary.manifest_version = committed.version;
-    summary.partitions = per_partition(&snap, &results, &landing, &changed);
+    summary.partitions = per_partition(snap, &results, &landing, &changed);
     Ok(summary)
 }
 

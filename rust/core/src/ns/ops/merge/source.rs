@@ -5,9 +5,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::arrow::array::{make_array, Array, ArrayRef, AsArray, RecordBatch};
+use crate::arrow::array::{
+    make_array, make_comparator, Array, ArrayRef, AsArray, RecordBatch, UInt32Array,
+};
 use crate::arrow::buffer::NullBuffer;
-use crate::arrow::compute::concat_batches;
+use crate::arrow::compute::{concat_batches, take_record_batch, SortOptions};
 use crate::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use crate::arrow::row::{RowConverter, Rows, SortField};
 use crate::conform::to_namespace_type;
@@ -195,17 +197,20 @@ pub(crate) struct Source {
 
 impl Source {
     /// Conforms and indexes the source. Columns outside the namespace schema are refused
-    /// unless `extra` names them (columns a condition or an update reads).
+    /// unless `extra` names them (columns a condition or an update reads). With
+    /// `keep_last_by`, of the rows sharing a key only the one with the greatest value of that
+    /// column stays (the later row on a tie; NULL is the least).
     ///
     /// # Errors
     /// `SchemaMismatch` for an unknown, repeated or unconvertible column or a missing key;
-    /// `DuplicateKey` for two rows with one key.
+    /// `DuplicateKey` for two rows with one key (without `keep_last_by`).
     pub(crate) fn new(
         schema: SchemaRef,
         batches: Vec<RecordBatch>,
         ns: &Schema,
         encoder: &KeyEncoder,
         extra: &HashSet<String>,
+        keep_last_by: Option<&str>,
     ) -> Result<Self> {
         let raw = concat_batches(&schema, &batches)?;
         drop(batches);
@@ -252,6 +257,10 @@ impl Source {
             cols,
             &crate::arrow::array::RecordBatchOptions::new().with_row_count(Some(raw.num_rows())),
         )?;
+        let batch = match keep_last_by {
+            Some(seq) => last_per_key(batch, encoder, seq)?,
+            None => batch,
+        };
         let keys = encoder.encode(&batch)?;
         let mut index: HashMap<Box<[u8]>, u32> = HashMap::with_capacity(batch.num_rows());
         for i in 0..batch.num_rows() {
@@ -275,6 +284,31 @@ impl Source {
     pub(crate) fn rows(&self) -> usize {
         self.batch.num_rows()
     }
+}
+
+/// The rows of `batch` that are the last change of their key by the column `seq` (rows with
+/// a NULL key all stay: they match nothing).
+fn last_per_key(batch: RecordBatch, encoder: &KeyEncoder, seq: &str) -> Result<RecordBatch> {
+    let col = batch.column_by_name(seq).ok_or_else(|| {
+        Error::SchemaMismatch(format!("the source has no sequence column {seq:?}"))
+    })?;
+    let cmp = make_comparator(col.as_ref(), col.as_ref(), SortOptions::default())?;
+    let keys = encoder.encode(&batch)?;
+    let mut last: HashMap<&[u8], usize> = HashMap::with_capacity(batch.num_rows());
+    let mut keep: Vec<u32> = Vec::new();
+    for i in 0..batch.num_rows() {
+        if !keys.valid[i] {
+            keep.push(i as u32);
+            continue;
+        }
+        let slot = last.entry(keys.rows.row(i).data()).or_insert(i);
+        if cmp(i, *slot) != std::cmp::Ordering::Less {
+            *slot = i;
+        }
+    }
+    keep.extend(last.into_values().map(|i| i as u32));
+    keep.sort_unstable();
+    Ok(take_record_batch(&batch, &UInt32Array::from(keep))?)
 }
 
 /// The error for source rows `a` and `b` sharing a key.

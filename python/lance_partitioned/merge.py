@@ -1,0 +1,250 @@
+"""Row-level changes by key: ``PartitionedNamespace.merge_insert(on=...)`` returns a
+:class:`MergeInsertBuilder`, whose clauses follow Lance's ``merge_insert`` builder::
+
+    (ns.merge_insert(on=["order_id"])
+       .when_matched_update_all(condition="source.updated_at > target.updated_at")
+       .when_not_matched_insert_all()
+       .when_not_matched_by_source_delete("order_date >= DATE '2025-01-01'")
+       .execute(source))
+
+Conditions are SQL over ``source.<column>`` and ``target.<column>``; a not-matched-by-source
+condition reads the target's columns (plain names work). Within each kind of clause the first
+whose condition holds decides. The merge reads only the partitions that can hold the source's
+keys when the key determines the partition, and commits atomically across partitions; the
+matching, deciding and writing run in Rust.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lance_partitioned import _native
+from lance_partitioned._input import arrow_stream
+from lance_partitioned.exceptions import ArgumentTypeError, InvalidArgumentError
+from lance_partitioned.lineage.run import Job, operation
+from lance_partitioned.options import (
+    WRITE_BUFFER_BYTES,
+    TransactionMode,
+    check_sizes,
+    write_args,
+    write_concurrency,
+)
+
+if TYPE_CHECKING:
+    from lance_partitioned.namespace import PartitionedNamespace
+
+__all__ = ["MergeInsertBuilder", "MergeResult", "MergedPartition"]
+
+MergeResult = _native.MergeResult
+MergedPartition = _native.MergedPartitionResult
+
+#: Runs of a merge when concurrent commits keep changing the partitions it reads.
+DEFAULT_MAX_ATTEMPTS = 10
+
+
+def _condition(value: str | None, what: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ArgumentTypeError(f"{what} must be a non-empty SQL string or None, got {value!r}")
+    return value
+
+
+def set_pairs(values: Mapping[str, str]) -> list[tuple[str, str]]:
+    """An update's ``set`` mapping as (column, SQL value) pairs."""
+    if not isinstance(values, Mapping) or not values:
+        raise ArgumentTypeError(
+            f"set takes a non-empty mapping of column to SQL value, got {values!r}"
+        )
+    pairs = []
+    for col, sql in values.items():
+        if not isinstance(col, str) or not isinstance(sql, str) or not sql.strip():
+            raise ArgumentTypeError(f"set maps column names to SQL strings, got {col!r}: {sql!r}")
+        pairs.append((col, sql))
+    return pairs
+
+
+def key_columns(on: str | Sequence[str]) -> list[str]:
+    """The key columns as a list (one name or several)."""
+    keys = [on] if isinstance(on, str) else list(on)
+    if not keys or not all(isinstance(k, str) and k for k in keys):
+        raise InvalidArgumentError(f"on= takes a column name or a list of column names, got {on!r}")
+    return keys
+
+
+def change_args(
+    root: str,
+    transaction_mode: TransactionMode | None,
+    concurrency: int | None,
+    max_attempts: int,
+    max_buffer_bytes: int,
+) -> tuple[bool | None, int]:
+    """Validates a row-level change's options; returns the strong flag and the concurrency."""
+    strong = write_args("append", transaction_mode)
+    concurrency = write_concurrency(root, concurrency)
+    check_sizes(
+        concurrency=concurrency, max_buffer_bytes=max_buffer_bytes, max_attempts=max_attempts
+    )
+    return strong, concurrency
+
+
+def update(
+    ns: PartitionedNamespace,
+    set: Mapping[str, str],
+    where: str | None,
+    *,
+    transaction_mode: TransactionMode | None,
+    concurrency: int | None,
+    max_attempts: int,
+    lineage_job: Job,
+) -> MergeResult:
+    """``PartitionedNamespace.update``."""
+    if not isinstance(set, Mapping) or not set:
+        raise ArgumentTypeError(
+            f"set takes a non-empty mapping of column to SQL value, got {set!r}"
+        )
+    pairs = []
+    for col, sql in set.items():
+        if not isinstance(col, str) or not isinstance(sql, str) or not sql.strip():
+            raise ArgumentTypeError(f"set maps column names to SQL strings, got {col!r}: {sql!r}")
+        pairs.append((col, sql))
+    where = _condition(where, "where")
+    strong, concurrency = change_args(
+        ns.root, transaction_mode, concurrency, max_attempts, WRITE_BUFFER_BYTES
+    )
+    with operation("update", lineage_job, outputs=ns._lineage_outputs):
+        result = ns._ns.update(
+            pairs,
+            where,
+            strong=strong,
+            concurrency=concurrency,
+            max_attempts=max_attempts,
+            max_buffer_bytes=WRITE_BUFFER_BYTES,
+        )
+        ns.refresh()
+    return result
+
+
+def _sql_literal(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"delete_values holds strings or ints, got {value!r}")
+    return str(value)
+
+
+def apply_changes(
+    ns: PartitionedNamespace,
+    changes: Any,
+    keys: str | Sequence[str],
+    sequence_by: str,
+    operation: str,
+    delete_values: Sequence[Any],
+    **execute: Any,
+) -> MergeResult:
+    """``PartitionedNamespace.apply_changes``."""
+    for name, value in (("sequence_by", sequence_by), ("operation", operation)):
+        if not isinstance(value, str) or not value:
+            raise ArgumentTypeError(f"{name} must be a column name, got {value!r}")
+    if isinstance(delete_values, (str, bytes)) or not delete_values:
+        raise ArgumentTypeError(
+            f"delete_values takes a non-empty list of values, got {delete_values!r}"
+        )
+    op = '"' + operation.replace('"', '""') + '"'
+    deletes = ", ".join(_sql_literal(v) for v in delete_values)
+    is_delete = f"source.{op} IN ({deletes})"
+    upsert = f"source.{op} IS NOT NULL AND source.{op} NOT IN ({deletes})"
+    builder = (
+        MergeInsertBuilder(ns, keys)
+        .when_matched_delete(is_delete)
+        .when_matched_update_all(upsert)
+        .when_not_matched_insert_all(upsert)
+    )
+    return builder.execute(changes, _keep_last_by=sequence_by, **execute)
+
+
+class MergeInsertBuilder:
+    """The clauses of one merge; each ``when_*`` method returns the builder."""
+
+    def __init__(self, ns: PartitionedNamespace, on: str | Sequence[str]) -> None:
+        self._ns = ns
+        self._on = key_columns(on)
+        self._matched: list[tuple[str, str | None, list[tuple[str, str]] | None]] = []
+        self._not_matched: list[str | None] = []
+        self._by_source: list[str | None] = []
+
+    def when_matched_update_all(self, condition: str | None = None) -> MergeInsertBuilder:
+        """Matched target rows take the source row's columns (those the source has)."""
+        self._matched.append(("update_all", _condition(condition, "condition"), None))
+        return self
+
+    def when_matched_update(
+        self, set: Mapping[str, str], condition: str | None = None
+    ) -> MergeInsertBuilder:
+        """Matched target rows get ``set``'s columns as SQL values over ``source.`` and
+        ``target.`` columns; the others keep theirs."""
+        self._matched.append(("update", _condition(condition, "condition"), set_pairs(set)))
+        return self
+
+    def when_matched_delete(self, condition: str | None = None) -> MergeInsertBuilder:
+        """Matched target rows are deleted."""
+        self._matched.append(("delete", _condition(condition, "condition"), None))
+        return self
+
+    def when_not_matched_insert_all(self, condition: str | None = None) -> MergeInsertBuilder:
+        """Source rows that match no target row are inserted (when ``condition`` over
+        ``source.`` columns holds)."""
+        self._not_matched.append(_condition(condition, "condition"))
+        return self
+
+    def when_not_matched_by_source_delete(self, condition: str | None = None) -> MergeInsertBuilder:
+        """Target rows no source row matches are deleted (when ``condition`` over the target's
+        columns holds; it also prunes the partitions read)."""
+        self._by_source.append(_condition(condition, "condition"))
+        return self
+
+    def execute(
+        self,
+        source: Any,
+        *,
+        transaction_mode: TransactionMode | None = None,
+        concurrency: int | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_buffer_bytes: int = WRITE_BUFFER_BYTES,
+        lineage_job: Job = None,
+        _keep_last_by: str | None = None,
+    ) -> MergeResult:
+        """Runs the merge with ``source`` (any Arrow data or stream, or an iterable of
+        RecordBatches; held in memory while the merge runs) and returns what it did.
+
+        In strong mode (the default) nothing is visible until one atomic manifest commit;
+        when a concurrent commit changes a partition the merge read, the merge runs again on
+        the new versions (up to ``max_attempts`` runs, then ``CommitConflictError``). Two
+        source rows with one key raise ``DuplicateKeyError``.
+        """
+        ns = self._ns
+        strong, concurrency = change_args(
+            ns.root, transaction_mode, concurrency, max_attempts, max_buffer_bytes
+        )
+        with operation("merge", lineage_job, outputs=ns._lineage_outputs):
+            result = ns._ns.merge_insert(
+                arrow_stream(source),
+                self._on,
+                self._matched,
+                self._not_matched,
+                self._by_source,
+                keep_last_by=_keep_last_by,
+                strong=strong,
+                concurrency=concurrency,
+                max_attempts=max_attempts,
+                max_buffer_bytes=max_buffer_bytes,
+            )
+            ns.refresh()
+        return result
+
+    def __repr__(self) -> str:
+        return (
+            f"MergeInsertBuilder(on={self._on!r}, matched={len(self._matched)}, "
+            f"not_matched={len(self._not_matched)}, by_source={len(self._by_source)})"
+        )

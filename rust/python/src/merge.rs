@@ -1,0 +1,202 @@
+//! The `merge_insert` binding: the clauses as the Python builder hands them over, and the
+//! result classes.
+
+use lance_partitioned_core::arrow::datatypes::Schema;
+use lance_partitioned_core::ns::ops::{
+    MergeClauses, MergeSource, MergeSummary, MergedPartition, WhenMatched, WhenNotMatched,
+    WhenNotMatchedBySource,
+};
+use lance_partitioned_core::ns::write::WriteOptions;
+use pyo3::prelude::*;
+use std::sync::Arc;
+
+use crate::errors::invalid_arg;
+use crate::ffi::BatchInput;
+use crate::results::{touched_one, TouchedPartition};
+
+/// A matched clause as Python gives it: kind (`update_all`, `update`, `delete`), condition,
+/// and for `update` the columns and their SQL values.
+pub(crate) type MatchedArg = (String, Option<String>, Option<Vec<(String, String)>>);
+
+/// The clauses of a merge.
+pub(crate) fn clauses(
+    on: Vec<String>,
+    matched: Vec<MatchedArg>,
+    not_matched: Vec<Option<String>>,
+    by_source: Vec<Option<String>>,
+) -> PyResult<MergeClauses> {
+    let matched = matched
+        .into_iter()
+        .map(|(kind, condition, set)| match kind.as_str() {
+            "update_all" => Ok(WhenMatched::UpdateAll { condition }),
+            "update" => Ok(WhenMatched::Update {
+                set: set.unwrap_or_default(),
+                condition,
+            }),
+            "delete" => Ok(WhenMatched::Delete { condition }),
+            other => Err(invalid_arg(format!("unknown matched clause {other:?}"))),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(MergeClauses {
+        on,
+        matched,
+        not_matched: not_matched
+            .into_iter()
+            .map(|condition| WhenNotMatched { condition })
+            .collect(),
+        not_matched_by_source: by_source
+            .into_iter()
+            .map(|condition| WhenNotMatchedBySource { condition })
+            .collect(),
+        keep_last_by: None,
+    })
+}
+
+/// The write options of a row-level change.
+pub(crate) fn options(
+    strong: Option<bool>,
+    concurrency: usize,
+    max_attempts: u32,
+    max_buffer_bytes: usize,
+) -> WriteOptions {
+    WriteOptions {
+        strong,
+        concurrency: concurrency.max(1),
+        max_attempts: max_attempts.max(1),
+        max_buffer_bytes: max_buffer_bytes.max(1),
+        ..Default::default()
+    }
+}
+
+/// Reads the whole source (a merge holds it in memory).
+pub(crate) fn source(data: BatchInput) -> lance_partitioned_core::Result<MergeSource> {
+    let declared = data.schema();
+    let batches = data.collect::<lance_partitioned_core::Result<Vec<_>>>()?;
+    let schema = match (declared, batches.first()) {
+        (Some(s), _) => s,
+        (None, Some(b)) => b.schema(),
+        (None, None) => Arc::new(Schema::empty()),
+    };
+    Ok(MergeSource { schema, batches })
+}
+
+/// What a merge did to one partition.
+#[pyclass(module = "lance_partitioned._native", frozen, eq, get_all)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergedPartitionResult {
+    /// The partition.
+    pub partition: TouchedPartition,
+    /// Source rows inserted here.
+    pub inserted: u64,
+    /// Rows updated in place.
+    pub updated: u64,
+    /// Rows deleted by a delete clause.
+    pub deleted: u64,
+    /// Updated rows that moved to another partition.
+    pub moved_out: u64,
+    /// Updated rows that came from another partition.
+    pub moved_in: u64,
+    /// Whether the merge created the partition.
+    pub created: bool,
+    /// Whether the merge emptied and dropped it.
+    pub dropped: bool,
+}
+
+#[pymethods]
+impl MergedPartitionResult {
+    fn __repr__(&self) -> String {
+        format!(
+            "MergedPartition({:?}, inserted={}, updated={}, deleted={}, moved_out={}, \
+             moved_in={}, created={}, dropped={})",
+            self.partition.values,
+            self.inserted,
+            self.updated,
+            self.deleted,
+            self.moved_out,
+            self.moved_in,
+            self.created,
+            self.dropped
+        )
+    }
+}
+
+impl From<&MergedPartition> for MergedPartitionResult {
+    fn from(p: &MergedPartition) -> Self {
+        Self {
+            partition: touched_one(&p.partition),
+            inserted: p.inserted,
+            updated: p.updated,
+            deleted: p.deleted,
+            moved_out: p.moved_out,
+            moved_in: p.moved_in,
+            created: p.created,
+            dropped: p.dropped,
+        }
+    }
+}
+
+/// What a merge did.
+#[pyclass(module = "lance_partitioned._native", frozen, eq, get_all)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeResult {
+    /// Source rows inserted.
+    pub inserted: u64,
+    /// Target rows updated (moved ones included).
+    pub updated: u64,
+    /// Target rows deleted by a delete clause.
+    pub deleted: u64,
+    /// Updated rows that changed partition.
+    pub moved: u64,
+    /// The partitions changed.
+    pub partitions: Vec<MergedPartitionResult>,
+    /// Partitions read to find matches.
+    pub scanned: u64,
+    /// Partitions pruning kept the merge from reading.
+    pub skipped: u64,
+    /// How the partitions to read were chosen, one line per spec version.
+    pub matching: Vec<String>,
+    /// The `__manifest` version after the merge (unchanged when nothing changed).
+    pub manifest_version: u64,
+    /// Runs of the merge (a concurrent commit to a partition it read makes it run again).
+    pub attempts: u32,
+}
+
+#[pymethods]
+impl MergeResult {
+    fn __repr__(&self) -> String {
+        format!(
+            "MergeResult(inserted={}, updated={}, deleted={}, moved={}, partitions={}, \
+             scanned={}, skipped={}, manifest_version={}, attempts={})",
+            self.inserted,
+            self.updated,
+            self.deleted,
+            self.moved,
+            self.partitions.len(),
+            self.scanned,
+            self.skipped,
+            self.manifest_version,
+            self.attempts
+        )
+    }
+}
+
+impl From<&MergeSummary> for MergeResult {
+    fn from(s: &MergeSummary) -> Self {
+        Self {
+            inserted: s.inserted,
+            updated: s.updated,
+            deleted: s.deleted,
+            moved: s.moved,
+            partitions: s
+                .partitions
+                .iter()
+                .map(MergedPartitionResult::from)
+                .collect(),
+            scanned: s.scanned,
+            skipped: s.skipped,
+            matching: s.matching.clone(),
+            manifest_version: s.manifest_version,
+            attempts: s.attempts,
+        }
+    }
+}
