@@ -44,6 +44,7 @@ JOINS = "docs/guide/joins.md"
 OBJECT_STORAGE = "docs/guide/object-storage.md"
 HIVE = "docs/guide/hive.md"
 LINEAGE = "docs/guide/lineage.md"
+CHANGES = "docs/guide/changes.md"
 
 QUICK_START: Key = (README, "Python quick start")
 SPARK_QUICK_START: Key = (README, "Spark quick start")
@@ -65,6 +66,7 @@ OBJECT_STORAGE_BLOCK: Key = (OBJECT_STORAGE, "Object storage options")
 HIVE_BLOCK: Key = (HIVE, "Export and import")
 LINEAGE_BLOCK: Key = (LINEAGE, "Example")
 JOIN_BLOCK: Key = (JOINS, "Example")
+CHANGES_BLOCK: Key = (CHANGES, "Example")
 
 
 def page_blocks(path: Path) -> dict[Key, str]:
@@ -330,6 +332,21 @@ def _run_join(tmp_path: Path) -> dict[str, Any]:
     return scope
 
 
+def _run_changes(tmp_path: Path) -> dict[str, Any]:
+    scope = _run_keys((CHANGES_BLOCK,), tmp_path, {})
+    got = {r["order_id"]: r["status"] for r in scope["orders"].to_table().to_pylist()}
+    assert len(got) == 100  # 100 orders + 100 inserted - 8 deleted
+    assert (got[5], got[6], got[100], got[1], got[7]) == (
+        "paid",
+        "new",
+        "new",
+        "shipped",
+        "cancelled",
+    )
+    assert 8 not in got
+    return scope
+
+
 RUNNERS: dict[str, tuple[tuple[Key, ...], Callable[..., dict[str, Any]]]] = {
     "quick start": ((QUICK_START,), _run_quick_start),
     "spark quick start": ((SPARK_QUICK_START,), _run_spark_quick_start),
@@ -342,6 +359,7 @@ RUNNERS: dict[str, tuple[tuple[Key, ...], Callable[..., dict[str, Any]]]] = {
     "hive layouts": ((HIVE_BLOCK,), _run_hive),
     "openlineage": ((LINEAGE_BLOCK,), _run_lineage),
     "storage-partitioned joins": ((JOIN_BLOCK,), _run_join),
+    "row-level changes": ((CHANGES_BLOCK,), _run_changes),
 }
 
 
