@@ -400,3 +400,29 @@ def test_the_compact_view_says_why_a_dataset_has_no_subset(tmp_path: Path, event
     assert subsets[1] == "subset: no partition (nothing written)", shown
     assert subsets[2].startswith("subset: 5 partition(s): "), shown
     assert "too many partitions" not in shown
+
+
+def test_merge_and_update_events_list_the_partitions_changed(tmp_path: Path, events: Any) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    ns.write(_table())
+    before = len(events())
+    src = _table().slice(0, 2)  # US n=1, DE n=2: both updated in place
+    result = ns.merge_insert("n").when_matched_update_all().execute(src, lineage_job="upsert")
+    evs = events()[before:]
+    assert [(e["job"]["name"], e["eventType"]) for e in evs] == [
+        ("upsert", "START"),
+        ("upsert", "COMPLETE"),
+    ]
+    out = evs[1]["outputs"][0]
+    assert out["outputFacets"]["outputStatistics"]["rowCount"] == result.updated == 2
+    changed = _partitions(out, "outputFacets")
+    assert sorted(p["dimensions"]["country"] for p in changed) == ["DE", "US"]
+    assert {p["identifier"] for p in changed} == {p.partition.object_id for p in result.partitions}
+    assert out["facets"]["version"]["datasetVersion"] == str(result.manifest_version)
+
+    before = len(events())
+    ns.update({"n": "n + 100"}, where="country = 'DE'")
+    upd = events()[before:]
+    assert [e["eventType"] for e in upd] == ["START", "COMPLETE"]
+    assert upd[1]["job"]["name"] == "lance_partitioned.update"
+    assert upd[1]["outputs"][0]["outputFacets"]["outputStatistics"]["rowCount"] == 1

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from lance_partitioned import _native
 from lance_partitioned._input import arrow_stream
 from lance_partitioned.exceptions import ArgumentTypeError, InvalidArgumentError
+from lance_partitioned.lineage import datasets as lineage_datasets
 from lance_partitioned.lineage.run import Job, operation
 from lance_partitioned.options import (
     WRITE_BUFFER_BYTES,
@@ -113,7 +114,7 @@ def update(
     strong, concurrency = change_args(
         ns.root, transaction_mode, concurrency, max_attempts, WRITE_BUFFER_BYTES
     )
-    with operation("update", lineage_job, outputs=ns._lineage_outputs):
+    with operation("update", lineage_job, outputs=ns._lineage_outputs) as scope:
         result = ns._ns.update(
             pairs,
             where,
@@ -122,8 +123,16 @@ def update(
             max_attempts=max_attempts,
             max_buffer_bytes=WRITE_BUFFER_BYTES,
         )
-        ns.refresh()
+        _report(ns, scope, result)
     return result
+
+
+def _report(ns: PartitionedNamespace, scope: Any, result: MergeResult) -> None:
+    """Refreshes the handle; the lineage run's output is the namespace as the change left it."""
+    ns.refresh()
+    if scope.run is not None:
+        snap, settings = ns.snapshot(), scope.run.settings
+        scope.outputs = lambda: [lineage_datasets.merged(snap, result, settings)]
 
 
 def _sql_literal(value: Any) -> str:
@@ -227,7 +236,7 @@ class MergeInsertBuilder:
         strong, concurrency = change_args(
             ns.root, transaction_mode, concurrency, max_attempts, max_buffer_bytes
         )
-        with operation("merge", lineage_job, outputs=ns._lineage_outputs):
+        with operation("merge", lineage_job, outputs=ns._lineage_outputs) as scope:
             result = ns._ns.merge_insert(
                 arrow_stream(source),
                 self._on,
@@ -240,7 +249,7 @@ class MergeInsertBuilder:
                 max_attempts=max_attempts,
                 max_buffer_bytes=max_buffer_bytes,
             )
-            ns.refresh()
+            _report(ns, scope, result)
         return result
 
     def __repr__(self) -> str:

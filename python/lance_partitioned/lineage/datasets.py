@@ -117,6 +117,27 @@ def deleted(
     return ds
 
 
+def merged(snap: Snapshot, result: _native.MergeResult, settings: Settings) -> dict[str, Any]:
+    """The output dataset of a row-level change (merge, update, apply_changes; ``snap``: the
+    namespace after it): the rows it wrote (inserted and updated) and the partitions it
+    changed."""
+    ds = namespace_dataset(snap, with_version=False)
+    ds["facets"]["version"] = facets.version_facet(result.manifest_version)
+    limit = max(settings.max_partitions, settings.max_locations)
+    changed = [p.partition for p in result.partitions]
+    parts = _touched(changed, limit)
+    out: dict[str, Any] = {
+        "outputStatistics": facets.statistics_facet(
+            output=True, rows=result.inserted + result.updated
+        )
+    }
+    cond = _condition(snap.root, parts, len(changed), None, snap.schema, settings)
+    if cond is not None:
+        out["subset"] = facets.subset_facet(cond, output=True)
+    ds["outputFacets"] = out
+    return ds
+
+
 def _read_partitions(snap: Snapshot, table: pa.Table) -> list[Partition]:
     """(object id, location, dims) of the leaves in a ``Snapshot.partitions`` table."""
     specs = snap.specs
