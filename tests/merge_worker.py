@@ -1,0 +1,81 @@
+"""Subprocess entry point of the merge races (tests/test_merge_races.py): one role racing the
+others on one namespace, ROUNDS times.
+
+python merge_worker.py ROOT ROLE TAG ROUNDS
+
+Roles: ``increment`` (a merge adding 1 to ``qty`` of ids 0..19, the same rows every round),
+``upsert`` (a merge inserting ids TAG*1000 + round*10 .. +9 and updating ids 0..4's ``note``),
+``append`` (10 new rows with ids from TAG * 100_000), ``optimize``, ``update`` (``update``
+adding 1 to ``qty`` of ids 0..19). Prints one line per committed operation; storage options
+come as JSON in ``LP_STORAGE_OPTIONS``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pyarrow as pa
+
+import lance_partitioned as lp
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("qty", pa.int64()),
+        pa.field("note", pa.string()),
+    ]
+)
+
+
+def main() -> None:
+    root, role, tag, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    options = json.loads(os.environ.get("LP_STORAGE_OPTIONS", "{}"))
+    ns = lp.PartitionedNamespace.open(root, storage_options=options)
+    for r in range(rounds):
+        if role == "increment":
+            src = pa.table({"id": pa.array(range(20), pa.int64()), "qty": pa.array([1] * 20)})
+            res = (
+                ns.merge_insert("id")
+                .when_matched_update({"qty": "target.qty + source.qty"})
+                .execute(src, max_attempts=1000)
+            )
+            assert res.updated == 20, res
+        elif role == "update":
+            res = ns.update({"qty": "qty + 1"}, where="id < 20", max_attempts=1000)
+            assert res.updated == 20, res
+        elif role == "upsert":
+            ids = list(range(tag * 1000 + r * 10, tag * 1000 + r * 10 + 10)) + list(range(5))
+            src = pa.table(
+                {
+                    "id": pa.array(ids, pa.int64()),
+                    "qty": pa.array([0] * 15, pa.int64()),
+                    "note": [f"{tag}-{r}"] * 15,
+                }
+            )
+            res = (
+                ns.merge_insert("id")
+                .when_matched_update({"note": "source.note"})
+                .when_not_matched_insert_all()
+                .execute(src, max_attempts=1000)
+            )
+            assert (res.inserted, res.updated) == (10, 5), res
+        elif role == "append":
+            start = tag * 100_000 + r * 10
+            ids = list(range(start, start + 10))
+            ns.write(
+                pa.table(
+                    {"id": pa.array(ids, pa.int64()), "qty": [0] * 10, "note": ["a"] * 10},
+                    schema=SCHEMA,
+                )
+            )
+        elif role == "optimize":
+            ns.optimize(min_files=2)
+        else:
+            raise SystemExit(f"unknown role {role}")
+        print(role, r, flush=True)
+
+
+if __name__ == "__main__":
+    main()
