@@ -112,13 +112,6 @@ impl MergeClauses {
         }
         Ok(())
     }
-
-    /// Whether some matched clause writes a new version of the row.
-    pub(crate) fn updates(&self) -> bool {
-        self.matched
-            .iter()
-            .any(|m| !matches!(m, WhenMatched::Delete { .. }))
-    }
 }
 
 /// What a merge did to one partition.

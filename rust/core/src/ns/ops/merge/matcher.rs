@@ -101,30 +101,116 @@ pub(crate) async fn match_leaf(
         }
     }
     let mut out = LeafChanges::new(index, Arc::clone(&ds));
+    let stable = ds.manifest().uses_stable_row_ids();
     let mut scanner = ds.scan();
     scanner.project(&wanted)?;
     scanner.with_row_address();
+    if stable {
+        scanner.with_row_id();
+    }
+    let leaf = LeafRows { ds: &ds, map: &map };
     let mut stream = scanner.try_into_stream().await?;
     while let Some(batch) = stream.next().await {
         let batch = batch?;
-        let addr = batch
-            .column_by_name(lance_core::ROW_ADDR)
-            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-            .cloned()
-            .ok_or_else(|| Error::Internal("the scan returned no row addresses".into()))?;
         let target = adapt(&batch, &inputs.plan.read, &map)?;
-        decide(inputs, &target, addr.values(), &mut out)?;
+        let rows = RowRefs {
+            addr: system_column(&batch, lance_core::ROW_ADDR)?,
+            id: if stable {
+                Some(system_column(&batch, lance_core::ROW_ID)?)
+            } else {
+                None
+            },
+        };
+        decide(inputs, &leaf, &target, &rows, &mut out).await?;
     }
     Ok(out)
 }
 
+/// A system column (`_rowaddr`, `_rowid`) of a scanned batch.
+fn system_column(batch: &RecordBatch, name: &str) -> Result<Vec<u64>> {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+        .map(|c| c.values().to_vec())
+        .ok_or_else(|| Error::Internal(format!("the scan returned no {name}")))
+}
+
+/// The leaf being matched, for fetching an updated row's other columns.
+struct LeafRows<'a> {
+    ds: &'a Dataset,
+    map: &'a HashMap<String, String>,
+}
+
+/// Per row of a target batch: its address, and its id when the leaf has stable row ids
+/// (rows are then fetched by id, not address).
+struct RowRefs {
+    addr: Vec<u64>,
+    id: Option<Vec<u64>>,
+}
+
+impl LeafRows<'_> {
+    /// The target rows `t` (some columns read) at `refs` (row addresses or ids) completed
+    /// with every namespace column of `ns` they lack, read for them alone.
+    async fn complete(&self, ns: &Schema, t: RecordBatch, refs: &[u64]) -> Result<RecordBatch> {
+        let missing: Vec<Field> = ns
+            .fields()
+            .iter()
+            .filter(|f| t.column_by_name(f.name()).is_none())
+            .map(|f| f.as_ref().clone())
+            .collect();
+        if missing.is_empty() {
+            return Ok(t);
+        }
+        let out = Arc::new(Schema::new(missing));
+        let stored: Vec<String> = out
+            .fields()
+            .iter()
+            .filter_map(|f| self.map.get(f.name()).cloned())
+            .collect();
+        let fetched = if stored.is_empty() {
+            RecordBatch::try_new_with_options(
+                Arc::new(Schema::empty()),
+                vec![],
+                &RecordBatchOptions::new().with_row_count(Some(t.num_rows())),
+            )?
+        } else {
+            let projection = self.ds.schema().project(&stored)?;
+            self.ds.take_rows(refs, projection).await?
+        };
+        if fetched.num_rows() != t.num_rows() {
+            return Err(Error::Internal(format!(
+                "fetched {} rows for {} updated rows",
+                fetched.num_rows(),
+                t.num_rows()
+            )));
+        }
+        let filled = adapt(&fetched, &out, self.map)?;
+        let mut fields: Vec<Field> = t
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        let mut cols = t.columns().to_vec();
+        fields.extend(out.fields().iter().map(|f| f.as_ref().clone()));
+        cols.extend(filled.columns().iter().cloned());
+        Ok(RecordBatch::try_new_with_options(
+            Arc::new(Schema::new(fields)),
+            cols,
+            &RecordBatchOptions::new().with_row_count(Some(t.num_rows())),
+        )?)
+    }
+}
+
 /// Decides the rows of one target batch.
-fn decide(
+async fn decide(
     inputs: &Inputs<'_>,
+    leaf: &LeafRows<'_>,
     target: &RecordBatch,
-    addr: &[u64],
+    rows: &RowRefs,
     out: &mut LeafChanges,
 ) -> Result<()> {
+    let addr = rows.addr.as_slice();
     let keys = inputs.encoder.encode(target)?;
     let (mut pair_t, mut pair_s, mut unmatched) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..target.num_rows() {
@@ -141,7 +227,7 @@ fn decide(
     }
     out.matched.extend_from_slice(&pair_s);
     if !pair_t.is_empty() && !inputs.plan.matched.is_empty() {
-        decide_matched(inputs, target, addr, (&pair_t, &pair_s), out)?;
+        decide_matched(inputs, leaf, target, rows, (&pair_t, &pair_s), out).await?;
     }
     if !unmatched.is_empty() && !inputs.plan.by_source.is_empty() {
         let rows = take_record_batch(target, &UInt32Array::from(unmatched.clone()))?;
@@ -157,13 +243,15 @@ fn decide(
 }
 
 /// Applies the matched clauses to the pairs (target row, source row).
-fn decide_matched(
+async fn decide_matched(
     inputs: &Inputs<'_>,
+    leaf: &LeafRows<'_>,
     target: &RecordBatch,
-    addr: &[u64],
+    refs: &RowRefs,
     (pair_t, pair_s): (&[u32], &[u32]),
     out: &mut LeafChanges,
 ) -> Result<()> {
+    let addr = refs.addr.as_slice();
     let t_idx = UInt32Array::from(pair_t.to_vec());
     let s_idx = UInt32Array::from(pair_s.to_vec());
     let src = take_record_batch(&inputs.source.batch, &s_idx)?;
@@ -183,12 +271,25 @@ fn decide_matched(
             out.deleted.push(addr[pair_t[j as usize] as usize]);
         }
         let pick = UInt32Array::from(rows.clone());
+        let ids: Vec<u64> = rows
+            .iter()
+            .map(|&j| {
+                let r = pair_t[j as usize] as usize;
+                refs.id.as_ref().map_or(addr[r], |ids| ids[r])
+            })
+            .collect();
         match action {
             MatchedAction::Delete => out.deleted_rows += rows.len() as u64,
             MatchedAction::UpdateAll => {
                 out.updated += rows.len() as u64;
                 let s = take_record_batch(&src, &pick)?;
+                let given = |name: &str| inputs.source.ns_columns.contains(name);
                 let t = take_record_batch(&tgt, &pick)?;
+                let t = if inputs.ns.fields().iter().all(|f| given(f.name())) {
+                    t
+                } else {
+                    leaf.complete(inputs.ns, t, &ids).await?
+                };
                 out.updates.push(new_version(inputs.ns, &t, |name| {
                     inputs
                         .source
@@ -203,6 +304,7 @@ fn decide_matched(
                 out.updated += rows.len() as u64;
                 let j = take_record_batch(&joined, &pick)?;
                 let t = take_record_batch(&tgt, &pick)?;
+                let t = leaf.complete(inputs.ns, t, &ids).await?;
                 let values: HashMap<&str, &Arc<dyn PhysicalExpr>> =
                     set.iter().map(|(c, e)| (c.as_str(), e)).collect();
                 out.updates.push(new_version(inputs.ns, &t, |name| {
@@ -218,8 +320,8 @@ fn decide_matched(
     Ok(())
 }
 
-/// The new version of target rows `t` (every namespace column of `ns` read): a column
-/// `value` gives is replaced, the others kept.
+/// The new version of target rows `t` (every namespace column of `ns` that `value` does not
+/// give): a column `value` gives is replaced, the others kept.
 pub(crate) fn new_version(
     ns: &Schema,
     t: &RecordBatch,

@@ -40,7 +40,8 @@ pub(crate) enum MatchedAction {
 /// The clauses, planned; see the module docs.
 #[derive(Debug, Clone)]
 pub(crate) struct Plan {
-    /// Namespace columns read from every target partition (namespace order).
+    /// Namespace columns read from every row of a target partition (namespace order); an
+    /// updated row's other columns are fetched for it alone.
     pub(crate) read: SchemaRef,
     /// Matched clauses in order: condition over (source ⊕ target read), action.
     pub(crate) matched: Vec<(Option<Arc<dyn PhysicalExpr>>, MatchedAction)>,
@@ -180,8 +181,7 @@ pub(crate) fn plan(
     ns: &Schema,
 ) -> Result<Plan> {
     let parsed = parse(clauses, source, ns)?;
-    // Target columns to read: the keys', the ones conditions and values read, every column
-    // when a row may be updated (its new version keeps the columns not set).
+    // Target columns to read: the keys', the ones conditions and values read.
     let mut wanted: BTreeSet<String> = keys.iter().map(|k| k.column().to_string()).collect();
     let target_refs = |e: &Expr, into: &mut BTreeSet<String>| {
         for c in e.column_refs() {
@@ -201,11 +201,11 @@ pub(crate) fn plan(
     for c in parsed.by_source.iter().flatten() {
         target_refs(c, &mut wanted);
     }
-    let all = clauses.updates();
+    // The other columns of an updated row are fetched for those rows only (`matcher`).
     let read: SchemaRef = Arc::new(Schema::new(
         ns.fields()
             .iter()
-            .filter(|f| all || wanted.contains(f.name()))
+            .filter(|f| wanted.contains(f.name()))
             .map(|f| f.as_ref().clone())
             .collect::<Vec<_>>(),
     ));
