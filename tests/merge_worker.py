@@ -6,8 +6,8 @@ python merge_worker.py ROOT ROLE TAG ROUNDS
 Roles: ``increment`` (a merge adding 1 to ``qty`` of ids 0..19, the same rows every round),
 ``upsert`` (a merge inserting ids TAG*1000 + round*10 .. +9 and updating ids 0..4's ``note``),
 ``append`` (10 new rows with ids from TAG * 100_000), ``optimize``, ``update`` (``update``
-adding 1 to ``qty`` of ids 0..19). Prints one line per committed operation; storage options
-come as JSON in ``LP_STORAGE_OPTIONS``.
+adding 1 to ``qty`` of ids 0..19). Prints one line per committed operation (role, round,
+runs of the merge); storage options come as JSON in ``LP_STORAGE_OPTIONS``.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def main() -> None:
     options = json.loads(os.environ.get("LP_STORAGE_OPTIONS", "{}"))
     ns = lp.PartitionedNamespace.open(root, storage_options=options)
     for r in range(rounds):
+        res: lp.MergeResult | None = None
         if role == "increment":
             src = pa.table({"id": pa.array(range(20), pa.int64()), "qty": pa.array([1] * 20)})
             res = (
@@ -74,7 +75,8 @@ def main() -> None:
             ns.optimize(min_files=2)
         else:
             raise SystemExit(f"unknown role {role}")
-        print(role, r, flush=True)
+        attempts = res.attempts if res is not None else 1
+        print(role, r, attempts, flush=True)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,8 @@ def create(root: str, options: dict[str, str] | None = None) -> lp.PartitionedNa
     return ns
 
 
-def race(root: str, roles: list[tuple[str, int, int]], options: dict[str, str]) -> None:
+def race(root: str, roles: list[tuple[str, int, int]], options: dict[str, str]) -> int:
+    """Runs the roles at once; returns the most runs one merge needed."""
     env = dict(os.environ, LP_STORAGE_OPTIONS=json.dumps(options))
     procs = [
         subprocess.Popen(
@@ -53,10 +54,13 @@ def race(root: str, roles: list[tuple[str, int, int]], options: dict[str, str]) 
         )
         for role, tag, rounds in roles
     ]
+    most = 1
     for p, (role, _, rounds) in zip(procs, roles, strict=True):
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0, f"{role}: {err[-3000:]}"
         assert len(out.splitlines()) == rounds, out
+        most = max([most] + [int(line.split()[2]) for line in out.splitlines()])
+    return most
 
 
 def check(
@@ -77,7 +81,7 @@ def test_merges_updates_appends_and_optimize_race_without_losing_or_doubling(
 ) -> None:
     root = str(tmp_path / "ns")
     create(root)
-    race(
+    most = race(
         root,
         [
             ("increment", 1, 6),
@@ -93,6 +97,7 @@ def test_merges_updates_appends_and_optimize_race_without_losing_or_doubling(
     appended = {5 * 100_000 + i for i in range(80)}
     upserted = {4 * 1000 + i for i in range(50)}
     check(ns, 18, appended, upserted)
+    assert most > 1, "no merge lost a race: the test did not race"
 
 
 @pytest.mark.slow

@@ -213,7 +213,10 @@ fn source_batch(latest: &Snapshot, change: &ManifestChange) -> Result<RecordBatc
     let mschema = latest.batch.schema();
     let mut source = Vec::with_capacity(2);
     if !change.copy_rows.is_empty() {
-        let idx = UInt32Array::from_iter_values(change.copy_rows.iter().map(|&r| r as u32));
+        // One row rewritten for several reasons (a spec version row that both a created and
+        // a dropped partition rewrite) is written once: twice would be an ambiguous merge.
+        let rows: std::collections::BTreeSet<usize> = change.copy_rows.iter().copied().collect();
+        let idx = UInt32Array::from_iter_values(rows.into_iter().map(|r| r as u32));
         let copied = take_record_batch(&latest.batch, &idx)?;
         source.push(set_read_versions(&copied, &change.read_versions)?);
     }
