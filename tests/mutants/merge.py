@@ -1,6 +1,6 @@
 """Mutation check of the merge tests (issue 34): applies one deliberate merge bug at a time
-(no conflict on a partition changed since it was read, the first matched clause ignored
-after the first, a NULL key matching, candidate partitions from the wrong spec), rebuilds
+(no conflict on a partition changed since it was read, clauses after the first never
+applying, insert and delete conditions ignored), rebuilds
 the extension (`make build`), runs the merge tests, and restores the source. Each mutation
 must make a test fail. Takes one incremental build per mutation.
 
@@ -15,10 +15,10 @@ MUTATIONS = {
         "Some(l) if self.strong && l.read_version != *version => {",
         "Some(l) if self.strong && l.read_version != *version && false => {",
     ),
-    "NULL keys match": (
-        "rust/core/src/ns/ops/merge/matcher.rs",
-        "let hit = keys.valid[r]\n",
-        "let hit = (keys.valid[r] || true)\n",
+    "inserts ignore their condition": (
+        "rust/core/src/ns/ops/merge/mod.rs",
+        "    let chosen = matcher::first_true(&plan.not_matched, &rows)?;",
+        "    let chosen = vec![Some(0); rows.num_rows()];",
     ),
     "later clauses never apply": (
         "rust/core/src/ns/ops/merge/matcher.rs",
