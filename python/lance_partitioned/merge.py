@@ -33,7 +33,7 @@ from lance_partitioned.options import (
 )
 
 if TYPE_CHECKING:
-    from lance_partitioned.namespace import PartitionedNamespace
+    from lance_partitioned.changes import RowChanges as PartitionedNamespace
 
 __all__ = ["MergeInsertBuilder", "MergeResult", "MergedPartition"]
 

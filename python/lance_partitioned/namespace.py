@@ -26,17 +26,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_partitioned import _native, merge
+from lance_partitioned import _native
 from lance_partitioned._arguments import typed_class
 from lance_partitioned._input import arrow_stream
+from lance_partitioned.changes import RowChanges
 from lance_partitioned.distributed import DistributedWrite
 from lance_partitioned.exceptions import ArgumentTypeError, InvalidArgumentError
 from lance_partitioned.hive.exporter import ExportResult
 from lance_partitioned.lineage import datasets as lineage_datasets
 from lance_partitioned.lineage.run import Job, operation
 from lance_partitioned.maintenance import Maintenance
-from lance_partitioned.merge import DEFAULT_MAX_ATTEMPTS as DEFAULT_CHANGE_ATTEMPTS
-from lance_partitioned.merge import MergeInsertBuilder, MergeResult
 from lance_partitioned.options import (
     DEFAULT_MAX_NEW_PARTITIONS,
     MAX_ROWS_PER_FILE,
@@ -78,7 +77,7 @@ ExpireResult = _native.ExpireResult
 
 
 @typed_class
-class PartitionedNamespace(Maintenance):
+class PartitionedNamespace(Maintenance, RowChanges):
     """A Lance partitioned namespace rooted at a directory or an object-store URI
     (``s3://``, ``gs://``, ``az://``, ...; see ``storage_options``)."""
 
@@ -474,68 +473,6 @@ class PartitionedNamespace(Maintenance):
                     lineage_datasets.deleted(snap, result, filter, settings, truncated=truncated)
                 ]
         return result
-
-    def merge_insert(self, on: str | Sequence[str]) -> MergeInsertBuilder:
-        """Starts a merge keyed by ``on`` (a column, a list of columns, ``"s.child"`` for a
-        struct's child): add ``when_*`` clauses, then ``execute(source)``. See
-        :mod:`lance_partitioned.merge`."""
-        return MergeInsertBuilder(self, on)
-
-    def update(
-        self,
-        set: Mapping[str, str],
-        where: str | None = None,
-        *,
-        transaction_mode: TransactionMode | None = None,
-        concurrency: int | None = None,
-        max_attempts: int = DEFAULT_CHANGE_ATTEMPTS,
-        lineage_job: Job = None,
-    ) -> MergeResult:
-        """Sets ``set``'s columns to SQL values over each row's columns on the rows matching
-        ``where`` (every row without it), e.g. ``ns.update({"status": "'shipped'"},
-        where="order_id IN (1, 2, 3)")``. A row whose partition columns change moves to its
-        new partition; one atomic commit, run again when a concurrent commit changed a
-        partition it read (up to ``max_attempts`` runs)."""
-        return merge.update(
-            self,
-            set,
-            where,
-            transaction_mode=transaction_mode,
-            concurrency=concurrency,
-            max_attempts=max_attempts,
-            lineage_job=lineage_job,
-        )
-
-    def apply_changes(
-        self,
-        changes: Any,
-        keys: str | Sequence[str],
-        sequence_by: str,
-        operation: str = "op",
-        *,
-        delete_values: Sequence[Any] = ("D",),
-        transaction_mode: TransactionMode | None = None,
-        concurrency: int | None = None,
-        max_attempts: int = DEFAULT_CHANGE_ATTEMPTS,
-        lineage_job: Job = None,
-    ) -> MergeResult:
-        """Applies a change feed (CDC): of the changes to one key only the last by
-        ``sequence_by`` counts; a change whose ``operation`` column is in ``delete_values``
-        deletes the key's row, any other inserts or replaces it (a NULL operation is not
-        applied). ``operation`` and ``sequence_by`` are read, never written; one atomic
-        commit."""
-        return merge.apply_changes(
-            self,
-            changes,
-            keys,
-            sequence_by,
-            operation,
-            delete_values,
-            transaction_mode=transaction_mode,
-            concurrency=concurrency,
-            max_attempts=max_attempts,
-            lineage_job=lineage_job,
-        )
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -21,8 +21,9 @@ use crate::ns::infra::storage::Storage;
 use crate::ns::leaf_io::{
     fresh_lance_schema, leaf_schema, op_fragments, read_adapted, write_params, Schemas,
 };
-use crate::ns::manifest::{LeafVersion, Snapshot};
-use crate::ns::txn::conflict::row_change::RowChangeUpdate;
+use crate::ns::manifest::Snapshot;
+pub(crate) use crate::ns::txn::conflict::row_change::ChangedLeaf;
+use crate::ns::txn::conflict::row_change::{LeafCommit, RowChangeUpdate};
 use crate::ns::txn::leaf::{commit_leaf, commit_leaf_transaction, Pending};
 use crate::ns::txn::manifest_commit::commit_manifest;
 use crate::ns::txn::retry::Committed;
@@ -52,35 +53,6 @@ pub(crate) struct RowChange {
     pub(crate) operation: &'static str,
 }
 
-/// What the change did to one partition.
-#[derive(Debug, Clone)]
-pub(crate) struct ChangedLeaf {
-    /// The leaf's object id (a created one's once the manifest commit named it).
-    pub(crate) object_id: String,
-    pub(crate) location: String,
-    pub(crate) spec_id: i32,
-    pub(crate) key: Vec<ScalarValue>,
-    /// Rows added (new fragments).
-    pub(crate) added: u64,
-    pub(crate) created: bool,
-    pub(crate) dropped: bool,
-}
-
-/// One existing partition's change, committed to its leaf (not yet to the manifest).
-pub(crate) struct LeafCommit {
-    pub(crate) object_id: String,
-    pub(crate) location: String,
-    pub(crate) spec_id: i32,
-    pub(crate) key: Vec<ScalarValue>,
-    /// The version read; `None` in weak mode.
-    pub(crate) base: Option<u64>,
-    /// The new version; `None` when the partition is dropped.
-    pub(crate) committed: Option<LeafVersion>,
-    pub(crate) added: u64,
-    pub(crate) deleted: u64,
-    pub(crate) fragments: Vec<Fragment>,
-}
-
 /// Commits `change`; see the module docs. Returns the manifest commit and what changed.
 ///
 /// # Errors
@@ -95,63 +67,14 @@ pub(crate) async fn commit_row_change(
     started_ms: i64,
 ) -> Result<(Committed, Vec<ChangedLeaf>)> {
     let base = Arc::clone(&change.base);
-    let ns = base.schema();
-    let schemas = Schemas {
-        leaf: leaf_schema(&ns),
-        ns,
+    let (existing, created_parts) = by_leaf(&base, change.deletions, change.parts)?;
+    let leaves = LeafCommits {
+        storage,
+        base: &base,
+        strong,
+        concurrency: concurrency.max(1),
     };
-    let fresh = fresh_lance_schema(&schemas.leaf)?;
-    let keys = base.keys()?;
-    let position: HashMap<&str, usize> = base
-        .leaves
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (l.object_id.as_str(), i))
-        .collect();
-    let mut existing: BTreeMap<usize, (Option<Deletions>, Option<StagedPart>)> = BTreeMap::new();
-    let mut created_parts = Vec::new();
-    for d in change.deletions {
-        let i = d.leaf;
-        existing.entry(i).or_default().0 = Some(d);
-    }
-    for p in change.parts {
-        match &p.target {
-            Target::Existing { object_id, .. } => {
-                let i = *position.get(object_id.as_str()).ok_or_else(|| {
-                    Error::Internal(format!("staged part for unknown leaf {object_id}"))
-                })?;
-                existing.entry(i).or_default().1 = Some(p);
-            }
-            Target::New { .. } => created_parts.push(p),
-        }
-    }
-    let (storage_ref, schemas_ref, fresh_ref, base_ref) = (storage, &schemas, &fresh, &base);
-    let leaf_commits: Vec<LeafCommit> = stream::iter(existing.into_iter().map(|(i, (d, p))| {
-        let key = keys.leaf_values[i].clone();
-        async move {
-            commit_existing(
-                storage_ref,
-                base_ref,
-                (i, key),
-                (d, p),
-                strong,
-                schemas_ref,
-                fresh_ref,
-            )
-            .await
-        }
-    }))
-    .buffer_unordered(concurrency.max(1))
-    .try_collect()
-    .await?;
-    let created: Vec<Pending> = stream::iter(
-        created_parts
-            .into_iter()
-            .map(|p| commit_leaf(storage_ref, p, false, strong, fresh_ref)),
-    )
-    .buffer_unordered(concurrency.max(1))
-    .try_collect()
-    .await?;
+    let (changed, created) = leaves.commit(existing, created_parts).await?;
     let spec = base.current_spec();
     let mut update = RowChangeUpdate {
         s0: &base,
@@ -165,7 +88,7 @@ pub(crate) async fn commit_row_change(
                 )
             })
             .collect(),
-        leaves: leaf_commits,
+        leaves: changed,
         created,
         spec_id: spec.id,
         field_ids: spec.fields.iter().map(|f| f.field_id.clone()).collect(),
@@ -177,82 +100,175 @@ pub(crate) async fn commit_row_change(
     Ok((committed, update.changed()))
 }
 
-/// Commits one existing partition's deletions and new rows to its leaf.
-async fn commit_existing(
-    storage: &Storage,
+/// One existing partition's deletions and new rows.
+type ExistingChange = (Option<Deletions>, Option<StagedPart>);
+
+/// The changes per existing leaf (index into `base.leaves`), and the parts of new partitions.
+fn by_leaf(
     base: &Snapshot,
-    (i, key): (usize, Vec<ScalarValue>),
-    (deletions, part): (Option<Deletions>, Option<StagedPart>),
-    strong: bool,
-    schemas: &Schemas,
-    fresh: &lance::datatypes::Schema,
-) -> Result<LeafCommit> {
-    let leaf = &base.leaves[i];
-    let ds = match (&deletions, part.as_ref().and_then(|p| p.dataset.clone())) {
-        (Some(d), _) => Arc::clone(&d.dataset),
-        (None, Some(ds)) => ds,
-        (None, None) => storage.open(&leaf.location, leaf.read_version).await?,
-    };
-    let read_version = ds.version().version;
-    let rows = deletions.map(|d| d.rows).unwrap_or_default();
-    let (new_fragments, rewrite) = match part {
-        Some(p) => (p.fragments, p.rewrite),
-        None => (Vec::new(), false),
-    };
-    let added: u64 = new_fragments
+    deletions: Vec<Deletions>,
+    parts: Vec<StagedPart>,
+) -> Result<(BTreeMap<usize, ExistingChange>, Vec<StagedPart>)> {
+    let position: HashMap<&str, usize> = base
+        .leaves
         .iter()
-        .map(|f| f.physical_rows.unwrap_or(0) as u64)
-        .sum();
-    let mut out = LeafCommit {
-        object_id: leaf.object_id.clone(),
-        location: leaf.location.clone(),
-        spec_id: leaf.spec_id,
-        key,
-        base: strong.then_some(read_version),
-        committed: None,
-        added,
-        deleted: rows.len() as u64,
-        fragments: new_fragments.clone(),
-    };
-    if added == 0 && ds.count_rows(None).await? as u64 <= rows.len() as u64 {
-        return Ok(out); // every row goes: the partition is dropped
+        .enumerate()
+        .map(|(i, l)| (l.object_id.as_str(), i))
+        .collect();
+    let mut existing: BTreeMap<usize, ExistingChange> = BTreeMap::new();
+    let mut created = Vec::new();
+    for d in deletions {
+        let i = d.leaf;
+        existing.entry(i).or_default().0 = Some(d);
     }
-    let op = if rewrite && added > 0 {
-        let except = rows.iter().copied().collect();
-        let kept = read_adapted(&ds, schemas, &except).await?;
-        let mut fragments = if kept.is_empty() {
-            Vec::new()
-        } else {
-            let txn = InsertBuilder::new(Arc::clone(&ds))
-                .with_params(&write_params(storage, WriteMode::Overwrite)?)
-                .execute_uncommitted(kept)
-                .await?;
-            op_fragments(txn.operation)?.0
+    for p in parts {
+        match &p.target {
+            Target::Existing { object_id, .. } => {
+                let i = *position.get(object_id.as_str()).ok_or_else(|| {
+                    Error::Internal(format!("staged part for unknown leaf {object_id}"))
+                })?;
+                existing.entry(i).or_default().1 = Some(p);
+            }
+            Target::New { .. } => created.push(p),
+        }
+    }
+    Ok((existing, created))
+}
+
+/// The leaf commits of one change.
+struct LeafCommits<'a> {
+    storage: &'a Storage,
+    base: &'a Arc<Snapshot>,
+    strong: bool,
+    concurrency: usize,
+}
+
+impl LeafCommits<'_> {
+    /// Commits every existing leaf's change and creates the new partitions' leaves.
+    async fn commit(
+        &self,
+        existing: BTreeMap<usize, ExistingChange>,
+        created: Vec<StagedPart>,
+    ) -> Result<(Vec<LeafCommit>, Vec<Pending>)> {
+        let ns = self.base.schema();
+        let schemas = Schemas {
+            leaf: leaf_schema(&ns),
+            ns,
         };
-        fragments.extend(new_fragments);
-        Operation::Overwrite {
-            fragments,
-            schema: fresh.clone(),
-            config_upsert_values: None,
-            initial_bases: None,
+        let fresh = fresh_lance_schema(&schemas.leaf)?;
+        let keys = self.base.keys()?;
+        let (schemas, fresh) = (&schemas, &fresh);
+        let changed: Vec<LeafCommit> = stream::iter(existing.into_iter().map(|(i, change)| {
+            let key = keys.leaf_values[i].clone();
+            async move {
+                let leaf = ExistingLeaf {
+                    storage: self.storage,
+                    base: self.base,
+                    schemas,
+                    fresh,
+                };
+                leaf.commit((i, key), change, self.strong).await
+            }
+        }))
+        .buffer_unordered(self.concurrency)
+        .try_collect()
+        .await?;
+        let created: Vec<Pending> = stream::iter(
+            created
+                .into_iter()
+                .map(|p| commit_leaf(self.storage, p, false, self.strong, fresh)),
+        )
+        .buffer_unordered(self.concurrency)
+        .try_collect()
+        .await?;
+        Ok((changed, created))
+    }
+}
+
+/// What committing an existing leaf's change needs.
+struct ExistingLeaf<'a> {
+    storage: &'a Storage,
+    base: &'a Snapshot,
+    schemas: &'a Schemas,
+    fresh: &'a lance::datatypes::Schema,
+}
+
+impl ExistingLeaf<'_> {
+    /// Commits one existing partition's deletions and new rows to its leaf.
+    async fn commit(
+        &self,
+        (i, key): (usize, Vec<ScalarValue>),
+        (deletions, part): ExistingChange,
+        strong: bool,
+    ) -> Result<LeafCommit> {
+        let (storage, schemas, fresh) = (self.storage, self.schemas, self.fresh);
+        let leaf = &self.base.leaves[i];
+        let ds = match (&deletions, part.as_ref().and_then(|p| p.dataset.clone())) {
+            (Some(d), _) => Arc::clone(&d.dataset),
+            (None, Some(ds)) => ds,
+            (None, None) => storage.open(&leaf.location, leaf.read_version).await?,
+        };
+        let read_version = ds.version().version;
+        let rows = deletions.map(|d| d.rows).unwrap_or_default();
+        let (new_fragments, rewrite) = match part {
+            Some(p) => (p.fragments, p.rewrite),
+            None => (Vec::new(), false),
+        };
+        let added: u64 = new_fragments
+            .iter()
+            .map(|f| f.physical_rows.unwrap_or(0) as u64)
+            .sum();
+        let mut out = LeafCommit {
+            object_id: leaf.object_id.clone(),
+            location: leaf.location.clone(),
+            spec_id: leaf.spec_id,
+            key,
+            base: strong.then_some(read_version),
+            committed: None,
+            added,
+            deleted: rows.len() as u64,
+            fragments: new_fragments.clone(),
+        };
+        if added == 0 && ds.count_rows(None).await? as u64 <= rows.len() as u64 {
+            return Ok(out); // every row goes: the partition is dropped
         }
-    } else {
-        let (updated_fragments, removed_fragment_ids) = apply_deletions(&ds, &rows).await?;
-        Operation::Update {
-            removed_fragment_ids,
-            updated_fragments,
-            new_fragments,
-            fields_modified: Vec::new(),
-            compacted_sstables: Vec::new(),
-            fields_for_preserving_frag_bitmap: Vec::new(),
-            update_mode: Some(UpdateMode::RewriteRows),
-            inserted_rows_filter: None,
-            updated_fragment_offsets: None,
-        }
-    };
-    let txn = Transaction::new(read_version, op, None);
-    out.committed = Some(commit_leaf_transaction(ds, txn, strong, |b| b).await?);
-    Ok(out)
+        let op = if rewrite && added > 0 {
+            let except = rows.iter().copied().collect();
+            let kept = read_adapted(&ds, schemas, &except).await?;
+            let mut fragments = if kept.is_empty() {
+                Vec::new()
+            } else {
+                let txn = InsertBuilder::new(Arc::clone(&ds))
+                    .with_params(&write_params(storage, WriteMode::Overwrite)?)
+                    .execute_uncommitted(kept)
+                    .await?;
+                op_fragments(txn.operation)?.0
+            };
+            fragments.extend(new_fragments);
+            Operation::Overwrite {
+                fragments,
+                schema: fresh.clone(),
+                config_upsert_values: None,
+                initial_bases: None,
+            }
+        } else {
+            let (updated_fragments, removed_fragment_ids) = apply_deletions(&ds, &rows).await?;
+            Operation::Update {
+                removed_fragment_ids,
+                updated_fragments,
+                new_fragments,
+                fields_modified: Vec::new(),
+                compacted_sstables: Vec::new(),
+                fields_for_preserving_frag_bitmap: Vec::new(),
+                update_mode: Some(UpdateMode::RewriteRows),
+                inserted_rows_filter: None,
+                updated_fragment_offsets: None,
+            }
+        };
+        let txn = Transaction::new(read_version, op, None);
+        out.committed = Some(commit_leaf_transaction(ds, txn, strong, |b| b).await?);
+        Ok(out)
+    }
 }
 
 /// Writes the deletion files of `rows` (row addresses): the fragments with new deletion

@@ -56,67 +56,15 @@ pub(crate) fn candidates(
     let mut matching = Vec::new();
     if matching_needed {
         for (spec_id, leaves) in &by_spec {
-            let Some(spec) = snap.root_props.specs.get(spec_id) else {
-                chosen.extend(leaves);
-                continue;
-            };
-            let determined = spec
-                .fields
-                .iter()
-                .all(|f| f.source_ids.iter().all(|s| key_ids.contains(s)));
-            let holding = if determined {
-                holding_keys(snap, spec, &keyed, &position)?
-            } else {
-                None
-            };
-            match holding {
-                Some(found) => {
-                    matching.push(format!(
-                        "spec v{spec_id}: the key determines the partition; {} of {} \
-                         partition(s) hold source keys",
-                        found.len(),
-                        leaves.len()
-                    ));
-                    chosen.extend(found);
-                }
-                None => {
-                    matching.push(format!(
-                        "spec v{spec_id}: partitioned by {}, which the key ({}) does not \
-                         determine; all {} partition(s) are read (key columns first)",
-                        describe_spec(spec),
-                        keys.iter()
-                            .map(|k| k.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        leaves.len()
-                    ));
-                    chosen.extend(leaves);
-                }
-            }
+            let (found, why) = by_key(snap, *spec_id, leaves, (&key_ids, keys), &keyed, &position)?;
+            chosen.extend(found);
+            matching.extend(why);
         }
     }
     if !plan.by_source.is_empty() {
-        match &plan.by_source_filter {
-            None => {
-                matching.push(
-                    "not matched by source: a delete without condition reads every partition"
-                        .into(),
-                );
-                chosen.extend(0..snap.leaves.len());
-            }
-            Some(filters) => {
-                let mut reached = BTreeSet::new();
-                for f in filters {
-                    reached.extend(prune(snap, Some(f))?.leaves);
-                }
-                matching.push(format!(
-                    "not matched by source: the delete condition reaches {} of {} partition(s)",
-                    reached.len(),
-                    snap.leaves.len()
-                ));
-                chosen.extend(reached);
-            }
-        }
+        let (reached, why) = by_source(snap, plan)?;
+        chosen.extend(reached);
+        matching.push(why);
     }
     let leaves: Vec<usize> = chosen.into_iter().collect();
     Ok(Candidates {
@@ -124,6 +72,71 @@ pub(crate) fn candidates(
         leaves,
         matching,
     })
+}
+
+/// The leaves of spec `spec_id` (`leaves`) that can hold a source key, and why.
+fn by_key(
+    snap: &Snapshot,
+    spec_id: i32,
+    leaves: &[usize],
+    (key_ids, keys): (&HashSet<i32>, &[KeyPath]),
+    keyed: &RecordBatch,
+    position: &HashMap<&str, usize>,
+) -> Result<(Vec<usize>, Option<String>)> {
+    let Some(spec) = snap.root_props.specs.get(&spec_id) else {
+        return Ok((leaves.to_vec(), None));
+    };
+    let determined = spec
+        .fields
+        .iter()
+        .all(|f| f.source_ids.iter().all(|s| key_ids.contains(s)));
+    let holding = if determined {
+        holding_keys(snap, spec, keyed, position)?
+    } else {
+        None
+    };
+    Ok(match holding {
+        Some(found) => {
+            let why = format!(
+                "spec v{spec_id}: the key determines the partition; {} of {} partition(s) \
+                 hold source keys",
+                found.len(),
+                leaves.len()
+            );
+            (found, Some(why))
+        }
+        None => {
+            let why = format!(
+                "spec v{spec_id}: partitioned by {}, which the key ({}) does not determine; \
+                 all {} partition(s) are read (key columns first)",
+                describe_spec(spec),
+                keys.iter()
+                    .map(|k| k.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                leaves.len()
+            );
+            (leaves.to_vec(), Some(why))
+        }
+    })
+}
+
+/// The leaves a not-matched-by-source delete can reach, and why.
+fn by_source(snap: &Snapshot, plan: &Plan) -> Result<(BTreeSet<usize>, String)> {
+    let Some(filters) = &plan.by_source_filter else {
+        let why = "not matched by source: a delete without condition reads every partition";
+        return Ok(((0..snap.leaves.len()).collect(), why.into()));
+    };
+    let mut reached = BTreeSet::new();
+    for f in filters {
+        reached.extend(prune(snap, Some(f))?.leaves);
+    }
+    let why = format!(
+        "not matched by source: the delete condition reaches {} of {} partition(s)",
+        reached.len(),
+        snap.leaves.len()
+    );
+    Ok((reached, why))
 }
 
 /// The source rows whose key has no NULL (only they can match).

@@ -181,34 +181,7 @@ pub(crate) fn plan(
     ns: &Schema,
 ) -> Result<Plan> {
     let parsed = parse(clauses, source, ns)?;
-    // Target columns to read: the keys', the ones conditions and values read.
-    let mut wanted: BTreeSet<String> = keys.iter().map(|k| k.column().to_string()).collect();
-    let target_refs = |e: &Expr, into: &mut BTreeSet<String>| {
-        for c in e.column_refs() {
-            if c.relation.as_ref().map(|r| r.table()) != Some(SOURCE) {
-                into.insert(c.name.clone());
-            }
-        }
-    };
-    for m in &parsed.matched {
-        if let Some(c) = &m.condition {
-            target_refs(c, &mut wanted);
-        }
-        for (_, e) in m.set.iter().flatten() {
-            target_refs(e, &mut wanted);
-        }
-    }
-    for c in parsed.by_source.iter().flatten() {
-        target_refs(c, &mut wanted);
-    }
-    // The other columns of an updated row are fetched for those rows only (`matcher`).
-    let read: SchemaRef = Arc::new(Schema::new(
-        ns.fields()
-            .iter()
-            .filter(|f| wanted.contains(f.name()))
-            .map(|f| f.as_ref().clone())
-            .collect::<Vec<_>>(),
-    ));
+    let read = read_schema(&parsed, keys, ns);
     let src = qualified(SOURCE, source)?;
     let tgt = qualified(TARGET, &read)?;
     let mut joined = src.clone();
@@ -260,6 +233,33 @@ pub(crate) fn plan(
         by_source,
         by_source_filter,
     })
+}
+
+/// The namespace columns read from every target row: the keys', and the ones conditions and
+/// values read (an updated row's other columns are fetched for it alone, `matcher`).
+fn read_schema(parsed: &Parsed, keys: &[KeyPath], ns: &Schema) -> SchemaRef {
+    let mut wanted: BTreeSet<String> = keys.iter().map(|k| k.column().to_string()).collect();
+    let mut note = |e: &Expr| {
+        for c in e.column_refs() {
+            if c.relation.as_ref().map(|r| r.table()) != Some(SOURCE) {
+                wanted.insert(c.name.clone());
+            }
+        }
+    };
+    for m in &parsed.matched {
+        m.condition.iter().for_each(&mut note);
+        for (_, e) in m.set.iter().flatten() {
+            note(e);
+        }
+    }
+    parsed.by_source.iter().flatten().for_each(&mut note);
+    Arc::new(Schema::new(
+        ns.fields()
+            .iter()
+            .filter(|f| wanted.contains(f.name()))
+            .map(|f| f.as_ref().clone())
+            .collect::<Vec<_>>(),
+    ))
 }
 
 /// A target condition as a namespace filter (for pruning).

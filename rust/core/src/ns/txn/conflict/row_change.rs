@@ -8,16 +8,45 @@
 use std::collections::HashMap;
 
 use futures::future::BoxFuture;
+use lance::table::format::Fragment;
 
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
-use crate::ns::manifest::{describe_key, Row, Snapshot, TABLE};
+use crate::ns::manifest::{describe_key, LeafVersion, Row, Snapshot, TABLE};
 use crate::ns::txn::conflict::delete::{drop_empty_namespaces, drop_partition};
 use crate::ns::txn::conflict::version_row;
 use crate::ns::txn::conflict::write::plan_namespaces;
 use crate::ns::txn::leaf::{Pending, Written};
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
-use crate::ns::txn::row_change::{ChangedLeaf, LeafCommit};
+
+/// What the change did to one partition.
+#[derive(Debug, Clone)]
+pub(crate) struct ChangedLeaf {
+    /// The leaf's object id (a created one's once the manifest commit named it).
+    pub(crate) object_id: String,
+    pub(crate) location: String,
+    pub(crate) spec_id: i32,
+    pub(crate) key: Vec<ScalarValue>,
+    /// Rows added (new fragments).
+    pub(crate) added: u64,
+    pub(crate) created: bool,
+    pub(crate) dropped: bool,
+}
+
+/// One existing partition's change, committed to its leaf (not yet to the manifest).
+pub(crate) struct LeafCommit {
+    pub(crate) object_id: String,
+    pub(crate) location: String,
+    pub(crate) spec_id: i32,
+    pub(crate) key: Vec<ScalarValue>,
+    /// The version read; `None` in weak mode.
+    pub(crate) base: Option<u64>,
+    /// The new version; `None` when the partition is dropped.
+    pub(crate) committed: Option<LeafVersion>,
+    pub(crate) added: u64,
+    pub(crate) deleted: u64,
+    pub(crate) fragments: Vec<Fragment>,
+}
 
 /// A row-level change's manifest change; see the module docs.
 pub(crate) struct RowChangeUpdate<'a> {
