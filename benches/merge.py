@@ -118,24 +118,27 @@ def prepare(work: Path, n: int, partitions: int) -> dict[str, Path]:
 def _iceberg_table(root: Path, partitions: int) -> Any:
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
     from pyiceberg.transforms import BucketTransform
+    from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
 
     root.mkdir(parents=True, exist_ok=True)
     catalog = SqlCatalog(
         "bench", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}/warehouse"
     )
     catalog.create_namespace("b")
-    schema = catalog.create_table("b.probe", SCHEMA).schema()
-    catalog.drop_table("b.probe")
-    spec = PartitionSpec(
-        PartitionField(
-            source_id=schema.find_field("order_id").field_id,
-            field_id=1000,
-            transform=BucketTransform(partitions),
-            name="b",
-        )
+    schema = Schema(
+        NestedField(1, "order_id", LongType(), required=True),
+        NestedField(2, "customer", LongType(), required=False),
+        NestedField(3, "amount", DoubleType(), required=False),
+        NestedField(4, "status", StringType(), required=False),
+        NestedField(5, "updated_at", TimestampType(), required=False),
+        identifier_field_ids=[1],
     )
-    return catalog.create_table("b.orders", SCHEMA, partition_spec=spec)
+    spec = PartitionSpec(
+        PartitionField(source_id=1, field_id=1000, transform=BucketTransform(partitions), name="b")
+    )
+    return catalog.create_table("b.orders", schema, partition_spec=spec)
 
 
 def _iceberg_open(root: Path) -> Any:
