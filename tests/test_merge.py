@@ -414,3 +414,28 @@ def test_apply_changes_keeps_the_last_change_per_key(tmp_path: Path) -> None:
     assert content(ns) == want
     assert (result.inserted, result.updated, result.deleted) == (1, 2, 2)
     assert "op" not in ns.schema.names
+
+
+def test_weak_mode_merges_equal_the_model(tmp_path: Path) -> None:
+    spec = lp.PartitionSpec([lp.PartitionField("d", source="day", transform=lp.Identity())])
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, spec, transaction_mode="weak")
+    ns.write(table(rows(40)))
+    before = content(ns)
+    source = [dict(r, day=dt.date(2025, 3, 1)) for r in rows(10, start=35, qty=2)]
+    result = (
+        ns.merge_insert("id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .when_not_matched_by_source_delete("qty < 10")
+        .execute(table(source))
+    )
+    want = model_merge(
+        before,
+        source,
+        update=lambda t, s: dict(s),
+        insert=True,
+        delete_unmatched=lambda t: t["qty"] < 10,
+    )
+    assert content(ns) == want
+    assert (result.inserted, result.updated, result.moved) == (5, 5, 5)
+    assert content(lp.PartitionedNamespace.open(str(tmp_path / "ns"))) == want
