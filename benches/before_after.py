@@ -9,6 +9,7 @@ build is faster). Both Pythons need pyarrow and numpy; each imports its own
 
     python benches/before_after.py --before /tmp/venv-before/bin/python \\
         --after .venv/bin/python --rounds 5 --write BENCHMARKS.md
+    python benches/before_after.py ... --only ingest --rounds 15   # one cell, more rounds
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", default="", help="measure only cells whose label has this text")
     ap.add_argument("--write", type=Path, default=None)
     args = ap.parse_args()
     work = scratch("lp-before-after-")
@@ -97,7 +99,7 @@ def main() -> None:
     where = str(work / "join")
     prepare = f"import join, pathlib; join.prepare_local({args.rows}, pathlib.Path({where!r}))"
     subprocess.run([args.after, "-c", prepare], cwd=HERE, check=True)
-    measured = cells(args.rows, work)
+    measured = [m for m in cells(args.rows, work) if args.only in m[0]]
     got: dict[str, dict[str, list[Cell]]] = {m[0]: {"before": [], "after": []} for m in measured}
     for r in range(args.rounds):
         print(f"round {r + 1}/{args.rounds}", flush=True)
@@ -131,7 +133,11 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        update_section(args.write, "before-after", text, "## Before and after (issue 33)")
+        if args.only:
+            heading = f"### Before and after (issue 33): {args.only} only, {args.rounds} rounds"
+            update_section(args.write, f"before-after-{args.only}", text, heading)
+        else:
+            update_section(args.write, "before-after", text, "## Before and after (issue 33)")
 
 
 if __name__ == "__main__":
