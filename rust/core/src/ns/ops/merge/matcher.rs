@@ -127,7 +127,7 @@ pub(crate) async fn match_leaf(
 }
 
 /// A system column (`_rowaddr`, `_rowid`) of a scanned batch.
-fn system_column(batch: &RecordBatch, name: &str) -> Result<Vec<u64>> {
+pub(crate) fn system_column(batch: &RecordBatch, name: &str) -> Result<Vec<u64>> {
     batch
         .column_by_name(name)
         .and_then(|c| c.as_primitive_opt::<UInt64Type>())

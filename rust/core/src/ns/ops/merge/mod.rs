@@ -76,13 +76,34 @@ pub(crate) async fn merge(
     opts: &WriteOptions,
 ) -> Result<MergeSummary> {
     clauses.check()?;
+    until_settled(storage, opts, |snap, strong| {
+        merge_once(storage, snap, strong, source, clauses, opts)
+    })
+    .await
+}
+
+/// Runs a row-level change (`run` on the latest snapshot, strong or not) until it commits:
+/// in strong mode a `CommitConflict` (a partition it read changed meanwhile) runs it again on
+/// a fresh snapshot, up to `max_attempts` runs. The summary counts the runs.
+///
+/// # Errors
+/// The last run's error.
+pub(crate) async fn until_settled<F, Fut>(
+    storage: &Storage,
+    opts: &WriteOptions,
+    mut run: F,
+) -> Result<MergeSummary>
+where
+    F: FnMut(Arc<Snapshot>, bool) -> Fut,
+    Fut: std::future::Future<Output = Result<MergeSummary>>,
+{
     let mut attempt = 0u32;
     loop {
         attempt += 1;
         let snap = Arc::new(Snapshot::load(storage, None).await?);
         snap.check_writable()?;
         let strong = snap.strong_mode(opts.strong)?;
-        match merge_once(storage, snap, strong, source, clauses, opts).await {
+        match run(snap, strong).await {
             Ok(mut summary) => {
                 summary.attempts = attempt;
                 return Ok(summary);

@@ -7,9 +7,8 @@ use std::sync::Arc;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 
-use crate::arrow::array::AsArray;
 use crate::arrow::compute::filter_record_batch;
-use crate::arrow::datatypes::{Schema, UInt64Type};
+use crate::arrow::datatypes::Schema;
 use crate::datafusion::common::DFSchema;
 use crate::datafusion::physical_plan::PhysicalExpr;
 use crate::error::{Error, Result};
@@ -19,11 +18,10 @@ use crate::ns::infra::storage::Storage;
 use crate::ns::leaf_io::read_rules::{adapt, leaf_columns};
 use crate::ns::manifest::{Leaf, Snapshot};
 use crate::ns::scan::prune;
-use crate::ns::txn::retry::backoff;
 use crate::ns::write::WriteOptions;
 
-use super::matcher::{new_version, LeafChanges};
-use super::{commit_changes, Decided, MergeSummary};
+use super::matcher::{new_version, system_column, LeafChanges};
+use super::{commit_changes, until_settled, Decided, MergeSummary};
 
 /// The planned update: new values and the filter.
 struct Update {
@@ -48,23 +46,10 @@ pub(crate) async fn update(
     if set.is_empty() {
         return Err(Error::InvalidArgument("update sets no column".into()));
     }
-    let mut attempt = 0u32;
-    loop {
-        attempt += 1;
-        let snap = Arc::new(Snapshot::load(storage, None).await?);
-        snap.check_writable()?;
-        let strong = snap.strong_mode(opts.strong)?;
-        match update_once(storage, snap, strong, set, filter_sql, opts).await {
-            Ok(mut summary) => {
-                summary.attempts = attempt;
-                return Ok(summary);
-            }
-            Err(Error::CommitConflict(_)) if strong && attempt < opts.max_attempts.max(1) => {
-                backoff(attempt).await;
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    until_settled(storage, opts, |snap, strong| {
+        update_once(storage, snap, strong, set, filter_sql, opts)
+    })
+    .await
 }
 
 fn plan(set: &[(String, String)], filter_sql: Option<&str>, ns: &Schema) -> Result<Update> {
@@ -154,26 +139,23 @@ async fn update_leaf(
     while let Some(batch) = stream.next().await {
         let batch = batch?;
         let rows = adapt(&batch, &out_schema, &map)?;
-        let addr = batch
-            .column_by_name(lance_core::ROW_ADDR)
-            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-            .cloned()
-            .ok_or_else(|| Error::Internal("the scan returned no row addresses".into()))?;
+        let addr = system_column(&batch, lance_core::ROW_ADDR)?;
         let (rows, addr) = match &up.filter_phys {
             Some(f) => {
                 let mask = evaluate_mask(f, &rows)?;
-                let addr = crate::arrow::compute::filter(&addr, &mask)?;
-                (
-                    filter_record_batch(&rows, &mask)?,
-                    addr.as_primitive::<UInt64Type>().clone(),
-                )
+                let kept = addr
+                    .iter()
+                    .zip(mask.iter())
+                    .filter(|(_, m)| *m == Some(true));
+                let addr: Vec<u64> = kept.map(|(a, _)| *a).collect();
+                (filter_record_batch(&rows, &mask)?, addr)
             }
             None => (rows, addr),
         };
         if rows.num_rows() == 0 {
             continue;
         }
-        out.deleted.extend_from_slice(addr.values());
+        out.deleted.extend_from_slice(&addr);
         out.updated += rows.num_rows() as u64;
         out.updates.push(new_version(ns, &rows, |name| {
             up.set.iter().find(|(c, _)| c == name).map(|(_, e)| {

@@ -12,10 +12,10 @@ use lance::table::format::Fragment;
 
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
-use crate::ns::manifest::{describe_key, LeafVersion, Row, Snapshot, TABLE};
+use crate::ns::manifest::{describe_key, LeafVersion, Snapshot};
 use crate::ns::txn::conflict::delete::{drop_empty_namespaces, drop_partition};
 use crate::ns::txn::conflict::version_row;
-use crate::ns::txn::conflict::write::plan_namespaces;
+use crate::ns::txn::conflict::write::NewPartition;
 use crate::ns::txn::leaf::{Pending, Written};
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
 
@@ -131,33 +131,12 @@ impl RowChangeUpdate<'_> {
                     self.operation
                 )));
             }
-            let p = &self.created[i];
-            let oid = plan_namespaces(
-                latest,
-                self.spec_id,
-                &self.field_ids,
-                p,
-                &mut created_ns,
-                &mut change.rows,
-            )?;
-            change.rows.push(Row {
-                object_id: oid.clone(),
-                object_type: TABLE.into(),
-                location: Some(p.location.clone()),
-                props: HashMap::new(),
-                read_version: self.strong.then_some(p.committed.version),
-                values: self
-                    .field_ids
-                    .iter()
-                    .cloned()
-                    .zip(p.key.iter().cloned())
-                    .collect(),
-            });
-            if self.strong {
-                change
-                    .rows
-                    .push(version_row(&oid, &p.committed, "create", None, p.rows()));
-            }
+            let new = NewPartition {
+                spec_id: self.spec_id,
+                field_ids: &self.field_ids,
+                strong: self.strong,
+            };
+            let oid = new.register(latest, &self.created[i], &mut created_ns, &mut change.rows)?;
             self.created[i].object_id = Some(oid);
         }
         if !self.created.is_empty() {

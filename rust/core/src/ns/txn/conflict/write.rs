@@ -175,23 +175,12 @@ impl WriteUpdate<'_> {
         rows: &mut Vec<Row>,
     ) -> Result<()> {
         let p = &self.pending[i];
-        let oid = plan_namespaces(latest, self.spec_id, &self.field_ids, p, created_ns, rows)?;
-        rows.push(Row {
-            object_id: oid.clone(),
-            object_type: TABLE.into(),
-            location: Some(p.location.clone()),
-            props: HashMap::new(),
-            read_version: self.strong.then_some(p.committed.version),
-            values: self
-                .field_ids
-                .iter()
-                .cloned()
-                .zip(p.key.iter().cloned())
-                .collect(),
-        });
-        if self.strong {
-            rows.push(version_row(&oid, &p.committed, "create", None, p.rows()));
-        }
+        let new = NewPartition {
+            spec_id: self.spec_id,
+            field_ids: &self.field_ids,
+            strong: self.strong,
+        };
+        let oid = new.register(latest, p, created_ns, rows)?;
         self.pending[i].object_id = Some(oid);
         Ok(())
     }
@@ -329,10 +318,48 @@ async fn copy_into(
     Ok((LeafVersion::of(&committed).await?, fragments))
 }
 
+/// Where a commit registers the partitions it created.
+pub(crate) struct NewPartition<'a> {
+    pub(crate) spec_id: i32,
+    pub(crate) field_ids: &'a [String],
+    pub(crate) strong: bool,
+}
+
+impl NewPartition<'_> {
+    /// The rows of partition `p` (created by this commit): its namespaces (reusing those
+    /// that exist), its table row and, in strong mode, its version row. Returns its object id.
+    pub(crate) fn register(
+        &self,
+        latest: &Snapshot,
+        p: &Pending,
+        created_ns: &mut HashMap<Vec<ScalarValue>, String>,
+        rows: &mut Vec<Row>,
+    ) -> Result<String> {
+        let oid = plan_namespaces(latest, self.spec_id, self.field_ids, p, created_ns, rows)?;
+        rows.push(Row {
+            object_id: oid.clone(),
+            object_type: TABLE.into(),
+            location: Some(p.location.clone()),
+            props: HashMap::new(),
+            read_version: self.strong.then_some(p.committed.version),
+            values: self
+                .field_ids
+                .iter()
+                .cloned()
+                .zip(p.key.iter().cloned())
+                .collect(),
+        });
+        if self.strong {
+            rows.push(version_row(&oid, &p.committed, "create", None, p.rows()));
+        }
+        Ok(oid)
+    }
+}
+
 /// The namespace rows a new partition needs, reusing namespaces that exist (in the latest
 /// manifest, or created by this commit) and otherwise the planned ids; returns the new leaf's
 /// object id.
-pub(crate) fn plan_namespaces(
+fn plan_namespaces(
     latest: &Snapshot,
     spec_id: i32,
     field_ids: &[String],
