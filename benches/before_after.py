@@ -1,4 +1,4 @@
-"""Two builds of ours, measured alternately in one run: kernels, ingest and a local join.
+"""Two builds of ours, measured alternately in one run: kernels, ingest, a local join, a merge.
 
 Each round runs every cell once with the ``--before`` Python, then once with ``--after``
 (each cell a fresh process, ``cells.py``: first call and best of ``--repeat``), so drift of a
@@ -31,6 +31,8 @@ from scratch import scratch
 from lance_partitioned import kernels as k
 
 Case = Callable[[], Any]
+MERGE_CHANGED = 0.01
+MERGE_PARTITIONS = 200
 
 
 def _ints(n: int) -> pa.Array:
@@ -77,6 +79,16 @@ def cells(rows: int, work: Path) -> list[tuple[str, str, str, dict[str, Any]]]:
             {"rows": rows, "work": str(work / "ingest")},
         ),
         (f"local join ({rows:,} orders)", "join", "ours", {"work": str(work / "join")}),
+        (
+            f"merge_insert {MERGE_CHANGED:.0%} of {rows:,} rows over {MERGE_PARTITIONS} partitions",
+            "merge",
+            "ours",
+            {
+                "template": str(work / "merge" / "t-ours"),
+                "work": str(work / "merge"),
+                "source": str(work / "merge" / "source.arrow"),
+            },
+        ),
     ]
 
 
@@ -98,6 +110,16 @@ def main() -> None:
     # The join's inputs, written once (by the after build) and read by both.
     where = str(work / "join")
     prepare = f"import join, pathlib; join.prepare_local({args.rows}, pathlib.Path({where!r}))"
+    subprocess.run([args.after, "-c", prepare], cwd=HERE, check=True)
+    # The merge's template namespace and changes, likewise written once.
+    (work / "merge").mkdir()
+    where = str(work / "merge")
+    prepare = (
+        "import merge, pathlib, numpy as np; w = pathlib.Path("
+        f"{where!r}); merge.write_source(w, {args.rows}, {MERGE_CHANGED}); "
+        f"merge.prepare_ours(w, merge.orders(np.arange({args.rows}), 'open', 1), "
+        f"{MERGE_PARTITIONS})"
+    )
     subprocess.run([args.after, "-c", prepare], cwd=HERE, check=True)
     measured = [m for m in cells(args.rows, work) if args.only in m[0]]
     got: dict[str, dict[str, list[Cell]]] = {m[0]: {"before": [], "after": []} for m in measured}

@@ -92,15 +92,29 @@ def with_bucket(t: pa.Table, partitions: int) -> pa.Table:
     return t.append_column("bucket", k.bucket(t["order_id"].combine_chunks(), partitions))
 
 
-def prepare(work: Path, n: int, partitions: int) -> dict[str, Path]:
-    """One template per system, holding the same rows."""
-    base = orders(np.arange(n), "open", 1)
-    out: dict[str, Path] = {}
+def prepare_ours(work: Path, base: pa.Table, partitions: int) -> Path:
+    """Our template: ``base`` in a namespace bucketed by order_id."""
     spec = lp.PartitionSpec(
         [lp.PartitionField("b", source="order_id", transform=lp.Bucket(partitions))]
     )
-    out["ours"] = work / "t-ours"
-    lp.PartitionedNamespace.create(str(out["ours"]), SCHEMA, spec).write(base)
+    root = work / "t-ours"
+    lp.PartitionedNamespace.create(str(root), SCHEMA, spec).write(base)
+    return root
+
+
+def write_source(work: Path, n: int, changed: float) -> tuple[Path, pa.Table]:
+    """The changes of a run, as an Arrow IPC file every system's process reads."""
+    src = changes(n, changed)
+    source = work / "source.arrow"
+    with pa.ipc.new_file(source, src.schema) as w:
+        w.write_table(src)
+    return source, src
+
+
+def prepare(work: Path, n: int, partitions: int) -> dict[str, Path]:
+    """One template per system, holding the same rows."""
+    base = orders(np.arange(n), "open", 1)
+    out: dict[str, Path] = {"ours": prepare_ours(work, base, partitions)}
     out["pylance"] = work / "t-lance"
     lance.write_dataset(base, str(out["pylance"]))
     from deltalake import write_deltalake
@@ -269,10 +283,7 @@ def main() -> None:
     names = [s for s in args.systems.split(",") if s]
     work = scratch("lp-merge-bench-")
     try:
-        src = changes(args.rows, args.changed)
-        source = work / "source.arrow"
-        with pa.ipc.new_file(source, src.schema) as w:
-            w.write_table(src)
+        source, src = write_source(work, args.rows, args.changed)
         templates = prepare(work, args.rows, args.partitions)
         cells = {}
         for name in names:

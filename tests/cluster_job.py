@@ -134,6 +134,16 @@ def kill_an_executor_while_tasks_run(
         time.sleep(0.05)
 
 
+def kill_an_executor_after(spark: SparkSession, seconds: float, killed: list[int]) -> None:
+    """SIGKILLs one executor JVM of this application ``seconds`` from now (while a job's
+    tasks sleep half-way through their rows)."""
+    time.sleep(seconds)
+    pids = executors(spark.sparkContext.applicationId)
+    if pids:
+        os.kill(pids[0], signal.SIGKILL)
+        killed.append(pids[0])
+
+
 def main() -> None:
     master, worker_python, options_json, bucket = sys.argv[1:5]
     options: dict[str, str] = json.loads(options_json)
@@ -244,6 +254,37 @@ def main() -> None:
         storage_options=options,
     )
     out["speculative"] = {"written": r.rows, **check(uri4, options, 0, n)}
+
+    # 7. A merge keyed by id (which does not determine the partition: shuffled by key), with
+    # an executor SIGKILLed while its map tasks run: every key changed once, no row twice.
+    killed = []
+    killer = threading.Thread(target=kill_an_executor_after, args=(spark, 2.0, killed))
+    killer.start()
+    changes = events(spark, 0, n + 1000, 8, slow_ms=1500).filter(
+        (F.col("id") % 4 == 0) | (F.col("id") >= n)
+    )
+    changes = changes.withColumn("payload", F.concat(F.lit("merged-"), F.col("id").cast("string")))
+    m = (
+        lps.merge_insert(uri4, "id", storage_options=options)
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute(changes)
+    )
+    killer.join()
+    merged = lp.PartitionedNamespace.open(uri4, storage_options=options).to_table()
+    out["merge"] = {
+        "pids": killed,
+        "inserted": m.inserted,
+        "updated": m.updated,
+        **check(uri4, options, 0, n + 1000),
+        "merged": pc.sum(pc.starts_with(merged["payload"], "merged-")).as_py(),
+        "right": pc.sum(
+            pc.equal(
+                merged["payload"],
+                pc.binary_join_element_wise("merged-", pc.cast(merged["id"], "string"), ""),
+            )
+        ).as_py(),
+    }
 
     print("RESULT " + json.dumps(out), flush=True)
     spark.stop()

@@ -91,6 +91,17 @@ def test_ingest_pipeline_on_a_standalone_cluster(
         0,
         n - 1,
     )
+    merged = res["merge"]
+    assert len(merged["pids"]) == 1, "an executor was killed while the merge's tasks ran"
+    assert (merged["rows"], merged["unique"], merged["min"], merged["max"]) == (
+        n + 1000,
+        n + 1000,
+        0,
+        n + 999,
+    )
+    assert (merged["inserted"], merged["updated"]) == (1000, n // 4)
+    # Every changed row carries its own id's new payload; every other row kept its own.
+    assert merged["merged"] == merged["right"] == n // 4 + 1000
     # Proof that a speculative copy raced: Spark interrupts the losing attempt when the stage
     # finishes (the SIGKILLed executor of step 5 logs nothing of the kind).
     log = cluster.executor_log()

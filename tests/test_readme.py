@@ -67,6 +67,7 @@ HIVE_BLOCK: Key = (HIVE, "Export and import")
 LINEAGE_BLOCK: Key = (LINEAGE, "Example")
 JOIN_BLOCK: Key = (JOINS, "Example")
 CHANGES_BLOCK: Key = (CHANGES, "Example")
+SPARK_CHANGES_BLOCK: Key = (CHANGES, "In Spark")
 
 
 def page_blocks(path: Path) -> dict[Key, str]:
@@ -347,6 +348,35 @@ def _run_changes(tmp_path: Path) -> dict[str, Any]:
     return scope
 
 
+def _run_spark_changes(tmp_path: Path, spark: Any) -> dict[str, Any]:
+    """The Spark block after an `orders` namespace like the example's (100 orders, all
+    'new' at 2025-01-01), made here."""
+    import lance_partitioned as lp
+
+    schema = pa.schema(
+        [
+            pa.field("order_id", pa.int64(), nullable=False),
+            pa.field("status", pa.string()),
+            pa.field("updated_at", pa.timestamp("us")),
+        ]
+    )
+    spec = lp.PartitionSpec([lp.PartitionField("b", source="order_id", transform=lp.Bucket(8))])
+    orders = lp.PartitionedNamespace.create(str(tmp_path / "orders"), schema, spec)
+    t0 = datetime.datetime(2025, 1, 1)
+    orders.write(
+        pa.table(
+            {"order_id": range(100), "status": ["new"] * 100, "updated_at": [t0] * 100},
+            schema=schema,
+        )
+    )
+    scope = _run_keys((SPARK_CHANGES_BLOCK,), tmp_path, {"spark": spark})
+    orders.refresh()
+    got = {r["order_id"]: r["status"] for r in orders.to_table().to_pylist()}
+    assert len(got) == 101
+    assert (got[5], got[200], got[6]) == ("delivered", "new", "new")
+    return scope
+
+
 RUNNERS: dict[str, tuple[tuple[Key, ...], Callable[..., dict[str, Any]]]] = {
     "quick start": ((QUICK_START,), _run_quick_start),
     "spark quick start": ((SPARK_QUICK_START,), _run_spark_quick_start),
@@ -360,6 +390,7 @@ RUNNERS: dict[str, tuple[tuple[Key, ...], Callable[..., dict[str, Any]]]] = {
     "openlineage": ((LINEAGE_BLOCK,), _run_lineage),
     "storage-partitioned joins": ((JOIN_BLOCK,), _run_join),
     "row-level changes": ((CHANGES_BLOCK,), _run_changes),
+    "row-level changes in spark": ((SPARK_CHANGES_BLOCK,), _run_spark_changes),
 }
 
 
@@ -383,6 +414,7 @@ def test_every_python_block_has_a_runner() -> None:
         "partition values as text",
         "namespace tour",
         "storage-partitioned joins",
+        "row-level changes",
     ],
 )
 def test_documented_block_runs(name: str, tmp_path: Path) -> None:
@@ -405,6 +437,11 @@ def test_spark_quick_start_runs(tmp_path: Path, spark: Any) -> None:
 @pytest.mark.spark
 def test_spark_block_runs(tmp_path: Path, spark: Any) -> None:
     _run_spark_block(tmp_path, spark)
+
+
+@pytest.mark.spark
+def test_spark_changes_block_runs(tmp_path: Path, spark: Any) -> None:
+    _run_spark_changes(tmp_path, spark)
 
 
 @pytest.mark.spark

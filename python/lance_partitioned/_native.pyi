@@ -398,6 +398,49 @@ class DistributedWrite:
     def key_hasher(self) -> KeyHasher: ...
 
 @final
+class DistributedMerge:
+    def __new__(
+        cls,
+        root: str,
+        manifest_version: int,
+        strong: bool,
+        nonce: str,
+        storage_options: dict[str, str] | None = None,
+    ) -> Self: ...
+    @classmethod
+    def plan(
+        cls,
+        root: str,
+        strong: bool | None,
+        storage_options: dict[str, str] | None = None,
+    ) -> DistributedMerge: ...
+    @property
+    def root(self) -> str: ...
+    @property
+    def storage_options(self) -> dict[str, str]: ...
+    @property
+    def manifest_version(self) -> int: ...
+    @property
+    def strong(self) -> bool: ...
+    @property
+    def nonce(self) -> str: ...
+    def stage(
+        self,
+        data: Any,
+        on: list[str],
+        matched: list[tuple[str, str | None, list[tuple[str, str]] | None]],
+        not_matched: list[str | None],
+        *,
+        keep_last_by: str | None,
+        concurrency: int,
+        max_buffer_bytes: int,
+    ) -> bytes: ...
+    def commit(
+        self, messages: list[bytes], *, concurrency: int, max_attempts: int, attempt: int = 1
+    ) -> MergeResult: ...
+    def key_hasher(self) -> KeyHasher: ...
+
+@final
 class KeyHasher:
     def __new__(
         cls, root: str, manifest_version: int, storage_options: dict[str, str] | None = None

@@ -17,7 +17,7 @@ matching, deciding and writing run in Rust.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lance_partitioned import _native
 from lance_partitioned._input import arrow_stream
@@ -35,7 +35,7 @@ from lance_partitioned.options import (
 if TYPE_CHECKING:
     from lance_partitioned.changes import RowChanges as PartitionedNamespace
 
-__all__ = ["MergeInsertBuilder", "MergeResult", "MergedPartition"]
+__all__ = ["MergeClauses", "MergeInsertBuilder", "MergeResult", "MergedPartition"]
 
 MergeResult = _native.MergeResult
 MergedPartition = _native.MergedPartitionResult
@@ -143,16 +143,13 @@ def _sql_literal(value: Any) -> str:
     return str(value)
 
 
-def apply_changes(
-    ns: PartitionedNamespace,
-    changes: Any,
-    keys: str | Sequence[str],
-    sequence_by: str,
-    operation: str,
-    delete_values: Sequence[Any],
-    **execute: Any,
-) -> MergeResult:
-    """``PartitionedNamespace.apply_changes``."""
+C = TypeVar("C", bound="MergeClauses")
+
+
+def change_feed(builder: C, sequence_by: str, operation: str, delete_values: Sequence[Any]) -> C:
+    """``builder`` with the clauses of a change feed (``apply_changes``): a change whose
+    ``operation`` is in ``delete_values`` deletes its key's row, any other (not NULL) inserts
+    or replaces it."""
     for name, value in (("sequence_by", sequence_by), ("operation", operation)):
         if not isinstance(value, str) or not value:
             raise ArgumentTypeError(f"{name} must be a column name, got {value!r}")
@@ -164,54 +161,78 @@ def apply_changes(
     deletes = ", ".join(_sql_literal(v) for v in delete_values)
     is_delete = f"source.{op} IN ({deletes})"
     upsert = f"source.{op} IS NOT NULL AND source.{op} NOT IN ({deletes})"
-    builder = (
-        MergeInsertBuilder(ns, keys)
-        .when_matched_delete(is_delete)
-        .when_matched_update_all(upsert)
-        .when_not_matched_insert_all(upsert)
-    )
+    builder.when_matched_delete(is_delete)
+    builder.when_matched_update_all(upsert)
+    builder.when_not_matched_insert_all(upsert)
+    return builder
+
+
+def apply_changes(
+    ns: PartitionedNamespace,
+    changes: Any,
+    keys: str | Sequence[str],
+    sequence_by: str,
+    operation: str,
+    delete_values: Sequence[Any],
+    **execute: Any,
+) -> MergeResult:
+    """``PartitionedNamespace.apply_changes``."""
+    builder = change_feed(MergeInsertBuilder(ns, keys), sequence_by, operation, delete_values)
     return builder.execute(changes, _keep_last_by=sequence_by, **execute)
 
 
-class MergeInsertBuilder:
-    """The clauses of one merge; each ``when_*`` method returns the builder."""
+class MergeClauses:
+    """The clauses of one merge keyed by ``on``; each ``when_*`` method returns the builder.
+    (:class:`MergeInsertBuilder` runs them in this process,
+    ``lance_partitioned.spark.merge_insert`` in Spark tasks.)"""
 
-    def __init__(self, ns: PartitionedNamespace, on: str | Sequence[str]) -> None:
-        self._ns = ns
+    def __init__(self, on: str | Sequence[str]) -> None:
         self._on = key_columns(on)
         self._matched: list[tuple[str, str | None, list[tuple[str, str]] | None]] = []
         self._not_matched: list[str | None] = []
         self._by_source: list[str | None] = []
 
-    def when_matched_update_all(self, condition: str | None = None) -> MergeInsertBuilder:
+    def when_matched_update_all(self: C, condition: str | None = None) -> C:
         """Matched target rows take the source row's columns (those the source has)."""
         self._matched.append(("update_all", _condition(condition, "condition"), None))
         return self
 
-    def when_matched_update(
-        self, set: Mapping[str, str], condition: str | None = None
-    ) -> MergeInsertBuilder:
+    def when_matched_update(self: C, set: Mapping[str, str], condition: str | None = None) -> C:
         """Matched target rows get ``set``'s columns as SQL values over ``source.`` and
         ``target.`` columns; the others keep theirs."""
         self._matched.append(("update", _condition(condition, "condition"), set_pairs(set)))
         return self
 
-    def when_matched_delete(self, condition: str | None = None) -> MergeInsertBuilder:
+    def when_matched_delete(self: C, condition: str | None = None) -> C:
         """Matched target rows are deleted."""
         self._matched.append(("delete", _condition(condition, "condition"), None))
         return self
 
-    def when_not_matched_insert_all(self, condition: str | None = None) -> MergeInsertBuilder:
+    def when_not_matched_insert_all(self: C, condition: str | None = None) -> C:
         """Source rows that match no target row are inserted (when ``condition`` over
         ``source.`` columns holds)."""
         self._not_matched.append(_condition(condition, "condition"))
         return self
 
-    def when_not_matched_by_source_delete(self, condition: str | None = None) -> MergeInsertBuilder:
+    def when_not_matched_by_source_delete(self: C, condition: str | None = None) -> C:
         """Target rows no source row matches are deleted (when ``condition`` over the target's
         columns holds; it also prunes the partitions read)."""
         self._by_source.append(_condition(condition, "condition"))
         return self
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(on={self._on!r}, matched={len(self._matched)}, "
+            f"not_matched={len(self._not_matched)}, by_source={len(self._by_source)})"
+        )
+
+
+class MergeInsertBuilder(MergeClauses):
+    """The clauses of one merge, run in this process by :meth:`execute`."""
+
+    def __init__(self, ns: PartitionedNamespace, on: str | Sequence[str]) -> None:
+        super().__init__(on)
+        self._ns = ns
 
     def execute(
         self,
@@ -251,9 +272,3 @@ class MergeInsertBuilder:
             )
             _report(ns, scope, result)
         return result
-
-    def __repr__(self) -> str:
-        return (
-            f"MergeInsertBuilder(on={self._on!r}, matched={len(self._matched)}, "
-            f"not_matched={len(self._not_matched)}, by_source={len(self._by_source)})"
-        )

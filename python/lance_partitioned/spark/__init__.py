@@ -24,6 +24,10 @@ when the input is already clustered by the partition columns (e.g. read from a s
 partitioned the same way, or sorted by them); on unclustered input every task writes a file
 into every partition it sees (up to partitions x tasks files).
 
+Row-level changes (:func:`merge_insert`, :func:`apply_changes`) run the same way: tasks
+decide and stage their keys' share, the driver commits once (see
+``lance_partitioned.spark.merge``).
+
 ``df.write.format("lance-partitioned").mode("append"|"overwrite").save(uri)`` (after
 :func:`register`) is the one-pass writer through Spark's Python Data Source API: the Data
 Source API hands each task the DataFrame's partitions as they are, so repartition first (or
@@ -57,6 +61,7 @@ from lance_partitioned.options import (
     write_args,
 )
 from lance_partitioned.spark.key import cluster
+from lance_partitioned.spark.merge import SparkMergeInsert, apply_changes, merge_insert
 from lance_partitioned.spark.tasks import MAX_ROWS_PER_TASK
 from lance_partitioned.spark.workers import check_workers
 from lance_partitioned.spec import PartitionSpec
@@ -398,4 +403,14 @@ def spec_option(spec: PartitionSpec, df: DataFrame) -> str:
     return _spec_option(spec, df.schema)
 
 
-__all__ = ["FORMAT", "join", "read", "register", "spec_option", "write"]
+__all__ = [
+    "FORMAT",
+    "SparkMergeInsert",
+    "apply_changes",
+    "join",
+    "merge_insert",
+    "read",
+    "register",
+    "spec_option",
+    "write",
+]

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import logging
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
 from lance_partitioned import _native
-from lance_partitioned.distributed import DistributedWrite
 from lance_partitioned.namespace import PartitionedNamespace
 from lance_partitioned.spec import source_fields
 
@@ -231,10 +230,20 @@ def key_columns(ns: PartitionedNamespace, df: DataFrame, *, jvm: bool) -> tuple[
     return cols, complete
 
 
+class KeyPlan(Protocol):
+    """What clustering needs of a distributed write or merge: its nonce (hashers are cached
+    per plan) and its spec's key hasher."""
+
+    @property
+    def nonce(self) -> str: ...
+
+    def key_hasher(self) -> _native.KeyHasher: ...
+
+
 _HASHERS: dict[str, _native.KeyHasher] = {}
 
 
-def _hasher(dw: DistributedWrite) -> _native.KeyHasher:
+def _hasher(dw: KeyPlan) -> _native.KeyHasher:
     """The key hasher of one write (by its nonce), built once per worker process."""
     h = _HASHERS.get(dw.nonce)
     if h is None:
@@ -244,7 +253,7 @@ def _hasher(dw: DistributedWrite) -> _native.KeyHasher:
     return h
 
 
-def _key_function(dw: DistributedWrite, names: list[str]) -> Any:
+def _key_function(dw: KeyPlan, names: list[str]) -> Any:
     """The Arrow UDF body: partition keys from the source columns (passed one argument per
     column; a struct argument measured ~20% slower)."""
 
@@ -256,7 +265,7 @@ def _key_function(dw: DistributedWrite, names: list[str]) -> Any:
 
 
 def cluster(
-    df: DataFrame, ns: PartitionedNamespace, dw: DistributedWrite, key: str, num_tasks: int | None
+    df: DataFrame, ns: PartitionedNamespace, dw: KeyPlan, key: str, num_tasks: int | None
 ) -> DataFrame:
     """``df`` repartitioned so that every partition's rows meet in one task."""
     from pyspark.sql.pandas.functions import arrow_udf

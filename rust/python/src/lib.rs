@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 
 mod allocator;
 mod args;
+mod distributed_merge;
 mod errors;
 mod ffi;
 mod join;
@@ -100,6 +101,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lineage::filter_condition, m)?)?;
     add_test_hooks(m)?;
     m.add_class::<writes::DistributedWrite>()?;
+    m.add_class::<distributed_merge::DistributedMerge>()?;
     m.add_class::<writes::KeyHasher>()?;
     m.add_class::<results::WriteResult>()?;
     m.add_class::<results::DeleteResult>()?;

@@ -241,6 +241,12 @@ pub struct KeyHasher {
     inner: key_hasher::KeyHasher,
 }
 
+impl From<key_hasher::KeyHasher> for KeyHasher {
+    fn from(inner: key_hasher::KeyHasher) -> Self {
+        Self { inner }
+    }
+}
+
 #[pymethods]
 impl KeyHasher {
     #[new]

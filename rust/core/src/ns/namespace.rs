@@ -21,8 +21,8 @@ use crate::ns::ops::write::distributed;
 use crate::ns::ops::{
     cleanup, delete, evolve, expire, history, merge, optimize, repair, update_schema, write,
     CleanupSummary, DeleteSummary, ExpireOptions, ExpireSummary, JoinPlan, JoinRequest,
-    MergeClauses, MergeSource, MergeSummary, OptimizeOptions, OptimizeSummary, PreparedJoin,
-    WritePlan,
+    MergeClauses, MergeMessage, MergeSource, MergeSummary, OptimizeOptions, OptimizeSummary,
+    PreparedJoin, WritePlan,
 };
 use crate::ns::write::{StagedMessage, WriteOptions, WriteSummary};
 use crate::spec::PartitionSpec;
@@ -192,6 +192,34 @@ impl Namespace {
         opts: &WriteOptions,
     ) -> Result<MergeSummary> {
         merge::merge(&self.storage, source, clauses, opts).await
+    }
+
+    /// Decides one task's share of a distributed merge planned by [`Self::plan_distributed`]
+    /// (all source rows of one key in this share) and stages its new rows; commits nothing.
+    ///
+    /// # Errors
+    /// As [`merge::distributed::stage_merge`].
+    pub async fn stage_merge(
+        &self,
+        plan: WritePlan,
+        nonce: &str,
+        source: &MergeSource,
+        clauses: &MergeClauses,
+        opts: &WriteOptions,
+    ) -> Result<MergeMessage> {
+        merge::distributed::stage_merge(&self.storage, plan, nonce, source, clauses, opts).await
+    }
+
+    /// Commits the staged shares of one distributed merge at once.
+    ///
+    /// # Errors
+    /// As [`merge::distributed::commit_merge`].
+    pub async fn commit_merge(
+        &self,
+        messages: &[MergeMessage],
+        opts: &WriteOptions,
+    ) -> Result<MergeSummary> {
+        merge::distributed::commit_merge(&self.storage, messages, opts).await
     }
 
     /// Sets `set`'s columns (SQL over each row's columns) on the rows matching `filter`

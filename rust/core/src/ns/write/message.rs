@@ -5,6 +5,7 @@ use lance::table::format::Fragment;
 use serde::{Deserialize, Serialize};
 
 use crate::arrow::datatypes::Schema;
+use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 use crate::ns::write::options::Mode;
 use crate::ns::write::staged::StagedPart;
@@ -39,17 +40,7 @@ pub struct MessagePart {
 
 impl MessagePart {
     fn from_part(p: StagedPart) -> Result<Self> {
-        let key = p
-            .key
-            .iter()
-            .map(|v| {
-                Ok(if v.is_null() {
-                    None
-                } else {
-                    Some(values::to_exact_text(v)?)
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let key = key_to_text(&p.key)?;
         let (object_id, path, base) = match &p.target {
             Target::Existing {
                 object_id, base, ..
@@ -73,24 +64,7 @@ impl MessagePart {
     /// # Errors
     /// `InvalidArgument` for values that do not fit the spec.
     pub fn to_part(&self, key_types: &Schema) -> Result<StagedPart> {
-        if self.key.len() != key_types.fields().len() {
-            return Err(Error::InvalidArgument(format!(
-                "staged partition with {} values for a spec with {} fields",
-                self.key.len(),
-                key_types.fields().len()
-            )));
-        }
-        let key = self
-            .key
-            .iter()
-            .zip(key_types.fields())
-            .map(|(v, f)| match v {
-                Some(text) => values::from_exact_text(text, f.data_type()),
-                None => Ok(crate::datafusion::scalar::ScalarValue::try_from(
-                    f.data_type(),
-                )?),
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let key = key_from_text(&self.key, key_types)?;
         let target = match &self.object_id {
             Some(object_id) => Target::Existing {
                 object_id: object_id.clone(),
@@ -111,6 +85,48 @@ impl MessagePart {
             dataset: None,
         })
     }
+}
+
+/// Partition values in their exact text form ([`values::to_exact_text`]; None is NULL).
+///
+/// # Errors
+/// `Internal` for a value without a string form.
+pub(crate) fn key_to_text(key: &[ScalarValue]) -> Result<Vec<Option<String>>> {
+    key.iter()
+        .map(|v| {
+            Ok(if v.is_null() {
+                None
+            } else {
+                Some(values::to_exact_text(v)?)
+            })
+        })
+        .collect()
+}
+
+/// Partition values from [`key_to_text`]'s form, typed by `key_types` (the spec's output
+/// schema).
+///
+/// # Errors
+/// `InvalidArgument` for values that do not fit the spec.
+pub(crate) fn key_from_text(
+    texts: &[Option<String>],
+    key_types: &Schema,
+) -> Result<Vec<ScalarValue>> {
+    if texts.len() != key_types.fields().len() {
+        return Err(Error::InvalidArgument(format!(
+            "staged partition with {} values for a spec with {} fields",
+            texts.len(),
+            key_types.fields().len()
+        )));
+    }
+    texts
+        .iter()
+        .zip(key_types.fields())
+        .map(|(v, f)| match v {
+            Some(text) => values::from_exact_text(text, f.data_type()),
+            None => Ok(ScalarValue::try_from(f.data_type())?),
+        })
+        .collect()
 }
 
 /// One task's output: everything it wrote, against which manifest version.

@@ -20,9 +20,11 @@
 
 pub(crate) mod candidates;
 pub mod clauses;
+pub(crate) mod distributed;
 pub(crate) mod matcher;
 pub(crate) mod source;
 pub(crate) mod sql;
+pub(crate) mod tally;
 pub(crate) mod update;
 
 use std::collections::HashMap;
@@ -33,24 +35,22 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use crate::arrow::array::{RecordBatch, UInt32Array};
 use crate::arrow::compute::take_record_batch;
 use crate::arrow::datatypes::SchemaRef;
-use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
-use crate::ns::infra::touched::TouchedPartition;
-use crate::ns::leaf_io::leaf_schema;
 use crate::ns::manifest::Snapshot;
 use crate::ns::txn::cleanup_marks::now_ms;
 use crate::ns::txn::retry::backoff;
-use crate::ns::txn::row_change::{commit_row_change, ChangedLeaf, Deletions, RowChange};
-use crate::ns::write::{align, IdPlan, Mode, PartitionWriter, StagedPart, WriteOptions};
-use crate::spec::CompiledSpec;
+use crate::ns::txn::row_change::{commit_row_change, Deletions, RowChange};
+use crate::ns::write::{IdPlan, Mode, PartitionWriter, StagedPart, WriteOptions};
 
 pub use clauses::{
     MergeClauses, MergeSummary, MergedPartition, WhenMatched, WhenNotMatched,
     WhenNotMatchedBySource,
 };
+pub use distributed::MergeMessage;
 use matcher::{match_leaf, Inputs, LeafChanges};
 use source::{key_paths, KeyEncoder, Source};
+use tally::Tally;
 
 /// The rows a merge takes, held in memory.
 #[derive(Debug, Clone)]
@@ -126,6 +126,22 @@ async fn merge_once(
     opts: &WriteOptions,
 ) -> Result<MergeSummary> {
     let started_ms = now_ms()?;
+    let (change, summary) = decide(storage, &snap, source, clauses, opts).await?;
+    commit_changes(storage, &snap, strong, opts, change, summary, started_ms).await
+}
+
+/// Decides the merge on `snap`: reads the candidate partitions and decides their rows and
+/// the source's (nothing is written).
+///
+/// # Errors
+/// As [`merge`].
+pub(crate) async fn decide(
+    storage: &Storage,
+    snap: &Snapshot,
+    source: &MergeSource,
+    clauses: &MergeClauses,
+    opts: &WriteOptions,
+) -> Result<(Decided, MergeSummary)> {
     let ns = snap.schema();
     let keys = key_paths(&clauses.on, &ns)?;
     let encoder = KeyEncoder::new(keys.clone())?;
@@ -141,7 +157,7 @@ async fn merge_once(
     )?;
     let plan = sql::plan(clauses, &keys, src.batch.schema().as_ref(), &ns)?;
     let matching = !clauses.matched.is_empty() || !clauses.not_matched.is_empty();
-    let chosen = candidates::candidates(&snap, &src, &keys, &plan, matching)?;
+    let chosen = candidates::candidates(snap, &src, &keys, &plan, matching)?;
     let inputs = Inputs {
         storage,
         ns: &ns,
@@ -175,7 +191,7 @@ async fn merge_once(
         read: chosen.leaves,
         operation: "merge",
     };
-    commit_changes(storage, &snap, strong, opts, change, summary, started_ms).await
+    Ok((change, summary))
 }
 
 /// What a row-level change decided on its snapshot.
@@ -201,21 +217,14 @@ pub(crate) async fn commit_changes(
     strong: bool,
     opts: &WriteOptions,
     change: Decided,
-    mut summary: MergeSummary,
+    summary: MergeSummary,
     started_ms: i64,
 ) -> Result<MergeSummary> {
-    let Decided {
-        results,
-        inserts,
-        read,
-        operation,
-    } = change;
-    let landing = Landing::of(snap, &results)?;
-    let parts = stage(storage, snap, strong, opts, &results, inserts.as_ref()).await?;
-    summary.moved = summary
-        .updated
-        .saturating_sub(landing.in_place.values().sum::<u64>());
-    let deletions: Vec<Deletions> = results
+    let tally = Tally::of(snap, &change.results)?;
+    let ids = IdPlan::Random(HashMap::new());
+    let parts = stage(storage, snap, strong, opts, ids, &change).await?;
+    let deletions: Vec<Deletions> = change
+        .results
         .iter()
         .filter(|r| r.changes())
         .map(|r| Deletions {
@@ -224,28 +233,61 @@ pub(crate) async fn commit_changes(
             rows: r.deleted.clone(),
         })
         .collect();
-    if deletions.is_empty() && parts.is_empty() {
-        return Ok(summary);
-    }
     let change = RowChange {
         base: Arc::clone(snap),
-        read,
+        read: change.read,
         deletions,
         parts,
-        operation,
+        operation: change.operation,
     };
-    let (committed, changed) = commit_row_change(
+    let commit = Commit {
         storage,
-        change,
         strong,
-        opts.concurrency,
-        opts.max_attempts,
+        opts,
         started_ms,
-    )
-    .await?;
-    summary.manifest_version = committed.version;
-    summary.partitions = per_partition(snap, &results, &landing, &changed);
-    Ok(summary)
+    };
+    commit.run(change, &tally, summary).await
+}
+
+/// How a decided change is committed.
+pub(crate) struct Commit<'a> {
+    pub(crate) storage: &'a Storage,
+    pub(crate) strong: bool,
+    pub(crate) opts: &'a WriteOptions,
+    /// When the change started writing files (ms since the epoch).
+    pub(crate) started_ms: i64,
+}
+
+impl Commit<'_> {
+    /// Commits `change` (nothing when it changes nothing); completes `summary` with the
+    /// commit and the per-partition lines of `tally`.
+    ///
+    /// # Errors
+    /// As [`commit_row_change`].
+    pub(crate) async fn run(
+        &self,
+        change: RowChange,
+        tally: &Tally,
+        mut summary: MergeSummary,
+    ) -> Result<MergeSummary> {
+        summary.moved = summary.updated.saturating_sub(tally.in_place());
+        if change.deletions.is_empty() && change.parts.is_empty() {
+            return Ok(summary);
+        }
+        let snap = Arc::clone(&change.base);
+        let (committed, changed) = commit_row_change(
+            self.storage,
+            change,
+            self.strong,
+            self.opts.concurrency,
+            self.opts.max_attempts,
+            self.started_ms,
+        )
+        .await?;
+        summary.manifest_version = committed.version;
+        summary.partitions = tally.per_partition(&snap, &changed);
+        Ok(summary)
+    }
 }
 
 /// Source rows that matched nothing and pass a not-matched clause (namespace columns).
@@ -281,111 +323,28 @@ fn inserted_rows(
     Ok(Some(rows.project(&ns_only)?))
 }
 
-/// Where updated rows land (current spec): per partition key, and per read leaf how many
-/// stayed in it.
-struct Landing {
-    /// Updated rows per destination partition key.
-    by_key: HashMap<Vec<ScalarValue>, u64>,
-    /// Updated rows that stayed in their partition, per leaf index.
-    in_place: HashMap<usize, u64>,
-}
-
-impl Landing {
-    fn of(snap: &Snapshot, results: &[LeafChanges]) -> Result<Self> {
-        let ns = snap.schema();
-        let spec = snap.current_spec();
-        let compiled = CompiledSpec::compile(spec, &ns, false)?;
-        let leaf = leaf_schema(&ns);
-        let keys = snap.keys()?;
-        let mut out = Self {
-            by_key: HashMap::new(),
-            in_place: HashMap::new(),
-        };
-        for r in results {
-            let own = (snap.leaves[r.leaf].spec_id == spec.id).then(|| &keys.leaf_values[r.leaf]);
-            for b in &r.updates {
-                let values = compiled.partition_values(&align(b, &ns, &leaf)?)?;
-                for row in 0..values.num_rows() {
-                    let key = values
-                        .columns()
-                        .iter()
-                        .map(|c| ScalarValue::try_from_array(c, row))
-                        .collect::<std::result::Result<Vec<_>, _>>()?;
-                    if own == Some(&key) {
-                        *out.in_place.entry(r.leaf).or_default() += 1;
-                    }
-                    *out.by_key.entry(key).or_default() += 1;
-                }
-            }
-        }
-        Ok(out)
-    }
-}
-
-/// Stages the new rows (updated versions, then inserts) with the partitioning writer.
-async fn stage(
+/// Stages the new rows of `change` (updated versions, then inserts) with the partitioning
+/// writer; new partitions get ids by `ids`.
+pub(crate) async fn stage(
     storage: &Storage,
     snap: &Arc<Snapshot>,
     strong: bool,
     opts: &WriteOptions,
-    results: &[LeafChanges],
-    inserts: Option<&RecordBatch>,
+    ids: IdPlan,
+    change: &Decided,
 ) -> Result<Vec<StagedPart>> {
     let wopts = WriteOptions {
         mode: Mode::Append,
         write_id: None,
         ..opts.clone()
     };
-    let ids = IdPlan::Random(HashMap::new());
     let mut writer = PartitionWriter::new(storage, Arc::clone(snap), &wopts, strong, ids)?;
-    let batches = results.iter().flat_map(|r| r.updates.iter()).chain(inserts);
-    for b in batches {
+    let updates = change.results.iter().flat_map(|r| r.updates.iter());
+    for b in updates.chain(change.inserts.as_ref()) {
         if let Err(e) = writer.write(b.clone()).await {
             writer.abort().await;
             return Err(e);
         }
     }
     writer.close().await
-}
-
-/// The summary's per-partition lines.
-fn per_partition(
-    snap: &Snapshot,
-    results: &[LeafChanges],
-    landing: &Landing,
-    changed: &[ChangedLeaf],
-) -> Vec<MergedPartition> {
-    let by_leaf: HashMap<&str, &LeafChanges> = results
-        .iter()
-        .map(|r| (snap.leaves[r.leaf].object_id.as_str(), r))
-        .collect();
-    let current = snap.current_spec().id;
-    changed
-        .iter()
-        .filter_map(|c| {
-            let spec = snap.root_props.specs.get(&c.spec_id)?;
-            let r = by_leaf.get(c.object_id.as_str());
-            let in_place = r
-                .and_then(|r| landing.in_place.get(&r.leaf))
-                .copied()
-                .unwrap_or(0);
-            let updated = r.map_or(0, |r| r.updated);
-            let landed = if c.spec_id == current {
-                landing.by_key.get(&c.key).copied().unwrap_or(0)
-            } else {
-                0
-            };
-            let moved_in = landed.saturating_sub(in_place);
-            Some(MergedPartition {
-                partition: TouchedPartition::new(&c.object_id, &c.location, spec, &c.key),
-                inserted: c.added.saturating_sub(landed),
-                updated: in_place,
-                deleted: r.map_or(0, |r| r.deleted_rows),
-                moved_out: updated.saturating_sub(in_place),
-                moved_in,
-                created: c.created,
-                dropped: c.dropped,
-            })
-        })
-        .collect()
 }

@@ -1,0 +1,344 @@
+//! Distributed merges: tasks decide and stage, one committer commits.
+//!
+//! The driver plans the merge like a distributed write (the manifest version every task
+//! reads, the commit mode, a nonce). The source is split so that all rows of one key meet in
+//! one task (Spark shuffles by the partition key when the key determines it, by the key
+//! otherwise). Every task runs [`stage_merge`] on its rows: the merge's decisions on the
+//! planned version ([`super::decide`]), the new rows staged by the partitioning writer (new
+//! partitions' ids derived from the nonce, so two tasks that create one partition write into
+//! one leaf table), and returns one [`MergeMessage`]: the rows to delete per partition read
+//! (row addresses), the staged parts, and the counts. Nothing is visible yet.
+//!
+//! [`commit_merge`] adds the messages up (one message passed twice counts once; two tasks
+//! deciding one target row is refused: the source was not split by key) and commits them in
+//! one row-level change ([`crate::ns::txn::row_change`]): one Lance commit per leaf, one
+//! manifest commit, on the condition that no partition any task read changed since the
+//! planned version. On that conflict nothing is visible (strong mode) and the caller runs
+//! the merge again on a new plan.
+//!
+//! Because a task sees only its share of the source, a not-matched-by-source clause (which
+//! needs the whole source to know a target row matched nothing) is refused.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::ns::infra::storage::Storage;
+use crate::ns::manifest::Snapshot;
+use crate::ns::ops::write::distributed::{base_snapshot, merge_messages, WritePlan};
+use crate::ns::txn::cleanup_marks::now_ms;
+use crate::ns::txn::row_change::{Deletions, RowChange};
+use crate::ns::write::message::{key_from_text, key_to_text, WriteIdentity};
+use crate::ns::write::{IdPlan, Mode, StagedMessage, StagedPart, WriteOptions};
+use crate::spec::CompiledSpec;
+
+use super::tally::{LeafTally, Tally};
+use super::{decide, stage, Commit, MergeClauses, MergeSource, MergeSummary};
+
+/// Version of the [`MergeMessage`] layout.
+const FORMAT: u32 = 1;
+
+/// What one task decided for one partition it read.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MessageLeaf {
+    /// The leaf's object id.
+    pub object_id: String,
+    /// Row addresses to delete (deleted rows and the old versions of updated ones).
+    pub deleted: Vec<u64>,
+    /// Rows updated.
+    pub updated: u64,
+    /// Rows deleted by a delete clause.
+    pub deleted_rows: u64,
+    /// Updated rows that stayed in the partition.
+    pub in_place: u64,
+}
+
+/// One task's share of a distributed merge.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MergeMessage {
+    /// Message layout version.
+    pub format: u32,
+    /// Leaves the task read (object ids): a concurrent change to one is a conflict.
+    pub read: Vec<String>,
+    /// Per partition read with rows to delete or updated: what was decided.
+    pub leaves: Vec<MessageLeaf>,
+    /// Updated rows per destination partition (exact text values, current spec).
+    pub landed: Vec<(Vec<Option<String>>, u64)>,
+    /// Source rows inserted.
+    pub inserted: u64,
+    /// How the task chose the partitions it read.
+    pub matching: Vec<String>,
+    /// The new rows (updated versions and inserts), staged as a distributed write's parts;
+    /// it also names the merge (manifest version, spec, nonce, commit mode).
+    pub staged: StagedMessage,
+}
+
+impl MergeMessage {
+    /// Serialises the message (JSON).
+    ///
+    /// # Errors
+    /// `Internal` if serialisation fails.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        serde_json::to_vec(self).map_err(|e| Error::Internal(format!("merge message: {e}")))
+    }
+
+    /// Parses a message made by [`MergeMessage::to_bytes`].
+    ///
+    /// # Errors
+    /// `InvalidArgument` for anything else.
+    pub fn from_bytes(b: &[u8]) -> Result<Self> {
+        let m: Self = serde_json::from_slice(b)
+            .map_err(|e| Error::InvalidArgument(format!("not a staged merge message: {e}")))?;
+        if m.format != FORMAT {
+            return Err(Error::InvalidArgument(format!(
+                "staged merge message format {} is not supported (expected {FORMAT})",
+                m.format
+            )));
+        }
+        Ok(m)
+    }
+}
+
+/// Decides one task's share of a merge on the planned version and stages its new rows; see
+/// the module docs.
+///
+/// # Errors
+/// As [`super::merge`]; `InvalidArgument` for a not-matched-by-source clause or a missing
+/// nonce; `CommitConflict` when `expire()` removed the planned version.
+pub(crate) async fn stage_merge(
+    storage: &Storage,
+    plan: WritePlan,
+    nonce: &str,
+    source: &MergeSource,
+    clauses: &MergeClauses,
+    opts: &WriteOptions,
+) -> Result<MergeMessage> {
+    clauses.check()?;
+    if !clauses.not_matched_by_source.is_empty() {
+        return Err(Error::InvalidArgument(
+            "a distributed merge cannot have a not-matched-by-source clause: each task sees \
+             only part of the source (run it with PartitionedNamespace.merge_insert)"
+                .into(),
+        ));
+    }
+    if nonce.len() < 16 {
+        return Err(Error::InvalidArgument(
+            "a staged merge needs the merge's planned nonce".into(),
+        ));
+    }
+    let staged_since = now_ms()?;
+    let snap = Arc::new(base_snapshot(storage, plan.manifest_version).await?);
+    snap.check_writable()?;
+    let (change, summary) = decide(storage, &snap, source, clauses, opts).await?;
+    let tally = Tally::of(&snap, &change.results)?;
+    let ids = IdPlan::Derived(nonce.to_string());
+    let parts = stage(storage, &snap, plan.strong, opts, ids, &change).await?;
+    let id = WriteIdentity {
+        manifest_version: plan.manifest_version,
+        spec_id: snap.current_spec().id,
+        nonce: nonce.to_string(),
+        mode: Mode::Append,
+        strong: plan.strong,
+    };
+    let rows = parts.iter().map(|p| p.rows).sum();
+    let leaves = change
+        .results
+        .iter()
+        .filter(|r| r.changes() || r.updated > 0)
+        .map(|r| {
+            let object_id = snap.leaves[r.leaf].object_id.clone();
+            let in_place = tally.leaves.get(&object_id).map_or(0, |t| t.in_place);
+            MessageLeaf {
+                object_id,
+                deleted: r.deleted.clone(),
+                updated: r.updated,
+                deleted_rows: r.deleted_rows,
+                in_place,
+            }
+        })
+        .collect();
+    Ok(MergeMessage {
+        format: FORMAT,
+        read: change
+            .read
+            .iter()
+            .map(|&i| snap.leaves[i].object_id.clone())
+            .collect(),
+        leaves,
+        landed: tally
+            .landed
+            .iter()
+            .map(|(k, n)| Ok((key_to_text(k)?, *n)))
+            .collect::<Result<_>>()?,
+        inserted: summary.inserted,
+        matching: summary.matching,
+        staged: StagedMessage::new(&id, rows, staged_since, parts)?,
+    })
+}
+
+/// Commits the messages of one distributed merge; see the module docs.
+///
+/// # Errors
+/// `InvalidArgument` for no messages, messages of different merges, or two tasks deciding
+/// one target row; `CommitConflict` when a partition a task read changed since the planned
+/// version (nothing visible in strong mode); as [`crate::ns::txn::row_change`] otherwise.
+pub(crate) async fn commit_merge(
+    storage: &Storage,
+    messages: &[MergeMessage],
+    opts: &WriteOptions,
+) -> Result<MergeSummary> {
+    let unique = dedupe(messages)?;
+    let Some(first) = unique.first() else {
+        return Err(Error::InvalidArgument(
+            "no staged merge messages to commit".into(),
+        ));
+    };
+    let id = first.staged.identity();
+    let snap = Arc::new(base_snapshot(storage, id.manifest_version).await?);
+    snap.check_writable()?;
+    let staged: Vec<StagedMessage> = unique.iter().map(|m| m.staged.clone()).collect();
+    let (parts, _, _) = merge_messages(&snap, &staged)?;
+    let parts: Vec<StagedPart> = parts.into_iter().filter(|p| p.rows > 0).collect();
+    let (deletions, tally) = added_up(storage, &snap, &unique, opts.concurrency).await?;
+    let read: BTreeSet<usize> = unique
+        .iter()
+        .flat_map(|m| &m.read)
+        .map(|oid| leaf_index(&snap, oid))
+        .collect::<Result<_>>()?;
+    let summary = MergeSummary {
+        inserted: unique.iter().map(|m| m.inserted).sum(),
+        updated: tally.leaves.values().map(|t| t.updated).sum(),
+        deleted: tally.leaves.values().map(|t| t.deleted).sum(),
+        scanned: read.len() as u64,
+        skipped: (snap.leaves.len() - read.len()) as u64,
+        matching: matching_lines(&unique),
+        manifest_version: snap.version,
+        attempts: 1,
+        ..Default::default()
+    };
+    let started_ms = staged
+        .iter()
+        .map(|m| m.staged_since_ms)
+        .filter(|ms| *ms > 0)
+        .min()
+        .map_or_else(now_ms, Ok)?;
+    let change = RowChange {
+        base: Arc::clone(&snap),
+        read: read.into_iter().collect(),
+        deletions,
+        parts,
+        operation: "merge",
+    };
+    let commit = Commit {
+        storage,
+        strong: id.strong,
+        opts,
+        started_ms,
+    };
+    commit.run(change, &tally, summary).await
+}
+
+/// The messages, each once (a retried driver step may pass one twice).
+fn dedupe(messages: &[MergeMessage]) -> Result<Vec<&MergeMessage>> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages {
+        if seen.insert(m.to_bytes()?) {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
+/// The index of leaf `object_id` in `snap`.
+fn leaf_index(snap: &Snapshot, object_id: &str) -> Result<usize> {
+    snap.leaves
+        .iter()
+        .position(|l| l.object_id == object_id)
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "a staged merge message names partition {object_id}, which is not in manifest \
+                 version {}",
+                snap.version
+            ))
+        })
+}
+
+/// The deletions per leaf (each leaf opened at the version the tasks read) and the counts,
+/// added up over the messages.
+async fn added_up(
+    storage: &Storage,
+    snap: &Snapshot,
+    messages: &[&MergeMessage],
+    concurrency: usize,
+) -> Result<(Vec<Deletions>, Tally)> {
+    let spec = snap.current_spec();
+    let key_types = CompiledSpec::compile(spec, &snap.schema(), false)?.output_schema();
+    let mut tally = Tally::default();
+    let mut rows: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+    for m in messages {
+        for l in &m.leaves {
+            let i = leaf_index(snap, &l.object_id)?;
+            rows.entry(i).or_default().extend(&l.deleted);
+            let counts = LeafTally {
+                updated: l.updated,
+                deleted: l.deleted_rows,
+                in_place: l.in_place,
+            };
+            tally.add_leaf(&l.object_id, counts);
+        }
+        for (text, n) in &m.landed {
+            *tally
+                .landed
+                .entry(key_from_text(text, &key_types)?)
+                .or_default() += n;
+        }
+    }
+    for (i, r) in &mut rows {
+        let before = r.len();
+        r.sort_unstable();
+        r.dedup();
+        if r.len() != before {
+            return Err(Error::InvalidArgument(format!(
+                "two tasks of one merge decided the same row of partition {}: the source must \
+                 be split so that all rows of one key meet in one task",
+                snap.leaves[*i].object_id
+            )));
+        }
+    }
+    let deletions = stream::iter(rows.into_iter().filter(|(_, r)| !r.is_empty()).map(
+        |(i, r)| async move {
+            let leaf = &snap.leaves[i];
+            let dataset = storage.open(&leaf.location, leaf.read_version).await?;
+            Ok::<_, Error>(Deletions {
+                leaf: i,
+                dataset,
+                rows: r,
+            })
+        },
+    ))
+    .buffer_unordered(concurrency.max(1))
+    .try_collect()
+    .await?;
+    Ok((deletions, tally))
+}
+
+/// How the tasks chose the partitions they read: each distinct line once, with the number
+/// of tasks that reported it.
+fn matching_lines(messages: &[&MergeMessage]) -> Vec<String> {
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    let mut order = Vec::new();
+    for line in messages.iter().flat_map(|m| &m.matching) {
+        let n = count.entry(line.as_str()).or_insert(0);
+        if *n == 0 {
+            order.push(line.as_str());
+        }
+        *n += 1;
+    }
+    let mut out = vec![format!("{} task(s)", messages.len())];
+    out.extend(order.iter().map(|l| format!("{l} ({} task(s))", count[l])));
+    out
+}
