@@ -88,15 +88,13 @@ def changes(n: int, changed: float) -> pa.Table:
     return orders(np.concatenate([updates, inserts]), "changed", 8)
 
 
-def with_bucket(t: pa.Table, partitions: int) -> pa.Table:
-    return t.append_column("bucket", k.bucket(t["order_id"].combine_chunks(), partitions))
+def with_bucket(t: pa.Table, partitions: int, by: str = "order_id") -> pa.Table:
+    return t.append_column("bucket", k.bucket(t[by].combine_chunks(), partitions))
 
 
-def prepare_ours(work: Path, base: pa.Table, partitions: int) -> Path:
-    """Our template: ``base`` in a namespace bucketed by order_id."""
-    spec = lp.PartitionSpec(
-        [lp.PartitionField("b", source="order_id", transform=lp.Bucket(partitions))]
-    )
+def prepare_ours(work: Path, base: pa.Table, partitions: int, by: str = "order_id") -> Path:
+    """Our template: ``base`` in a namespace bucketed by ``by``."""
+    spec = lp.PartitionSpec([lp.PartitionField("b", source=by, transform=lp.Bucket(partitions))])
     root = work / "t-ours"
     lp.PartitionedNamespace.create(str(root), SCHEMA, spec).write(base)
     return root
@@ -111,16 +109,18 @@ def write_source(work: Path, n: int, changed: float) -> tuple[Path, pa.Table]:
     return source, src
 
 
-def prepare(work: Path, n: int, partitions: int) -> dict[str, Path]:
+def prepare(work: Path, n: int, partitions: int, by: str) -> dict[str, Path]:
     """One template per system, holding the same rows."""
     base = orders(np.arange(n), "open", 1)
-    out: dict[str, Path] = {"ours": prepare_ours(work, base, partitions)}
+    out: dict[str, Path] = {"ours": prepare_ours(work, base, partitions, by)}
     out["pylance"] = work / "t-lance"
     lance.write_dataset(base, str(out["pylance"]))
     from deltalake import write_deltalake
 
     out["deltalake"] = work / "t-delta"
-    write_deltalake(str(out["deltalake"]), with_bucket(base, partitions), partition_by=["bucket"])
+    write_deltalake(
+        str(out["deltalake"]), with_bucket(base, partitions, by), partition_by=["bucket"]
+    )
     # Iceberg metadata names files by absolute path: a copy would still point at the
     # template, so each call gets a table written anew (not timed).
     out["pyiceberg"] = work / "base.arrow"
@@ -129,7 +129,7 @@ def prepare(work: Path, n: int, partitions: int) -> dict[str, Path]:
     return out
 
 
-def _iceberg_table(root: Path, partitions: int) -> Any:
+def _iceberg_table(root: Path, partitions: int, by: str) -> Any:
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.partitioning import PartitionField, PartitionSpec
     from pyiceberg.schema import Schema
@@ -150,7 +150,12 @@ def _iceberg_table(root: Path, partitions: int) -> Any:
         identifier_field_ids=[1],
     )
     spec = PartitionSpec(
-        PartitionField(source_id=1, field_id=1000, transform=BucketTransform(partitions), name="b")
+        PartitionField(
+            source_id=1 if by == "order_id" else 2,
+            field_id=1000,
+            transform=BucketTransform(partitions),
+            name="b",
+        )
     )
     return catalog.create_table("b.orders", schema, partition_spec=spec)
 
@@ -213,17 +218,22 @@ def pylance(template: str, work: str, source: str) -> Any:
     return _copies(template, work, "pylance"), run, answer
 
 
-def deltalake(template: str, work: str, source: str, partitions: int) -> Any:
+def deltalake(template: str, work: str, source: str, partitions: int, by: str) -> Any:
     from deltalake import DeltaTable
 
-    src = with_bucket(pa.ipc.open_file(source).read_all(), partitions)
+    src = with_bucket(pa.ipc.open_file(source).read_all(), partitions, by)
+    # The partition column prunes only when the key determines it (a moved row's old and
+    # new buckets differ).
+    predicate = "t.order_id = s.order_id"
+    if by == "order_id":
+        predicate = "t.bucket = s.bucket AND " + predicate
 
     def run(root: Path) -> Path:
         (
             DeltaTable(str(root))
             .merge(
                 src,
-                predicate="t.bucket = s.bucket AND t.order_id = s.order_id",
+                predicate=predicate,
                 source_alias="s",
                 target_alias="t",
             )
@@ -240,14 +250,14 @@ def deltalake(template: str, work: str, source: str, partitions: int) -> Any:
     return _copies(template, work, "deltalake"), run, answer
 
 
-def pyiceberg(template: str, work: str, source: str, partitions: int) -> Any:
+def pyiceberg(template: str, work: str, source: str, partitions: int, by: str) -> Any:
     src = pa.ipc.open_file(source).read_all()
     base = pa.ipc.open_file(template).read_all()
     n = count()
 
     def prepare() -> Path:
         root = Path(work) / f"pyiceberg-{os.getpid()}-{next(n)}"
-        _iceberg_table(root, partitions).append(base)
+        _iceberg_table(root, partitions, by).append(base)
         return root
 
     def run(root: Path) -> Path:
@@ -278,13 +288,20 @@ def main() -> None:
     ap.add_argument("--changed", type=float, default=0.01)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--systems", type=str, default=",".join(SYSTEMS))
+    ap.add_argument(
+        "--by",
+        choices=("order_id", "customer"),
+        default="order_id",
+        help="partition by a bucket of the key (it determines the partition) or of customer "
+        "(it does not: every partition is read, and updated rows move)",
+    )
     ap.add_argument("--write", type=str, default=None)
     args = ap.parse_args()
     names = [s for s in args.systems.split(",") if s]
     work = scratch("lp-merge-bench-")
     try:
         source, src = write_source(work, args.rows, args.changed)
-        templates = prepare(work, args.rows, args.partitions)
+        templates = prepare(work, args.rows, args.partitions, args.by)
         cells = {}
         for name in names:
             params: dict[str, Any] = {
@@ -294,6 +311,7 @@ def main() -> None:
             }
             if name in ("deltalake", "pyiceberg"):
                 params["partitions"] = args.partitions
+                params["by"] = args.by
             cells[name] = measure("merge", name, params, args.repeat)
     finally:
         discard(work)
@@ -301,16 +319,23 @@ def main() -> None:
     answers = {name: c.answer for name, c in cells.items()}
     if set(answers.values()) != {want}:
         raise SystemExit(f"merge results differ: {answers}, expected {want}")
+    by_key = args.by == "order_id"
+    why = (
+        "the key determines the partition"
+        if by_key
+        else "the key does not determine the partition: every partition is read, updated rows move"
+    )
     per_row = src.nbytes / src.num_rows
     at_limit = (src.nbytes + args.rows * 8 + per_row * src.num_rows // 2) / (
         limits.current()["disk_gbps"] * 1e9
     )
     lines = [
         f"`python benches/merge.py --rows {args.rows} --partitions {args.partitions} "
-        f"--changed {args.changed} --repeat {args.repeat}`: {src.num_rows:,} changes "
-        f"({src.num_rows // 2:,} updates spread over every partition, "
-        f"{src.num_rows - src.num_rows // 2:,} inserts) into {args.rows:,} rows; every "
-        "system's own reader counts the same rows afterwards:",
+        f"--changed {args.changed} --repeat {args.repeat} --by {args.by}`: {src.num_rows:,} "
+        f"changes ({src.num_rows // 2:,} updates spread over every partition, "
+        f"{src.num_rows - src.num_rows // 2:,} inserts) into {args.rows:,} rows partitioned "
+        f"by a bucket of {args.by} ({why}); "
+        "every system's own reader counts the same rows afterwards:",
         "",
         f"| merge | {CELL_HEADER} | share of limit | ours vs this |",
         "|---|---:|---:|---:|---:|---:|",
@@ -324,7 +349,11 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        update_section(Path(args.write), "merge", text, "## Upserts: merge_insert")
+        if by_key:
+            update_section(Path(args.write), "merge", text, "## Upserts: merge_insert")
+        else:
+            heading = "### Upserts when the key does not determine the partition"
+            update_section(Path(args.write), "merge-other-key", text, heading)
 
 
 if __name__ == "__main__":

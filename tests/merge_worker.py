@@ -3,7 +3,9 @@ others on one namespace, ROUNDS times.
 
 python merge_worker.py ROOT ROLE TAG ROUNDS
 
-Roles: ``increment`` (a merge adding 1 to ``qty`` of ids 0..19, the same rows every round),
+Roles: ``increment`` (a merge adding 1 to ``qty`` of ids 0..19, the same rows every round;
+``weak_increment`` the same in a weak-mode namespace, printing the partitions a
+``PartialCommitError`` names as a JSON list after a 0),
 ``upsert`` (a merge inserting ids TAG*1000 + round*10 .. +9 and updating ids 0..4's ``note``),
 ``append`` (10 new rows with ids from TAG * 100_000), ``optimize``, ``update`` (``update``
 adding 1 to ``qty`` of ids 0..19). Prints one line per committed operation (role, round,
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 import pyarrow as pa
@@ -42,6 +45,24 @@ def main() -> None:
                 .when_matched_update({"qty": "target.qty + source.qty"})
                 .execute(src, max_attempts=1000)
             )
+            assert res.updated == 20, res
+        elif role == "weak_increment":
+            # Weak mode: a merge that fails after some partitions committed says which.
+            src = pa.table({"id": pa.array(range(20), pa.int64()), "qty": pa.array([1] * 20)})
+            try:
+                res = (
+                    ns.merge_insert("id")
+                    .when_matched_update({"qty": "target.qty + source.qty"})
+                    .execute(src, max_attempts=1000)
+                )
+            except lp.PartialCommitError as e:
+                visible = sorted(
+                    re.findall(
+                        r'b="(\d+)"', str(e).split("whole change: ")[1].split("; its other")[0]
+                    )
+                )
+                print(role, r, 0, json.dumps(visible), flush=True)
+                continue
             assert res.updated == 20, res
         elif role == "update":
             res = ns.update({"qty": "qty + 1"}, where="id < 20", max_attempts=1000)

@@ -181,7 +181,9 @@ class SparkMergeInsert(MergeClauses):
                     attempt=attempt,
                 )
             except CommitConflictError as e:
-                if not dm.strong or attempt >= max_attempts:
+                # Nothing of this run is visible (a weak-mode failure after some partitions
+                # committed is a PartialCommitError, never run again).
+                if attempt >= max_attempts:
                     raise
                 log.info("lance-partitioned: merge runs again (%s)", e)
                 time.sleep(min(0.05 * 2**attempt, 2.0))

@@ -16,7 +16,7 @@ use lance::dataset::{Dataset, InsertBuilder, WriteMode};
 use lance::table::format::Fragment;
 
 use crate::datafusion::scalar::ScalarValue;
-use crate::error::{Error, Result};
+use crate::error::{lost_race, Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::leaf_io::{
     fresh_lance_schema, leaf_schema, op_fragments, read_adapted, write_params, Schemas,
@@ -24,6 +24,7 @@ use crate::ns::leaf_io::{
 use crate::ns::manifest::Snapshot;
 pub(crate) use crate::ns::txn::conflict::row_change::ChangedLeaf;
 use crate::ns::txn::conflict::row_change::{LeafCommit, RowChangeUpdate};
+use crate::ns::txn::hooks;
 use crate::ns::txn::leaf::{commit_leaf, commit_leaf_transaction, Pending};
 use crate::ns::txn::manifest_commit::commit_manifest;
 use crate::ns::txn::retry::Committed;
@@ -73,7 +74,9 @@ pub(crate) async fn commit_row_change(
         base: &base,
         strong,
         concurrency: concurrency.max(1),
+        operation: change.operation,
     };
+    hooks::pause("row_change_before_leaves");
     let (changed, created) = leaves.commit(existing, created_parts).await?;
     let spec = base.current_spec();
     let mut update = RowChangeUpdate {
@@ -96,7 +99,10 @@ pub(crate) async fn commit_row_change(
         started_ms,
         operation: change.operation,
     };
-    let committed = commit_manifest(storage, max_attempts, &mut update).await?;
+    let committed = match commit_manifest(storage, max_attempts, &mut update).await {
+        Ok(c) => c,
+        Err(e) => return Err(leaves.partial(&update.leaves, e)),
+    };
     Ok((committed, update.changed()))
 }
 
@@ -141,6 +147,7 @@ struct LeafCommits<'a> {
     base: &'a Arc<Snapshot>,
     strong: bool,
     concurrency: usize,
+    operation: &'static str,
 }
 
 impl LeafCommits<'_> {
@@ -158,30 +165,75 @@ impl LeafCommits<'_> {
         let fresh = fresh_lance_schema(&schemas.leaf)?;
         let keys = self.base.keys()?;
         let (schemas, fresh) = (&schemas, &fresh);
-        let changed: Vec<LeafCommit> = stream::iter(existing.into_iter().map(|(i, change)| {
-            let key = keys.leaf_values[i].clone();
-            async move {
-                let leaf = ExistingLeaf {
-                    storage: self.storage,
-                    base: self.base,
-                    schemas,
-                    fresh,
-                };
-                leaf.commit((i, key), change, self.strong).await
+        let results: Vec<Result<LeafCommit>> =
+            stream::iter(existing.into_iter().map(|(i, change)| {
+                let key = keys.leaf_values[i].clone();
+                async move {
+                    let leaf = ExistingLeaf {
+                        storage: self.storage,
+                        base: self.base,
+                        schemas,
+                        fresh,
+                    };
+                    leaf.commit((i, key), change, self.strong).await
+                }
+            }))
+            .buffer_unordered(self.concurrency)
+            .collect()
+            .await;
+        let mut changed = Vec::with_capacity(results.len());
+        let mut failed = None;
+        for r in results {
+            match r {
+                Ok(c) => changed.push(c),
+                Err(e) => failed = failed.or(Some(e)),
             }
-        }))
-        .buffer_unordered(self.concurrency)
-        .try_collect()
-        .await?;
-        let created: Vec<Pending> = stream::iter(
+        }
+        if let Some(e) = failed {
+            return Err(self.partial(&changed, e));
+        }
+        let created = stream::iter(
             created
                 .into_iter()
                 .map(|p| commit_leaf(self.storage, p, false, self.strong, fresh)),
         )
         .buffer_unordered(self.concurrency)
-        .try_collect()
-        .await?;
+        .try_collect::<Vec<Pending>>()
+        .await
+        .map_err(|e| self.partial(&changed, e))?;
         Ok((changed, created))
+    }
+
+    /// The error of a change that failed after its leaf commits began. In strong mode they
+    /// are invisible until the manifest commit, so the error stands as it is. In weak mode
+    /// every existing partition whose leaf was committed is visible already: say so, and
+    /// which (each partition's own change is whole; partitions it would have created are
+    /// not visible).
+    fn partial(&self, committed: &[LeafCommit], e: Error) -> Error {
+        let visible: Vec<&LeafCommit> =
+            committed.iter().filter(|l| l.committed.is_some()).collect();
+        if self.strong || visible.is_empty() {
+            return e;
+        }
+        let shown: Vec<String> = visible
+            .iter()
+            .take(5)
+            .map(|l| self.base.describe_leaf(&l.object_id))
+            .collect();
+        let more = visible.len() - shown.len();
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        Error::PartialCommit(format!(
+            "weak-mode {} failed after committing {} existing partition(s), which are now \
+             visible with their whole change: {}{more}; its other partitions are unchanged \
+             and partitions it would have created are not visible. Cause: {e}",
+            self.operation,
+            visible.len(),
+            shown.join("; "),
+        ))
     }
 }
 
@@ -266,8 +318,23 @@ impl ExistingLeaf<'_> {
             }
         };
         let txn = Transaction::new(read_version, op, None);
-        out.committed = Some(commit_leaf_transaction(ds, txn, strong, |b| b).await?);
+        let committed = commit_leaf_transaction(ds, txn, strong, |b| b).await;
+        out.committed = Some(committed.map_err(|e| self.conflict(&leaf.object_id, e))?);
         Ok(out)
+    }
+
+    /// A leaf commit's error: a lost race (weak mode: another commit changed rows of the
+    /// partition since the change read it, and Lance refuses to rebase it; nothing of this
+    /// partition is visible) as a `CommitConflict` naming the partition.
+    fn conflict(&self, object_id: &str, e: Error) -> Error {
+        match e {
+            Error::Lance(l) if lost_race(&l) => Error::CommitConflict(format!(
+                "partition ({}) was changed by a concurrent commit after this change read it \
+                 ({l})",
+                self.base.describe_leaf(object_id)
+            )),
+            other => other,
+        }
     }
 }
 

@@ -83,8 +83,10 @@ pub(crate) async fn merge(
 }
 
 /// Runs a row-level change (`run` on the latest snapshot, strong or not) until it commits:
-/// in strong mode a `CommitConflict` (a partition it read changed meanwhile) runs it again on
-/// a fresh snapshot, up to `max_attempts` runs. The summary counts the runs.
+/// a `CommitConflict` (a partition it read changed meanwhile; nothing of the run is visible)
+/// runs it again on a fresh snapshot, up to `max_attempts` runs. In weak mode a failure after
+/// some partitions' leaf commits is a `PartialCommit` instead, never run again (those
+/// partitions' changes are visible). The summary counts the runs.
 ///
 /// # Errors
 /// The last run's error.
@@ -108,7 +110,7 @@ where
                 summary.attempts = attempt;
                 return Ok(summary);
             }
-            Err(Error::CommitConflict(_)) if strong && attempt < opts.max_attempts.max(1) => {
+            Err(Error::CommitConflict(_)) if attempt < opts.max_attempts.max(1) => {
                 backoff(attempt).await;
             }
             Err(e) => return Err(e),
