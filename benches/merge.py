@@ -274,8 +274,8 @@ def pyiceberg(template: str, work: str, source: str, partitions: int, by: str) -
 CASES = {"ours": ours, "pylance": pylance, "deltalake": deltalake, "pyiceberg": pyiceberg}
 SYSTEMS = {
     "ours": "ours: `merge_insert` update-all / insert-all (one manifest commit)",
-    "deltalake": "deltalake `DeltaTable.merge` update-all / insert-all, partition column in "
-    "the predicate",
+    "deltalake": "deltalake `DeltaTable.merge` update-all / insert-all (the partition column "
+    "in the predicate when the key determines it)",
     "pyiceberg": "pyiceberg `Table.upsert(join_cols=[order_id])`, bucket-partitioned",
     "pylance": "pylance `merge_insert` on one unpartitioned dataset",
 }
