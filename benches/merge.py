@@ -19,7 +19,8 @@ over every partition, half new orders.
   dataset of the same rows (what a user with one dataset runs).
 
 Each (system) is one cell (``cells.py``: a fresh process, first call and best of
-``--repeat``, peak RSS); each call starts from a fresh copy of the same table (not timed).
+``--repeat``, peak RSS); each call starts from a fresh copy of the same table (not timed,
+synced to disk before the call).
 The answer is each system's own reader's row count and the number of rows carrying the
 source's status. Share of limit: the source rows' bytes written once plus the key columns of
 the partitions holding them read once, at the page-cache bandwidth.
@@ -175,6 +176,9 @@ def _copies(template: str, work: str, name: str) -> Callable[[], Path]:
     def prepare() -> Path:
         dest = Path(work) / f"{name}-{os.getpid()}-{next(n)}"
         shutil.copytree(template, dest)
+        # The copy's dirty pages are written back before the timed call, so the kernel's
+        # writeback does not land on it.
+        os.sync()
         return dest
 
     return prepare
@@ -258,6 +262,7 @@ def pyiceberg(template: str, work: str, source: str, partitions: int, by: str) -
     def prepare() -> Path:
         root = Path(work) / f"pyiceberg-{os.getpid()}-{next(n)}"
         _iceberg_table(root, partitions, by).append(base)
+        os.sync()
         return root
 
     def run(root: Path) -> Path:
