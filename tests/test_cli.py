@@ -354,6 +354,18 @@ def test_history_lists_manifest_versions(fresh: lp.PartitionedNamespace) -> None
     assert any(op in out for op in {str(o) for o in hist["operation"].to_pylist()})
 
 
+def test_history_shows_merges_and_updates(fresh: lp.PartitionedNamespace) -> None:
+    changed = rows(5, start=10).set_column(4, "amount", pa.array([-1.0] * 5))
+    merged = fresh.merge_insert("id").when_matched_update_all().execute(changed)
+    updated = fresh.update({"amount": "amount + 1"}, where="id = 10")
+    doc = run_json("history", fresh.root, "--limit", "2")
+    got = [(e["version"], e["operation"]) for e in doc["versions"]]
+    assert got == [(updated.manifest_version, "update"), (merged.manifest_version, "merge")]
+    out = run("history", fresh.root, "--limit", "2").stdout
+    assert "merge" in out
+    assert "update" in out
+
+
 # -- skew -------------------------------------------------------------------------------------
 
 
