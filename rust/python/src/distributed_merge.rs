@@ -3,35 +3,23 @@
 
 use std::collections::HashMap;
 
-use lance_partitioned_core::ns::infra::ids::new_nonce;
-use lance_partitioned_core::ns::infra::storage::Storage;
-use lance_partitioned_core::ns::namespace::Namespace;
-use lance_partitioned_core::ns::ops::{MergeMessage, MergeSummary, WriteOptions, WritePlan};
-use lance_partitioned_core::ns::write::key_hasher;
+use lance_partitioned_core::ns::ops::{MergeMessage, MergeSummary, WriteOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple, PyType};
 
-use crate::errors::{invalid_arg, run, to_py};
+use crate::errors::run;
 use crate::ffi::BatchInput;
 use crate::merge::{self, MatchedArg, MergeResult};
+use crate::planned::Planned;
 use crate::runtime::block_on;
-use crate::writes::{redacted, KeyHasher};
+use crate::writes::KeyHasher;
 
 /// One merge decided in many places and committed once: the manifest version every task
 /// reads, the commit mode, the nonce new partitions' ids derive from. Picklable.
 #[pyclass(module = "lance_partitioned._native", frozen)]
 pub struct DistributedMerge {
-    /// Where the namespace lives (root and storage options, which travel with the pickle).
-    storage: Storage,
-    /// The manifest version every task reads.
-    #[pyo3(get)]
-    manifest_version: u64,
-    /// Strong (true) or weak commits.
-    #[pyo3(get)]
-    strong: bool,
-    /// The merge's random id.
-    #[pyo3(get)]
-    nonce: String,
+    /// What every task plans against.
+    plan: Planned,
 }
 
 #[pymethods]
@@ -46,19 +34,8 @@ impl DistributedMerge {
         strong: Option<bool>,
         storage_options: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
-        let storage = Storage::new(root, storage_options.unwrap_or_default()).map_err(to_py)?;
-        let (p, nonce) = run(py, || {
-            Ok((
-                block_on(Namespace::open(storage.clone()).plan_distributed(strong))?,
-                new_nonce()?,
-            ))
-        })?;
-        Ok(Self {
-            storage,
-            manifest_version: p.manifest_version,
-            strong: p.strong,
-            nonce,
-        })
+        let plan = Planned::plan(py, root, strong, storage_options)?;
+        Ok(Self { plan })
     }
 
     /// Rebuilds a planned merge (what unpickling calls).
@@ -71,39 +48,51 @@ impl DistributedMerge {
         nonce: String,
         storage_options: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
-        if nonce.len() < 16 {
-            return Err(invalid_arg("a distributed merge needs its planned nonce"));
-        }
-        Ok(Self {
-            storage: Storage::new(root, storage_options.unwrap_or_default()).map_err(to_py)?,
-            manifest_version,
-            strong,
-            nonce,
-        })
+        let what = "distributed merge";
+        let plan = Planned::restore(root, manifest_version, strong, nonce, storage_options, what)?;
+        Ok(Self { plan })
     }
 
     /// Namespace root.
     #[getter]
     fn root(&self) -> String {
-        self.storage.root().to_string()
+        self.plan.root()
     }
 
     /// The storage options (with their secrets: they travel to the tasks; never printed).
     #[getter]
     fn storage_options(&self) -> HashMap<String, String> {
-        self.storage.options().clone()
+        self.plan.options()
+    }
+
+    /// The manifest version every task reads.
+    #[getter]
+    fn manifest_version(&self) -> u64 {
+        self.plan.manifest_version
+    }
+
+    /// Strong (true) or weak commits.
+    #[getter]
+    fn strong(&self) -> bool {
+        self.plan.strong
+    }
+
+    /// The merge's random id.
+    #[getter]
+    fn nonce(&self) -> String {
+        self.plan.nonce.clone()
     }
 
     fn __reduce__<'py>(
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
-        let m = slf.get();
+        let p = &slf.get().plan;
         let args = (
-            m.storage.root(),
-            m.manifest_version,
-            m.strong,
-            m.nonce.clone(),
-            m.storage.options().clone(),
+            p.root(),
+            p.manifest_version,
+            p.strong,
+            p.nonce.clone(),
+            p.options(),
         );
         Ok((slf.get_type(), args.into_pyobject(slf.py())?))
     }
@@ -125,18 +114,15 @@ impl DistributedMerge {
     ) -> PyResult<Bound<'py, PyBytes>> {
         let mut clauses = merge::clauses(on, matched, not_matched, Vec::new())?;
         clauses.keep_last_by = keep_last_by;
-        let opts = merge::options(Some(self.strong), concurrency, 1, max_buffer_bytes);
-        let plan = WritePlan {
-            manifest_version: self.manifest_version,
-            strong: self.strong,
-        };
+        let opts = merge::options(Some(self.plan.strong), concurrency, 1, max_buffer_bytes);
+        let (plan, nonce) = (self.plan.write_plan(), &self.plan.nonce);
         let slot = data.error_slot();
         let bytes = BatchInput::finish(
             &slot,
             run(py, || {
                 let source = merge::source(data)?;
-                let ns = Namespace::open(self.storage.clone());
-                block_on(ns.stage_merge(plan, &self.nonce, &source, &clauses, &opts))?.to_bytes()
+                let ns = self.plan.namespace();
+                block_on(ns.stage_merge(plan, nonce, &source, &clauses, &opts))?.to_bytes()
             }),
         )?;
         Ok(PyBytes::new(py, &bytes))
@@ -155,7 +141,7 @@ impl DistributedMerge {
     ) -> PyResult<MergeResult> {
         let mut s = if messages.is_empty() {
             MergeSummary {
-                manifest_version: self.manifest_version,
+                manifest_version: self.plan.manifest_version,
                 ..Default::default()
             }
         } else {
@@ -169,7 +155,7 @@ impl DistributedMerge {
                     max_attempts: max_attempts.max(1),
                     ..Default::default()
                 };
-                block_on(Namespace::open(self.storage.clone()).commit_merge(&staged, &opts))
+                block_on(self.plan.namespace().commit_merge(&staged, &opts))
             })?
         };
         s.attempts = attempt.max(1);
@@ -178,20 +164,10 @@ impl DistributedMerge {
 
     /// The partition-key hasher of the planned version's spec.
     fn key_hasher(&self, py: Python<'_>) -> PyResult<KeyHasher> {
-        let (storage, version) = (&self.storage, self.manifest_version);
-        let inner = run(py, || {
-            block_on(key_hasher::KeyHasher::new(storage, version))
-        })?;
-        Ok(KeyHasher::from(inner))
+        self.plan.key_hasher(py)
     }
 
     fn __repr__(&self) -> String {
-        format!(
-            "DistributedMerge({:?}, manifest_version={}, strong={}{})",
-            self.storage.root(),
-            self.manifest_version,
-            if self.strong { "True" } else { "False" },
-            redacted(&self.storage)
-        )
+        self.plan.repr("DistributedMerge", "")
     }
 }

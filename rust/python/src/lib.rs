@@ -16,6 +16,7 @@ mod kernels;
 mod lineage;
 mod merge;
 mod namespace;
+mod planned;
 mod results;
 mod runtime;
 mod snapshot;

@@ -5,17 +5,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::runtime::block_on;
-use lance_partitioned_core::ns::infra::ids::new_nonce;
 use lance_partitioned_core::ns::infra::storage::Storage;
-use lance_partitioned_core::ns::namespace::Namespace;
-use lance_partitioned_core::ns::ops::{Mode, StagedMessage, WriteOptions, WritePlan};
+use lance_partitioned_core::ns::ops::{Mode, StagedMessage, WriteOptions};
 use lance_partitioned_core::ns::write::key_hasher;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple, PyType};
 
 use crate::args::{ArrowArray, ArrowBatch, WriteMode};
-use crate::errors::{invalid_arg, run, to_py};
+use crate::errors::{run, to_py};
 use crate::ffi::BatchInput;
+use crate::planned::Planned;
 use crate::results::WriteResult;
 
 /// How much a write may buffer and create (every default lives in the Python package;
@@ -48,19 +47,10 @@ impl Limits {
 /// manifest version, the commit mode, the nonce new partitions' ids derive from). Picklable.
 #[pyclass(module = "lance_partitioned._native", frozen)]
 pub struct DistributedWrite {
-    /// Where the namespace lives (root and storage options, which travel with the pickle).
-    storage: Storage,
+    /// What every part plans against.
+    plan: Planned,
     /// Append or overwrite.
     mode: Mode,
-    /// The manifest version every part is written against.
-    #[pyo3(get)]
-    manifest_version: u64,
-    /// Strong (true) or weak commits.
-    #[pyo3(get)]
-    strong: bool,
-    /// The write's random id.
-    #[pyo3(get)]
-    nonce: String,
 }
 
 #[pymethods]
@@ -76,19 +66,9 @@ impl DistributedWrite {
         strong: Option<bool>,
         storage_options: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
-        let storage = Storage::new(root, storage_options.unwrap_or_default()).map_err(to_py)?;
-        let (p, nonce) = run(py, || {
-            Ok((
-                block_on(Namespace::open(storage.clone()).plan_distributed(strong))?,
-                new_nonce()?,
-            ))
-        })?;
         Ok(Self {
-            storage,
+            plan: Planned::plan(py, root, strong, storage_options)?,
             mode: mode.0,
-            manifest_version: p.manifest_version,
-            strong: p.strong,
-            nonce,
         })
     }
 
@@ -103,28 +83,41 @@ impl DistributedWrite {
         nonce: String,
         storage_options: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
-        if nonce.len() < 16 {
-            return Err(invalid_arg("a distributed write needs its planned nonce"));
-        }
+        let what = "distributed write";
         Ok(Self {
-            storage: Storage::new(root, storage_options.unwrap_or_default()).map_err(to_py)?,
+            plan: Planned::restore(root, manifest_version, strong, nonce, storage_options, what)?,
             mode: mode.0,
-            manifest_version,
-            strong,
-            nonce,
         })
     }
 
     /// Namespace root.
     #[getter]
     fn root(&self) -> String {
-        self.storage.root().to_string()
+        self.plan.root()
     }
 
     /// The storage options (with their secrets: they travel to the tasks; never printed).
     #[getter]
     fn storage_options(&self) -> HashMap<String, String> {
-        self.storage.options().clone()
+        self.plan.options()
+    }
+
+    /// The manifest version every part is written against.
+    #[getter]
+    fn manifest_version(&self) -> u64 {
+        self.plan.manifest_version
+    }
+
+    /// Strong (true) or weak commits.
+    #[getter]
+    fn strong(&self) -> bool {
+        self.plan.strong
+    }
+
+    /// The write's random id.
+    #[getter]
+    fn nonce(&self) -> String {
+        self.plan.nonce.clone()
     }
 
     /// `append`, `overwrite` or `overwrite_all`.
@@ -137,13 +130,14 @@ impl DistributedWrite {
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
         let w = slf.get();
+        let p = &w.plan;
         let args = (
-            w.storage.root(),
+            p.root(),
             w.mode.as_str(),
-            w.manifest_version,
-            w.strong,
-            w.nonce.clone(),
-            w.storage.options().clone(),
+            p.manifest_version,
+            p.strong,
+            p.nonce.clone(),
+            p.options(),
         );
         Ok((slf.get_type(), args.into_pyobject(slf.py())?))
     }
@@ -166,17 +160,13 @@ impl DistributedWrite {
             max_buffer_bytes,
             max_new_partitions,
         };
-        let opts = limits.options(self.mode, Some(self.strong));
-        let plan = WritePlan {
-            manifest_version: self.manifest_version,
-            strong: self.strong,
-        };
+        let opts = limits.options(self.mode, Some(self.plan.strong));
+        let (plan, nonce) = (self.plan.write_plan(), &self.plan.nonce);
         let slot = data.error_slot();
         let bytes = BatchInput::finish(
             &slot,
             run(py, || {
-                let ns = Namespace::open(self.storage.clone());
-                block_on(ns.stage(plan, &self.nonce, data, &opts))?.to_bytes()
+                block_on(self.plan.namespace().stage(plan, nonce, data, &opts))?.to_bytes()
             }),
         )?;
         Ok(PyBytes::new(py, &bytes))
@@ -199,29 +189,19 @@ impl DistributedWrite {
                 concurrency: concurrency.max(1),
                 ..Default::default()
             };
-            block_on(Namespace::open(self.storage.clone()).commit_staged(&staged, &opts))
+            block_on(self.plan.namespace().commit_staged(&staged, &opts))
         })?;
         Ok(WriteResult::from(&s))
     }
 
     /// The partition-key hasher of this write's spec.
     fn key_hasher(&self, py: Python<'_>) -> PyResult<KeyHasher> {
-        let (storage, version) = (&self.storage, self.manifest_version);
-        let inner = run(py, || {
-            block_on(key_hasher::KeyHasher::new(storage, version))
-        })?;
-        Ok(KeyHasher { inner })
+        self.plan.key_hasher(py)
     }
 
     fn __repr__(&self) -> String {
-        format!(
-            "DistributedWrite({:?}, mode={:?}, manifest_version={}, strong={}{})",
-            self.storage.root(),
-            self.mode.as_str(),
-            self.manifest_version,
-            if self.strong { "True" } else { "False" },
-            redacted(&self.storage)
-        )
+        let mode = format!("mode={:?}, ", self.mode.as_str());
+        self.plan.repr("DistributedWrite", &mode)
     }
 }
 

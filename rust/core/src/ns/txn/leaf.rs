@@ -42,6 +42,20 @@ pub(crate) async fn commit_leaf_transaction(
     LeafVersion::of(&committed).await
 }
 
+/// The leaf commits that succeeded, and the first error of those that failed (every commit
+/// ran to its end: in weak mode the successful ones are visible and must be reported).
+pub(crate) fn settled<T>(results: Vec<Result<T>>) -> (Vec<T>, Option<Error>) {
+    let mut done = Vec::with_capacity(results.len());
+    let mut failed = None;
+    for r in results {
+        match r {
+            Ok(c) => done.push(c),
+            Err(e) => failed = failed.or(Some(e)),
+        }
+    }
+    (done, failed)
+}
+
 /// A partition whose leaf table is committed (detached in strong mode), waiting for the
 /// manifest commit.
 #[derive(Debug, Clone)]

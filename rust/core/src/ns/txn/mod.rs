@@ -240,14 +240,7 @@ impl WriteTransaction {
         .buffer_unordered(self.concurrency)
         .collect()
         .await;
-        let mut pending = Vec::with_capacity(results.len());
-        let mut failed = None;
-        for r in results {
-            match r {
-                Ok(p) => pending.push(p),
-                Err(e) => failed = failed.or(Some(e)),
-            }
-        }
+        let (pending, failed) = leaf::settled(results);
         match failed {
             Some(e) => Err(self.partial_commit(&pending, e)),
             None => Ok(pending),

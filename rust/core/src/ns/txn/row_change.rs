@@ -25,7 +25,7 @@ use crate::ns::manifest::Snapshot;
 pub(crate) use crate::ns::txn::conflict::row_change::ChangedLeaf;
 use crate::ns::txn::conflict::row_change::{LeafCommit, RowChangeUpdate};
 use crate::ns::txn::hooks;
-use crate::ns::txn::leaf::{commit_leaf, commit_leaf_transaction, Pending};
+use crate::ns::txn::leaf::{commit_leaf, commit_leaf_transaction, settled, Pending};
 use crate::ns::txn::manifest_commit::commit_manifest;
 use crate::ns::txn::retry::Committed;
 use crate::ns::write::{StagedPart, Target};
@@ -181,14 +181,7 @@ impl LeafCommits<'_> {
             .buffer_unordered(self.concurrency)
             .collect()
             .await;
-        let mut changed = Vec::with_capacity(results.len());
-        let mut failed = None;
-        for r in results {
-            match r {
-                Ok(c) => changed.push(c),
-                Err(e) => failed = failed.or(Some(e)),
-            }
-        }
+        let (changed, failed) = settled(results);
         if let Some(e) = failed {
             return Err(self.partial(&changed, e));
         }
