@@ -63,7 +63,7 @@ from lance_partitioned.options import (
 from lance_partitioned.spark.key import cluster
 from lance_partitioned.spark.merge import SparkMergeInsert, apply_changes, merge_insert
 from lance_partitioned.spark.tasks import MAX_ROWS_PER_TASK
-from lance_partitioned.spark.workers import check_workers
+from lance_partitioned.spark.workers import check_workers, collect
 from lance_partitioned.spec import PartitionSpec
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ def write(
     log.info("lance-partitioned: writing to %s (%s, clustered=%s)", ns.root, dw, clustered)
     out = cluster(df, ns, dw, key, num_tasks) if clustered else df
     t1 = time.perf_counter()
-    rows = out.mapInArrow(_Stage(dw, limits), "message binary, rows long").collect()
+    rows = collect(out.mapInArrow(_Stage(dw, limits), "message binary, rows long"))
     t2 = time.perf_counter()
     log.info(
         "lance-partitioned: staged %d rows in %d tasks in %.1f s",

@@ -27,14 +27,13 @@ not-matched-by-source clause needs the whole source in one place: run it with
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lance_partitioned import _native, exceptions
+from lance_partitioned import _native
 from lance_partitioned.exceptions import CommitConflictError, InvalidArgumentError
 from lance_partitioned.lineage.run import Job, operation
 from lance_partitioned.merge import (
@@ -54,7 +53,7 @@ from lance_partitioned.options import (
     storage_options_arg,
 )
 from lance_partitioned.spark.key import cluster
-from lance_partitioned.spark.workers import check_workers
+from lance_partitioned.spark.workers import check_workers, collect
 from lance_partitioned.spec import source_fields
 
 if TYPE_CHECKING:
@@ -160,12 +159,9 @@ class SparkMergeInsert(MergeClauses):
             ns.refresh()
             shuffled = _by_key(df, ns, dm, self._on, num_tasks)
             t0 = time.perf_counter()
-            try:
-                rows = shuffled.mapInArrow(
-                    _StageMerge(dm, self, extra), "message binary, rows long"
-                ).collect()
-            except Exception as e:
-                raise _task_error(e) from e
+            rows = collect(
+                shuffled.mapInArrow(_StageMerge(dm, self, extra), "message binary, rows long")
+            )
             log.info(
                 "lance-partitioned: merge staged %d rows in %d tasks in %.1f s (attempt %d)",
                 sum(r["rows"] for r in rows),
@@ -187,19 +183,6 @@ class SparkMergeInsert(MergeClauses):
                     raise
                 log.info("lance-partitioned: merge runs again (%s)", e)
                 time.sleep(min(0.05 * 2**attempt, 2.0))
-
-
-_RAISED = re.compile(r"(?:lance_partitioned\.exceptions\.)?(\w+Error): ([^\n]*)")
-
-
-def _task_error(e: Exception) -> Exception:
-    """The error a task raised, as this package's exception type when it is one of ours (Spark
-    reports it as text inside its own exception), else ``e``."""
-    for name, message in reversed(_RAISED.findall(str(e))):
-        cls = getattr(exceptions, name, None)
-        if isinstance(cls, type) and issubclass(cls, exceptions.LancePartitionedError):
-            return cls(f"{message} (raised in a Spark task)")
-    return e
 
 
 def _check_keys(df: DataFrame, on: list[str]) -> None:

@@ -1,13 +1,16 @@
-"""The check that Spark's Python workers can run this package: one tiny probe task per
+"""Spark's Python workers: the check that they can run this package (one tiny probe task per
 SparkSession, before the first write or read, so that a worker without ``lance_partitioned``
-(or with another version) fails with one clear error instead of a JVM stack trace."""
+or with another version fails with one clear error instead of a JVM stack trace), and the
+errors their tasks raise, given back their type on the driver."""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
+from lance_partitioned import exceptions
 from lance_partitioned._native import __version__
 from lance_partitioned.exceptions import InvalidArgumentError
 
@@ -80,3 +83,24 @@ def check_workers(spark: SparkSession) -> None:
                 f"driver {__version__}: every node must run the same version. {fix}"
             )
     _CHECKED.add(app)
+
+
+_RAISED = re.compile(r"(?:lance_partitioned\.exceptions\.)?(\w+Error): ([^\n]*)")
+
+
+def task_error(e: Exception) -> Exception:
+    """The error a task raised, as this package's exception type when it is one of ours (Spark
+    reports it as text inside its own exception), else ``e``."""
+    for name, message in reversed(_RAISED.findall(str(e))):
+        cls = getattr(exceptions, name, None)
+        if isinstance(cls, type) and issubclass(cls, exceptions.LancePartitionedError):
+            return cls(f"{message} (raised in a Spark task)")
+    return e
+
+
+def collect(frame: Any) -> list[Any]:
+    """``frame.collect()``, a task's error raised with its own type (see :func:`task_error`)."""
+    try:
+        return list(frame.collect())
+    except Exception as e:
+        raise task_error(e) from e
