@@ -115,13 +115,8 @@ lint: venv
 	$(MAKE) clippy
 	$(MAKE) lint-python
 
-# Clippy checks the whole crate graph (metadata only, no code generation) in its own target
-# directory: it never waits on the build's lock and can run beside it (see `test`).
-CLIPPY_TARGET_DIR := $(CACHE)/target-clippy
-
 clippy: venv
-	CARGO_TARGET_DIR=$(CLIPPY_TARGET_DIR) \
-		cargo clippy --workspace --all-targets --all-features --release -- -D warnings
+	cargo clippy --workspace --all-targets --all-features --release -- -D warnings
 
 lint-python: venv
 	ruff check python tests benches
@@ -139,21 +134,11 @@ test-rust: venv
 test-python: build wheel java-check
 	pytest -q
 
-# The test command of README.md (and .ci/run). Clippy runs at the lowest CPU priority beside
-# the build and the tests, on the cores they leave idle (a cold build's serial stretches, the
-# waits of the Spark tests), and reports at the end; either failing fails `make test`.
-CLIPPY_LOG := $(ROOT)/build/clippy.log
-
+# The test command of README.md (and .ci/run).
 test: venv
-	cargo fmt --all --check
-	mkdir -p $(dir $(CLIPPY_LOG))
-	nice -n 19 $(MAKE) clippy >$(CLIPPY_LOG) 2>&1 & clippy=$$!; \
-	tests=0; $(MAKE) lint-python test-rust test-python || tests=$$?; \
-	lint=0; wait $$clippy || lint=$$?; \
-	echo "--- clippy ($(CLIPPY_LOG))"; cat $(CLIPPY_LOG); \
-	[ $$lint -eq 0 ] || echo "make test: clippy failed"; \
-	[ $$tests -eq 0 ] || echo "make test: the tests failed"; \
-	[ $$lint -eq 0 ] && [ $$tests -eq 0 ]
+	$(MAKE) lint
+	$(MAKE) test-rust
+	$(MAKE) test-python
 
 bench-rust: venv
 	cargo bench -p lance-partitioned-core --bench kernels
