@@ -92,6 +92,27 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         ["--rows", "300000", "--spark", "--repeat", "1"],
     ),
     (
+        "merge",
+        "## Upserts: merge_insert",
+        "merge.py",
+        ["--rows", "10000000", "--partitions", "800", "--repeat", "3", "--without", "pyiceberg"],
+        ["--rows", "200000", "--partitions", "80", "--repeat", "1"],
+    ),
+    (
+        "merge-other-key",
+        "### Upserts when the key does not determine the partition",
+        "merge.py",
+        ["--rows", "2000000", "--partitions", "200", "--repeat", "3", "--by", "customer"],
+        ["--rows", "200000", "--partitions", "80", "--repeat", "1", "--by", "customer"],
+    ),
+    (
+        "cdc",
+        "## Change feeds: apply_changes",
+        "cdc.py",
+        ["--rows", "10000000", "--partitions", "800", "--repeat", "3", "--without", "pyiceberg"],
+        ["--rows", "200000", "--partitions", "80", "--changes", "2000", "--repeat", "1"],
+    ),
+    (
         "scaling",
         "## Scaling",
         "scaling.py",

@@ -294,6 +294,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--systems", type=str, default=",".join(SYSTEMS))
     ap.add_argument(
+        "--without", type=str, default="", help="systems to leave out (too slow at the size)"
+    )
+    ap.add_argument(
         "--by",
         choices=("order_id", "customer"),
         default="order_id",
@@ -302,7 +305,8 @@ def main() -> None:
     )
     ap.add_argument("--write", type=str, default=None)
     args = ap.parse_args()
-    names = [s for s in args.systems.split(",") if s]
+    left_out = [s for s in args.without.split(",") if s]
+    names = [s for s in args.systems.split(",") if s and s not in left_out]
     work = scratch("lp-merge-bench-")
     try:
         source, src = write_source(work, args.rows, args.changed)
@@ -351,6 +355,8 @@ def main() -> None:
             f"| {SYSTEMS[name]} | {cell_columns(c)} | {share(at_limit, c.best)} "
             f"| {ratio(c, cells['ours'])} |"
         )
+    if left_out:
+        lines += ["", f"Left out at this size (`--without`): {', '.join(left_out)}."]
     text = "\n".join(lines)
     print(text)
     if args.write:

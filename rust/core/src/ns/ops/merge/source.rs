@@ -15,6 +15,10 @@ use crate::arrow::row::{RowConverter, Rows, SortField};
 use crate::conform::to_namespace_type;
 use crate::error::{Error, Result};
 
+/// A hash map over encoded keys with a fast hasher (foldhash, seeded per map): a merge looks
+/// up every target row's key in the source's index.
+pub(crate) type KeyIndex<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// One key column: a namespace column or a child of a struct column.
 #[derive(Debug, Clone)]
 pub(crate) struct KeyPath {
@@ -192,7 +196,7 @@ pub(crate) struct Source {
     /// Which of `batch`'s columns are namespace columns.
     pub(crate) ns_columns: HashSet<String>,
     /// Key bytes -> source row, for rows without a NULL key.
-    pub(crate) index: HashMap<Box<[u8]>, u32>,
+    pub(crate) index: KeyIndex<Box<[u8]>, u32>,
 }
 
 impl Source {
@@ -262,7 +266,7 @@ impl Source {
             None => batch,
         };
         let keys = encoder.encode(&batch)?;
-        let mut index: HashMap<Box<[u8]>, u32> = HashMap::with_capacity(batch.num_rows());
+        let mut index = KeyIndex::with_capacity_and_hasher(batch.num_rows(), Default::default());
         for i in 0..batch.num_rows() {
             if !keys.valid[i] {
                 continue;
@@ -294,7 +298,8 @@ fn last_per_key(batch: RecordBatch, encoder: &KeyEncoder, seq: &str) -> Result<R
     })?;
     let cmp = make_comparator(col.as_ref(), col.as_ref(), SortOptions::default())?;
     let keys = encoder.encode(&batch)?;
-    let mut last: HashMap<&[u8], usize> = HashMap::with_capacity(batch.num_rows());
+    let mut last: KeyIndex<&[u8], usize> =
+        KeyIndex::with_capacity_and_hasher(batch.num_rows(), Default::default());
     let mut keep: Vec<u32> = Vec::new();
     for i in 0..batch.num_rows() {
         if !keys.valid[i] {
