@@ -41,7 +41,7 @@ from lance_partitioned.exceptions import (
     UnsupportedTypeError,
 )
 from lance_partitioned.joins import JoinGroup, JoinPlan, join, join_plan
-from lance_partitioned.merge import MergedPartition, MergeInsertBuilder, MergeResult
+from lance_partitioned.merge import MergedPartition, MergeInsertBuilder, MergePlan, MergeResult
 from lance_partitioned.namespace import (
     CleanupResult,
     DeleteResult,
@@ -91,6 +91,7 @@ __all__ = [
     "LanceError",
     "LancePartitionedError",
     "MergeInsertBuilder",
+    "MergePlan",
     "MergeResult",
     "MergedPartition",
     "Month",

@@ -150,6 +150,17 @@ class MergedPartitionResult:
     def dropped(self) -> bool: ...
 
 @final
+class MergePlan:
+    @property
+    def read(self) -> list[TouchedPartition]: ...
+    @property
+    def skipped(self) -> int: ...
+    @property
+    def matching(self) -> list[str]: ...
+    @property
+    def manifest_version(self) -> int: ...
+
+@final
 class MergeResult:
     @property
     def inserted(self) -> int: ...
@@ -285,6 +296,16 @@ class Namespace:
         max_attempts: int,
         max_buffer_bytes: int,
     ) -> MergeResult: ...
+    def explain_merge(
+        self,
+        data: Any,
+        on: list[str],
+        matched: list[tuple[str, str | None, list[tuple[str, str]] | None]],
+        not_matched: list[str | None],
+        by_source: list[str | None],
+        *,
+        keep_last_by: str | None,
+    ) -> MergePlan: ...
     def update(
         self,
         set: list[tuple[str, str]],

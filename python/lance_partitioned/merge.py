@@ -35,9 +35,10 @@ from lance_partitioned.options import (
 if TYPE_CHECKING:
     from lance_partitioned.changes import RowChanges as PartitionedNamespace
 
-__all__ = ["MergeClauses", "MergeInsertBuilder", "MergeResult", "MergedPartition"]
+__all__ = ["MergeClauses", "MergeInsertBuilder", "MergePlan", "MergeResult", "MergedPartition"]
 
 MergeResult = _native.MergeResult
+MergePlan = _native.MergePlan
 MergedPartition = _native.MergedPartitionResult
 
 #: Runs of a merge when concurrent commits keep changing the partitions it reads.
@@ -233,6 +234,21 @@ class MergeInsertBuilder(MergeClauses):
     def __init__(self, ns: PartitionedNamespace, on: str | Sequence[str]) -> None:
         super().__init__(on)
         self._ns = ns
+
+    def explain(self, source: Any) -> MergePlan:
+        """What :meth:`execute` with ``source`` would read on the latest version, and why,
+        without reading a partition or writing anything: the partitions it would read
+        (``read``), how many pruning skips (``skipped``) and, per spec version, how they
+        were chosen (``matching``). The source and clauses are checked as ``execute`` checks
+        them (a duplicate key raises ``DuplicateKeyError`` here too)."""
+        return self._ns._ns.explain_merge(
+            arrow_stream(source),
+            self._on,
+            self._matched,
+            self._not_matched,
+            self._by_source,
+            keep_last_by=None,
+        )
 
     def execute(
         self,

@@ -111,6 +111,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::ExpireResult>()?;
     m.add_class::<results::TouchedPartition>()?;
     m.add_class::<merge::MergeResult>()?;
+    m.add_class::<merge::MergePlan>()?;
     m.add_class::<merge::MergedPartitionResult>()?;
     m.add_class::<namespace::Namespace>()?;
     m.add_class::<snapshot::ManifestSnapshot>()?;

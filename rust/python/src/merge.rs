@@ -3,8 +3,8 @@
 
 use lance_partitioned_core::arrow::datatypes::Schema;
 use lance_partitioned_core::ns::ops::{
-    MergeClauses, MergeSource, MergeSummary, MergedPartition, WhenMatched, WhenNotMatched,
-    WhenNotMatchedBySource,
+    MergeClauses, MergeExplain, MergeSource, MergeSummary, MergedPartition, WhenMatched,
+    WhenNotMatched, WhenNotMatchedBySource,
 };
 use lance_partitioned_core::ns::write::WriteOptions;
 use pyo3::prelude::*;
@@ -197,6 +197,44 @@ impl From<&MergeSummary> for MergeResult {
             matching: s.matching.clone(),
             manifest_version: s.manifest_version,
             attempts: s.attempts,
+        }
+    }
+}
+
+/// What a merge would read, and why (`explain`).
+#[pyclass(module = "lance_partitioned._native", frozen, eq, get_all)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergePlan {
+    /// The partitions it would read to find matches.
+    pub read: Vec<TouchedPartition>,
+    /// Partitions pruning keeps it from reading.
+    pub skipped: u64,
+    /// How the partitions to read are chosen, one line per spec version.
+    pub matching: Vec<String>,
+    /// The `__manifest` version it was decided on.
+    pub manifest_version: u64,
+}
+
+#[pymethods]
+impl MergePlan {
+    fn __repr__(&self) -> String {
+        format!(
+            "MergePlan(read={}, skipped={}, manifest_version={}, matching={:?})",
+            self.read.len(),
+            self.skipped,
+            self.manifest_version,
+            self.matching
+        )
+    }
+}
+
+impl From<&MergeExplain> for MergePlan {
+    fn from(e: &MergeExplain) -> Self {
+        Self {
+            read: e.read.iter().map(touched_one).collect(),
+            skipped: e.skipped,
+            matching: e.matching.clone(),
+            manifest_version: e.manifest_version,
         }
     }
 }

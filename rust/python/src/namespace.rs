@@ -18,7 +18,7 @@ use pyo3::types::PyType;
 use crate::args::{ArrowSchema, WriteMode};
 use crate::errors::{invalid_arg, run, to_py};
 use crate::ffi::BatchInput;
-use crate::merge::{self, MatchedArg, MergeResult};
+use crate::merge::{self, MatchedArg, MergePlan, MergeResult};
 use crate::results::{CleanupResult, DeleteResult, ExpireResult, OptimizeResult, WriteResult};
 use crate::runtime::block_on;
 use crate::snapshot::ManifestSnapshot;
@@ -178,6 +178,33 @@ impl Namespace {
             }),
         )?;
         Ok(MergeResult::from(&s))
+    }
+
+    /// What merging `data` by `on` as the clauses say would read, and why; reads no
+    /// partition.
+    #[pyo3(signature = (data, on, matched, not_matched, by_source, *, keep_last_by))]
+    #[allow(clippy::too_many_arguments)]
+    fn explain_merge(
+        &self,
+        py: Python<'_>,
+        data: BatchInput,
+        on: Vec<String>,
+        matched: Vec<MatchedArg>,
+        not_matched: Vec<Option<String>>,
+        by_source: Vec<Option<String>>,
+        keep_last_by: Option<String>,
+    ) -> PyResult<MergePlan> {
+        let mut clauses = merge::clauses(on, matched, not_matched, by_source)?;
+        clauses.keep_last_by = keep_last_by;
+        let slot = data.error_slot();
+        let e = BatchInput::finish(
+            &slot,
+            run(py, || {
+                let source = merge::source(data)?;
+                block_on(self.inner.explain_merge(&source, &clauses))
+            }),
+        )?;
+        Ok(MergePlan::from(&e))
     }
 
     /// Sets `set`'s columns (SQL values over the row's columns) on the rows matching `filter`.

@@ -21,8 +21,8 @@ use crate::ns::ops::write::distributed;
 use crate::ns::ops::{
     cleanup, delete, evolve, expire, history, merge, optimize, repair, update_schema, write,
     CleanupSummary, DeleteSummary, ExpireOptions, ExpireSummary, JoinPlan, JoinRequest,
-    MergeClauses, MergeMessage, MergeSource, MergeSummary, OptimizeOptions, OptimizeSummary,
-    PreparedJoin, WritePlan,
+    MergeClauses, MergeExplain, MergeMessage, MergeSource, MergeSummary, OptimizeOptions,
+    OptimizeSummary, PreparedJoin, WritePlan,
 };
 use crate::ns::write::{StagedMessage, WriteOptions, WriteSummary};
 use crate::spec::PartitionSpec;
@@ -192,6 +192,18 @@ impl Namespace {
         opts: &WriteOptions,
     ) -> Result<MergeSummary> {
         merge::merge(&self.storage, source, clauses, opts).await
+    }
+
+    /// What merging `source` with `clauses` would read, and why; reads no partition.
+    ///
+    /// # Errors
+    /// As [`merge::explain`].
+    pub async fn explain_merge(
+        &self,
+        source: &MergeSource,
+        clauses: &MergeClauses,
+    ) -> Result<MergeExplain> {
+        merge::explain(&self.storage, source, clauses).await
     }
 
     /// Decides one task's share of a distributed merge planned by [`Self::plan_distributed`]

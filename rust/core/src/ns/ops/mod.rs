@@ -38,8 +38,8 @@ pub use delete::DeleteSummary;
 pub use expire::{ExpireOptions, ExpireSummary};
 pub use join::{JoinGroup, JoinHow, JoinPlan, JoinRequest, JoinStream, PreparedJoin};
 pub use merge::{
-    MergeClauses, MergeMessage, MergeSource, MergeSummary, MergedPartition, WhenMatched,
-    WhenNotMatched, WhenNotMatchedBySource,
+    MergeClauses, MergeExplain, MergeMessage, MergeSource, MergeSummary, MergedPartition,
+    WhenMatched, WhenNotMatched, WhenNotMatchedBySource,
 };
 pub use optimize::{OptimizeOptions, OptimizeSummary};
 pub use write::distributed::WritePlan;

@@ -135,6 +135,19 @@ pub struct MergedPartition {
     pub dropped: bool,
 }
 
+/// What a merge would read, decided without reading any partition (`explain`).
+#[derive(Debug, Clone, Default)]
+pub struct MergeExplain {
+    /// The partitions it would read to find matches, in manifest order.
+    pub read: Vec<TouchedPartition>,
+    /// Partitions it would not read.
+    pub skipped: u64,
+    /// How the partitions to read were chosen, one line per spec version (and why).
+    pub matching: Vec<String>,
+    /// The manifest version it was decided on.
+    pub manifest_version: u64,
+}
+
 /// What a merge did.
 #[derive(Debug, Clone, Default)]
 pub struct MergeSummary {

@@ -37,6 +37,7 @@ use crate::arrow::compute::take_record_batch;
 use crate::arrow::datatypes::SchemaRef;
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
+use crate::ns::infra::touched::TouchedPartition;
 use crate::ns::manifest::Snapshot;
 use crate::ns::txn::cleanup_marks::now_ms;
 use crate::ns::txn::retry::backoff;
@@ -44,7 +45,7 @@ use crate::ns::txn::row_change::{commit_row_change, Deletions, RowChange};
 use crate::ns::write::{IdPlan, Mode, PartitionWriter, StagedPart, WriteOptions};
 
 pub use clauses::{
-    MergeClauses, MergeSummary, MergedPartition, WhenMatched, WhenNotMatched,
+    MergeClauses, MergeExplain, MergeSummary, MergedPartition, WhenMatched, WhenNotMatched,
     WhenNotMatchedBySource,
 };
 pub use distributed::MergeMessage;
@@ -144,22 +145,13 @@ pub(crate) async fn decide(
     clauses: &MergeClauses,
     opts: &WriteOptions,
 ) -> Result<(Decided, MergeSummary)> {
-    let ns = snap.schema();
-    let keys = key_paths(&clauses.on, &ns)?;
-    let encoder = KeyEncoder::new(keys.clone())?;
-    let mut extra = sql::extra_source_columns(clauses, &source.schema, &ns)?;
-    extra.extend(clauses.keep_last_by.iter().cloned());
-    let src = Source::new(
-        Arc::clone(&source.schema),
-        source.batches.clone(),
-        &ns,
-        &encoder,
-        &extra,
-        clauses.keep_last_by.as_deref(),
-    )?;
-    let plan = sql::plan(clauses, &keys, src.batch.schema().as_ref(), &ns)?;
-    let matching = !clauses.matched.is_empty() || !clauses.not_matched.is_empty();
-    let chosen = candidates::candidates(snap, &src, &keys, &plan, matching)?;
+    let Prepared {
+        ns,
+        encoder,
+        src,
+        plan,
+        chosen,
+    } = prepare(snap, source, clauses)?;
     let inputs = Inputs {
         storage,
         ns: &ns,
@@ -194,6 +186,85 @@ pub(crate) async fn decide(
         operation: "merge",
     };
     Ok((change, summary))
+}
+
+/// A merge's source conformed and indexed, its clauses planned and the partitions it reads
+/// chosen, on one snapshot (nothing read yet).
+struct Prepared {
+    ns: SchemaRef,
+    encoder: KeyEncoder,
+    src: Source,
+    plan: sql::Plan,
+    chosen: candidates::Candidates,
+}
+
+/// Prepares `source` and `clauses` on `snap`; see [`Prepared`].
+fn prepare(snap: &Snapshot, source: &MergeSource, clauses: &MergeClauses) -> Result<Prepared> {
+    let ns = snap.schema();
+    let keys = key_paths(&clauses.on, &ns)?;
+    let encoder = KeyEncoder::new(keys.clone())?;
+    let mut extra = sql::extra_source_columns(clauses, &source.schema, &ns)?;
+    extra.extend(clauses.keep_last_by.iter().cloned());
+    let src = Source::new(
+        Arc::clone(&source.schema),
+        source.batches.clone(),
+        &ns,
+        &encoder,
+        &extra,
+        clauses.keep_last_by.as_deref(),
+    )?;
+    let plan = sql::plan(clauses, &keys, src.batch.schema().as_ref(), &ns)?;
+    let matching = !clauses.matched.is_empty() || !clauses.not_matched.is_empty();
+    let chosen = candidates::candidates(snap, &src, &keys, &plan, matching)?;
+    Ok(Prepared {
+        ns,
+        encoder,
+        src,
+        plan,
+        chosen,
+    })
+}
+
+/// What merging `source` with `clauses` would read on the latest snapshot, and why: the
+/// source is checked and indexed and the clauses planned as [`merge`] does, but no partition
+/// is read and nothing is written.
+///
+/// # Errors
+/// As [`merge`] before it reads a partition (bad clauses, keys, columns, duplicate keys).
+pub(crate) async fn explain(
+    storage: &Storage,
+    source: &MergeSource,
+    clauses: &MergeClauses,
+) -> Result<MergeExplain> {
+    clauses.check()?;
+    let snap = Snapshot::load(storage, None).await?;
+    let chosen = prepare(&snap, source, clauses)?.chosen;
+    let values = snap.keys()?;
+    let read = chosen
+        .leaves
+        .iter()
+        .map(|&i| {
+            let leaf = &snap.leaves[i];
+            let spec = snap.root_props.specs.get(&leaf.spec_id).ok_or_else(|| {
+                Error::Internal(format!(
+                    "partition {} has unknown spec {}",
+                    leaf.object_id, leaf.spec_id
+                ))
+            })?;
+            Ok(TouchedPartition::new(
+                &leaf.object_id,
+                &leaf.location,
+                spec,
+                &values.leaf_values[i],
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(MergeExplain {
+        read,
+        skipped: chosen.skipped,
+        matching: chosen.matching,
+        manifest_version: snap.version,
+    })
 }
 
 /// What a row-level change decided on its snapshot.
