@@ -123,13 +123,12 @@ def test_merges_race_on_the_s3_server(s3_uri: tuple[str, dict[str, str]]) -> Non
     check(ns, 8, {3 * 100_000 + i for i in range(40)}, set())
 
 
-@pytest.mark.slow
-def test_a_merge_killed_mid_way_changes_nothing(tmp_path: Path) -> None:
-    root = str(tmp_path / "ns")
-    create(root)
-    env = dict(os.environ, LP_STORAGE_OPTIONS="{}")
+def killed_mid_way(root: str, options: dict[str, str]) -> None:
+    """Merges (each adding 1 to every row) killed at several points: each one is whole or
+    absent, never half."""
+    env = dict(os.environ, LP_STORAGE_OPTIONS=json.dumps(options))
     for delay in (0.3, 0.8, 1.5):
-        before = lp.PartitionedNamespace.open(root)
+        before = lp.PartitionedNamespace.open(root, storage_options=options)
         version, rows = before.version, before.to_table().sort_by("id")
         p = subprocess.Popen(
             [sys.executable, WORKER, root, "increment", "1", "50"],
@@ -142,7 +141,7 @@ def test_a_merge_killed_mid_way_changes_nothing(tmp_path: Path) -> None:
         p.send_signal(signal.SIGKILL)
         out, _ = p.communicate()
         done = len(out.splitlines())
-        ns = lp.PartitionedNamespace.open(root)
+        ns = lp.PartitionedNamespace.open(root, storage_options=options)
         t = ns.to_table().sort_by("id")
         ids = t["id"].to_pylist()
         assert len(ids) == len(set(ids)) == 20
@@ -154,6 +153,22 @@ def test_a_merge_killed_mid_way_changes_nothing(tmp_path: Path) -> None:
         (n,) = added
         assert n in (done, done + 1)  # the last may have committed before its line printed
         assert ns.version >= version
+
+
+@pytest.mark.slow
+def test_a_merge_killed_mid_way_changes_nothing(tmp_path: Path) -> None:
+    root = str(tmp_path / "ns")
+    create(root)
+    killed_mid_way(root, {})
+
+
+@pytest.mark.slow
+def test_a_merge_killed_mid_way_on_the_s3_server_changes_nothing(
+    s3_uri: tuple[str, dict[str, str]],
+) -> None:
+    root, options = s3_uri
+    create(root, options)
+    killed_mid_way(root, options)
 
 
 def partition_of_ids(root: str) -> dict[int, str]:
