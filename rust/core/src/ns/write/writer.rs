@@ -7,7 +7,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use tokio::sync::Semaphore;
+use lance::dataset::Dataset;
+use tokio::sync::{OnceCell, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::arrow::array::{RecordBatch, UInt32Array};
@@ -58,6 +59,9 @@ pub struct PartitionWriter {
     peak_held_bytes: usize,
     new_parts: usize,
     rows: u64,
+    /// Leaves the caller has open already (by object id), reused when a write targets one at
+    /// the version it is open at instead of opening it again.
+    opened: HashMap<String, Arc<Dataset>>,
 }
 
 impl PartitionWriter {
@@ -94,6 +98,7 @@ impl PartitionWriter {
             buffered_bytes: 0,
             peak_held_bytes: 0,
             new_parts: 0,
+            opened: HashMap::new(),
             rows: 0,
         })
     }
@@ -194,6 +199,25 @@ impl PartitionWriter {
         (self.opts.max_buffer_bytes / 2).max(1)
     }
 
+    /// Hands the writer leaves the caller has open (a merge read them): a write to one of
+    /// them at the version it is open at uses it instead of opening the leaf again.
+    pub(crate) fn reuse(&mut self, datasets: impl IntoIterator<Item = (String, Arc<Dataset>)>) {
+        self.opened.extend(datasets);
+    }
+
+    /// The open leaf of an existing target, when the caller handed it over at the target's
+    /// version.
+    fn open_leaf(&self, target: &Target) -> Option<Arc<Dataset>> {
+        let Target::Existing {
+            object_id, base, ..
+        } = target
+        else {
+            return None;
+        };
+        let ds = self.opened.get(object_id)?;
+        (Some(ds.version().version) == *base).then(|| Arc::clone(ds))
+    }
+
     /// Adds one routed group to its partition's buffer.
     fn buffer(
         &mut self,
@@ -210,13 +234,17 @@ impl PartitionWriter {
                     return Err(self.too_many_partitions(&key));
                 }
             }
+            let out = PartOutput {
+                dataset: OnceCell::new_with(self.open_leaf(&target)),
+                ..Default::default()
+            };
             let part = PartBuffer {
                 target,
                 batches: Vec::new(),
                 rows: 0,
                 bytes: 0,
                 total_rows: 0,
-                out: Arc::new(PartOutput::default()),
+                out: Arc::new(out),
             };
             self.parts.insert(key.clone(), part);
         }

@@ -412,6 +412,11 @@ pub(crate) async fn stage(
         ..opts.clone()
     };
     let mut writer = PartitionWriter::new(storage, Arc::clone(snap), &wopts, strong, ids)?;
+    // The leaves the change read are open: new rows of those partitions reuse them.
+    writer.reuse(change.results.iter().map(|r| {
+        let leaf = &snap.leaves[r.leaf];
+        (leaf.object_id.clone(), Arc::clone(&r.dataset))
+    }));
     let updates = change.results.iter().flat_map(|r| r.updates.iter());
     for b in updates.chain(change.inserts.as_ref()) {
         if let Err(e) = writer.write(b.clone()).await {
