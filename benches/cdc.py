@@ -39,7 +39,6 @@ import merge
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from cells import measure
 from report import CELL_HEADER, cell_columns, ratio, update_section
 from scratch import discard, scratch
 
@@ -201,14 +200,10 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=800)
     ap.add_argument("--changes", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--systems", type=str, default=",".join(SYSTEMS))
-    ap.add_argument(
-        "--without", type=str, default="", help="systems to leave out (too slow at the size)"
-    )
+    merge.add_system_args(ap, SYSTEMS)
     ap.add_argument("--write", type=str, default=None)
     args = ap.parse_args()
-    left_out = [s for s in args.without.split(",") if s]
-    names = [s for s in args.systems.split(",") if s and s not in left_out]
+    names, left_out = merge.chosen_systems(args)
     work = scratch("lp-cdc-bench-")
     try:
         changes, rows_after, changed_after = feed(args.rows, args.changes)
@@ -216,16 +211,8 @@ def main() -> None:
         with pa.ipc.new_file(source, changes.schema) as w:
             w.write_table(changes)
         templates = merge.prepare(work, args.rows, args.partitions, "order_id")
-        cells = {}
-        for name in names:
-            params: dict[str, Any] = {
-                "template": str(templates[name]),
-                "work": str(work),
-                "source": str(source),
-            }
-            if name in ("deltalake", "pyiceberg"):
-                params["partitions"] = args.partitions
-            cells[name] = measure("cdc", name, params, args.repeat)
+        layout = {"partitions": args.partitions}
+        cells = merge.measure_systems("cdc", names, templates, work, source, args.repeat, layout)
     finally:
         discard(work)
     want = merge._answer(rows_after, changed_after)

@@ -286,16 +286,50 @@ SYSTEMS = {
 }
 
 
+def add_system_args(ap: argparse.ArgumentParser, systems: dict[str, str]) -> None:
+    """``--systems`` (which to measure) and ``--without`` (which to leave out)."""
+    ap.add_argument("--systems", type=str, default=",".join(systems))
+    ap.add_argument(
+        "--without", type=str, default="", help="systems to leave out (too slow at the size)"
+    )
+
+
+def chosen_systems(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The systems to measure, and those ``--without`` leaves out."""
+    left_out = [s for s in args.without.split(",") if s]
+    return [s for s in args.systems.split(",") if s and s not in left_out], left_out
+
+
+def measure_systems(
+    script: str,
+    names: list[str],
+    templates: dict[str, Path],
+    work: Path,
+    source: Path,
+    repeat: int,
+    layout: dict[str, Any],
+) -> dict[str, Any]:
+    """One cell per system; the peers that lay out their own partitions get ``layout``."""
+    cells = {}
+    for name in names:
+        params: dict[str, Any] = {
+            "template": str(templates[name]),
+            "work": str(work),
+            "source": str(source),
+        }
+        if name in ("deltalake", "pyiceberg"):
+            params.update(layout)
+        cells[name] = measure(script, name, params, repeat)
+    return cells
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--partitions", type=int, default=800)
     ap.add_argument("--changed", type=float, default=0.01)
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--systems", type=str, default=",".join(SYSTEMS))
-    ap.add_argument(
-        "--without", type=str, default="", help="systems to leave out (too slow at the size)"
-    )
+    add_system_args(ap, SYSTEMS)
     ap.add_argument(
         "--by",
         choices=("order_id", "customer"),
@@ -305,23 +339,13 @@ def main() -> None:
     )
     ap.add_argument("--write", type=str, default=None)
     args = ap.parse_args()
-    left_out = [s for s in args.without.split(",") if s]
-    names = [s for s in args.systems.split(",") if s and s not in left_out]
+    names, left_out = chosen_systems(args)
     work = scratch("lp-merge-bench-")
     try:
         source, src = write_source(work, args.rows, args.changed)
         templates = prepare(work, args.rows, args.partitions, args.by)
-        cells = {}
-        for name in names:
-            params: dict[str, Any] = {
-                "template": str(templates[name]),
-                "work": str(work),
-                "source": str(source),
-            }
-            if name in ("deltalake", "pyiceberg"):
-                params["partitions"] = args.partitions
-                params["by"] = args.by
-            cells[name] = measure("merge", name, params, args.repeat)
+        layout = {"partitions": args.partitions, "by": args.by}
+        cells = measure_systems("merge", names, templates, work, source, args.repeat, layout)
     finally:
         discard(work)
     want = _answer(args.rows + src.num_rows - src.num_rows // 2, src.num_rows)
