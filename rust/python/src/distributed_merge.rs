@@ -112,19 +112,13 @@ impl DistributedMerge {
         concurrency: usize,
         max_buffer_bytes: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let mut clauses = merge::clauses(on, matched, not_matched, Vec::new())?;
-        clauses.keep_last_by = keep_last_by;
+        let clauses = merge::clauses(on, matched, not_matched, Vec::new(), keep_last_by)?;
         let opts = merge::options(Some(self.plan.strong), concurrency, 1, max_buffer_bytes);
         let (plan, nonce) = (self.plan.write_plan(), &self.plan.nonce);
-        let slot = data.error_slot();
-        let bytes = BatchInput::finish(
-            &slot,
-            run(py, || {
-                let source = merge::source(data)?;
-                let ns = self.plan.namespace();
-                block_on(ns.stage_merge(plan, nonce, &source, &clauses, &opts))?.to_bytes()
-            }),
-        )?;
+        let bytes = merge::with_source(py, data, |source| {
+            let ns = self.plan.namespace();
+            block_on(ns.stage_merge(plan, nonce, source, &clauses, &opts))?.to_bytes()
+        })?;
         Ok(PyBytes::new(py, &bytes))
     }
 

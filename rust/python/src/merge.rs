@@ -10,7 +10,7 @@ use lance_partitioned_core::ns::write::WriteOptions;
 use pyo3::prelude::*;
 use std::sync::Arc;
 
-use crate::errors::invalid_arg;
+use crate::errors::{invalid_arg, run};
 use crate::ffi::BatchInput;
 use crate::results::{touched_one, TouchedPartition};
 
@@ -18,12 +18,14 @@ use crate::results::{touched_one, TouchedPartition};
 /// and for `update` the columns and their SQL values.
 pub(crate) type MatchedArg = (String, Option<String>, Option<Vec<(String, String)>>);
 
-/// The clauses of a merge.
+/// The clauses of a merge (`keep_last_by`: keep only each key's last source row by this
+/// column, as `apply_changes` does).
 pub(crate) fn clauses(
     on: Vec<String>,
     matched: Vec<MatchedArg>,
     not_matched: Vec<Option<String>>,
     by_source: Vec<Option<String>>,
+    keep_last_by: Option<String>,
 ) -> PyResult<MergeClauses> {
     let matched = matched
         .into_iter()
@@ -48,7 +50,7 @@ pub(crate) fn clauses(
             .into_iter()
             .map(|condition| WhenNotMatchedBySource { condition })
             .collect(),
-        keep_last_by: None,
+        keep_last_by,
     })
 }
 
@@ -68,8 +70,19 @@ pub(crate) fn options(
     }
 }
 
+/// Reads the whole source `data` (with the GIL released) and runs `f` on it; an error of the
+/// Python source itself comes back as it was raised.
+pub(crate) fn with_source<T: Send>(
+    py: Python<'_>,
+    data: BatchInput,
+    f: impl FnOnce(&MergeSource) -> lance_partitioned_core::Result<T> + Send,
+) -> PyResult<T> {
+    let slot = data.error_slot();
+    BatchInput::finish(&slot, run(py, || f(&source(data)?)))
+}
+
 /// Reads the whole source (a merge holds it in memory).
-pub(crate) fn source(data: BatchInput) -> lance_partitioned_core::Result<MergeSource> {
+fn source(data: BatchInput) -> lance_partitioned_core::Result<MergeSource> {
     let declared = data.schema();
     let batches = data.collect::<lance_partitioned_core::Result<Vec<_>>>()?;
     let schema = match (declared, batches.first()) {

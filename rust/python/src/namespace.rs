@@ -166,17 +166,11 @@ impl Namespace {
         max_attempts: u32,
         max_buffer_bytes: usize,
     ) -> PyResult<MergeResult> {
-        let mut clauses = merge::clauses(on, matched, not_matched, by_source)?;
-        clauses.keep_last_by = keep_last_by;
+        let clauses = merge::clauses(on, matched, not_matched, by_source, keep_last_by)?;
         let opts = merge::options(strong, concurrency, max_attempts, max_buffer_bytes);
-        let slot = data.error_slot();
-        let s = BatchInput::finish(
-            &slot,
-            run(py, || {
-                let source = merge::source(data)?;
-                block_on(self.inner.merge_insert(&source, &clauses, &opts))
-            }),
-        )?;
+        let s = merge::with_source(py, data, |source| {
+            block_on(self.inner.merge_insert(source, &clauses, &opts))
+        })?;
         Ok(MergeResult::from(&s))
     }
 
@@ -194,16 +188,10 @@ impl Namespace {
         by_source: Vec<Option<String>>,
         keep_last_by: Option<String>,
     ) -> PyResult<MergePlan> {
-        let mut clauses = merge::clauses(on, matched, not_matched, by_source)?;
-        clauses.keep_last_by = keep_last_by;
-        let slot = data.error_slot();
-        let e = BatchInput::finish(
-            &slot,
-            run(py, || {
-                let source = merge::source(data)?;
-                block_on(self.inner.explain_merge(&source, &clauses))
-            }),
-        )?;
+        let clauses = merge::clauses(on, matched, not_matched, by_source, keep_last_by)?;
+        let e = merge::with_source(py, data, |source| {
+            block_on(self.inner.explain_merge(source, &clauses))
+        })?;
         Ok(MergePlan::from(&e))
     }
 
