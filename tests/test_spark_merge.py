@@ -1,11 +1,13 @@
 """merge_insert and apply_changes run in Spark tasks, against the independent dict model of
 test_merge (expected tables computed here in plain Python, never by the code under test),
 and against the same merge run in this process: same rows, same counts. A concurrent commit
-to a partition the merge read makes it run again; what the clauses cannot do in tasks, and
-keys the DataFrame lacks, fail on the driver before any task runs."""
+to a partition the merge read makes it run again; a not-matched-by-source delete is decided
+where every task's matches meet; mistakes (keys the DataFrame lacks) fail on the driver before
+any task runs."""
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 from pathlib import Path
 from typing import Any
@@ -166,14 +168,75 @@ def test_a_concurrent_commit_to_a_partition_read_runs_the_merge_again(
     assert content(ns) == want
 
 
+@pytest.mark.parametrize("layout", [by_bucket, by_day], ids=["key-determines", "by-day"])
+def test_not_matched_by_source_in_spark_equals_the_model_and_the_local_merge(
+    spark: Any, tmp_path: Path, layout: Any
+) -> None:
+    """Each task sees part of the source; a target row is deleted only when no task matched
+    it. Under bucket(id, 8) some buckets get no source row at all (no task reads them)."""
+    base = rows(200)
+    source = [dict(r, qty=-1) for r in base[20:30]] + rows(5, start=900)
+    late = dt.date(2025, 1, 4)
+    condition = "day >= DATE '2025-01-04' AND qty <> 7"
+    want = model_merge(
+        {r["id"]: r for r in base},
+        source,
+        update=lambda t, s: dict(s),
+        insert=True,
+        delete_unmatched=lambda t: t["day"] >= late and t["qty"] != 7,
+    )
+    results = []
+    for where in ("spark", "local"):
+        ns = layout(tmp_path / where)
+        ns.write(table(base))
+        version = ns.version
+        builder = (
+            (lps.merge_insert(ns.root, "id") if where == "spark" else ns.merge_insert("id"))
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_delete(condition)
+        )
+        if where == "spark":
+            results.append(builder.execute(frame(spark, source, parts=4), num_tasks=3))
+        else:
+            results.append(builder.execute(table(source)))
+        ns.refresh()
+        assert content(ns) == want
+        assert ns.version == version + 1  # one commit
+    got, mine = results
+    deleted = sum(1 for r in base[:20] + base[30:] if r["day"] >= late and r["qty"] != 7)
+    assert (got.inserted, got.updated, got.deleted) == (5, 10, deleted)
+    assert (got.inserted, got.updated, got.deleted) == (mine.inserted, mine.updated, mine.deleted)
+    per = {tuple(p.partition.values): (p.inserted, p.updated, p.deleted) for p in got.partitions}
+    assert per == {
+        tuple(p.partition.values): (p.inserted, p.updated, p.deleted) for p in mine.partitions
+    }
+    assert any("not matched by source" in line for line in got.matching)
+
+
+def test_an_empty_dataframe_with_a_not_matched_by_source_delete_deletes_what_it_reaches(
+    spark: Any, tmp_path: Path
+) -> None:
+    ns = by_bucket(tmp_path / "ns", n=4)
+    base = rows(40)
+    ns.write(table(base))
+    empty = frame(spark, rows(5)).limit(0)
+    result = (
+        lps.merge_insert(ns.root, "id")
+        .when_matched_update_all()
+        .when_not_matched_by_source_delete("qty >= 30")
+        .execute(empty)
+    )
+    ns.refresh()
+    assert content(ns) == {r["id"]: r for r in base if r["qty"] < 30}
+    assert (result.inserted, result.updated, result.deleted) == (0, 0, 10)
+
+
 def test_mistakes_fail_on_the_driver_before_any_task(spark: Any, tmp_path: Path) -> None:
     ns = by_bucket(tmp_path / "ns")
     ns.write(table(rows(10)))
     df = frame(spark, rows(5, start=3))
     version = ns.version
-    builder = lps.merge_insert(ns.root, "id").when_not_matched_by_source_delete()
-    with pytest.raises(lp.InvalidArgumentError, match="not-matched-by-source"):
-        builder.execute(df)
     with pytest.raises(lp.InvalidArgumentError, match="not in the DataFrame"):
         lps.merge_insert(ns.root, "order_id").when_matched_update_all().execute(df)
     with pytest.raises(lp.InvalidArgumentError, match="num_tasks"):

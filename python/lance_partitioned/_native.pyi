@@ -451,13 +451,21 @@ class DistributedMerge:
         on: list[str],
         matched: list[tuple[str, str | None, list[tuple[str, str]] | None]],
         not_matched: list[str | None],
+        by_source: list[str | None],
         *,
         keep_last_by: str | None,
         concurrency: int,
         max_buffer_bytes: int,
     ) -> bytes: ...
     def commit(
-        self, messages: list[bytes], *, concurrency: int, max_attempts: int, attempt: int = 1
+        self,
+        messages: list[bytes],
+        on: list[str],
+        by_source: list[str | None],
+        *,
+        concurrency: int,
+        max_attempts: int,
+        attempt: int = 1,
     ) -> MergeResult: ...
     def key_hasher(self) -> KeyHasher: ...
 

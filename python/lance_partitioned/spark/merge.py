@@ -19,9 +19,12 @@ Pipeline:
    ``max_attempts`` times.
 
 Only the final successful task attempts' messages reach the driver, so retried, speculative
-or lost tasks never apply a change twice; their files are left for ``cleanup()``. A
-not-matched-by-source clause needs the whole source in one place: run it with
-:meth:`PartitionedNamespace.merge_insert`.
+or lost tasks never apply a change twice; their files are left for ``cleanup()``.
+
+A not-matched-by-source clause needs the whole source to know that a target row matched
+nothing: the tasks report the target rows they matched, and the driver, at commit, reads
+the partitions the clause can reach (pruned by its condition, key and condition columns
+only) and deletes the rows no task matched.
 """
 
 from __future__ import annotations
@@ -67,10 +70,11 @@ class _StageMerge:
 
     def __init__(self, dm: _native.DistributedMerge, clauses: MergeClauses, extra: Any) -> None:
         self.dm = dm
-        self.on, self.matched, self.not_matched = (
+        self.on, self.matched, self.not_matched, self.by_source = (
             clauses._on,
             clauses._matched,
             clauses._not_matched,
+            clauses._by_source,
         )
         self.keep_last_by, self.max_buffer_bytes = extra
 
@@ -83,6 +87,7 @@ class _StageMerge:
             self.on,
             self.matched,
             self.not_matched,
+            self.by_source,
             keep_last_by=self.keep_last_by,
             concurrency=STAGE_CONCURRENCY,
             max_buffer_bytes=self.max_buffer_bytes,
@@ -124,12 +129,6 @@ class SparkMergeInsert(MergeClauses):
         task's writer may buffer. Each task holds its share of ``df`` in memory while it
         runs. Two rows of ``df`` with one key raise ``DuplicateKeyError`` (from the task).
         """
-        if self._by_source:
-            raise InvalidArgumentError(
-                "lance_partitioned.spark.merge_insert cannot run a not-matched-by-source "
-                "clause: each Spark task sees only part of the source (use "
-                "PartitionedNamespace.merge_insert, which holds the whole source)"
-            )
         if num_tasks is not None and (isinstance(num_tasks, bool) or num_tasks < 1):
             raise InvalidArgumentError(f"num_tasks must be positive, not {num_tasks!r}")
         ns = PartitionedNamespace.open(self._uri, storage_options=self._options)
@@ -172,6 +171,8 @@ class SparkMergeInsert(MergeClauses):
             try:
                 return dm.commit(
                     [r["message"] for r in rows],
+                    self._on,
+                    self._by_source,
                     concurrency=concurrency,
                     max_attempts=max_attempts,
                     attempt=attempt,
@@ -235,8 +236,8 @@ def merge_insert(
     uri: str, on: str | Sequence[str], *, storage_options: StorageOptions | None = None
 ) -> SparkMergeInsert:
     """Starts a merge into the namespace at ``uri`` keyed by ``on``, run in Spark: add
-    ``when_*`` clauses (those of :meth:`PartitionedNamespace.merge_insert` except
-    not-matched-by-source), then ``execute(df)``. See the module docs."""
+    ``when_*`` clauses (those of :meth:`PartitionedNamespace.merge_insert`), then
+    ``execute(df)``. See the module docs."""
     return SparkMergeInsert(uri, on, storage_options)
 
 

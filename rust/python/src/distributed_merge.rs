@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use lance_partitioned_core::ns::ops::{MergeMessage, MergeSummary, WriteOptions};
+use lance_partitioned_core::ns::ops::{MergeMessage, WriteOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple, PyType};
 
@@ -98,8 +98,9 @@ impl DistributedMerge {
     }
 
     /// Decides this task's share (`data`: every source row of its keys) and stages its new
-    /// rows; returns the message `commit` needs.
-    #[pyo3(signature = (data, on, matched, not_matched, *, keep_last_by, concurrency, max_buffer_bytes))]
+    /// rows; returns the message `commit` needs. The not-matched-by-source clauses are
+    /// `commit`'s: given here, the task reports the target rows it matched.
+    #[pyo3(signature = (data, on, matched, not_matched, by_source, *, keep_last_by, concurrency, max_buffer_bytes))]
     #[allow(clippy::too_many_arguments)]
     fn stage<'py>(
         &self,
@@ -108,11 +109,12 @@ impl DistributedMerge {
         on: Vec<String>,
         matched: Vec<MatchedArg>,
         not_matched: Vec<Option<String>>,
+        by_source: Vec<Option<String>>,
         keep_last_by: Option<String>,
         concurrency: usize,
         max_buffer_bytes: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let clauses = merge::clauses(on, matched, not_matched, Vec::new(), keep_last_by)?;
+        let clauses = merge::clauses(on, matched, not_matched, by_source, keep_last_by)?;
         let opts = merge::options(Some(self.plan.strong), concurrency, 1, max_buffer_bytes);
         let (plan, nonce) = (self.plan.write_plan(), &self.plan.nonce);
         let bytes = merge::with_source(py, data, |source| {
@@ -122,36 +124,39 @@ impl DistributedMerge {
         Ok(PyBytes::new(py, &bytes))
     }
 
-    /// Commits the staged messages once; `attempt` is the run this plan is (the summary's
-    /// `attempts`). No messages (no source rows) commit nothing.
-    #[pyo3(signature = (messages, *, concurrency, max_attempts, attempt = 1))]
+    /// Commits the staged messages once and decides the not-matched-by-source clauses
+    /// `by_source` (key columns `on`) over all of them; `attempt` is the run this plan is (the
+    /// summary's `attempts`). No messages (no source rows) and no such clause commit nothing.
+    #[pyo3(signature = (messages, on, by_source, *, concurrency, max_attempts, attempt = 1))]
+    #[allow(clippy::too_many_arguments)]
     fn commit(
         &self,
         py: Python<'_>,
         messages: Vec<Vec<u8>>,
+        on: Vec<String>,
+        by_source: Vec<Option<String>>,
         concurrency: usize,
         max_attempts: u32,
         attempt: u32,
     ) -> PyResult<MergeResult> {
-        let mut s = if messages.is_empty() {
-            MergeSummary {
-                manifest_version: self.plan.manifest_version,
+        let clauses = merge::clauses(on, Vec::new(), Vec::new(), by_source, None)?;
+        let mut s = run(py, || {
+            let staged = messages
+                .iter()
+                .map(|m| MergeMessage::from_bytes(m))
+                .collect::<Result<Vec<_>, _>>()?;
+            let opts = WriteOptions {
+                concurrency: concurrency.max(1),
+                max_attempts: max_attempts.max(1),
                 ..Default::default()
-            }
-        } else {
-            run(py, || {
-                let staged = messages
-                    .iter()
-                    .map(|m| MergeMessage::from_bytes(m))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let opts = WriteOptions {
-                    concurrency: concurrency.max(1),
-                    max_attempts: max_attempts.max(1),
-                    ..Default::default()
-                };
-                block_on(self.plan.namespace().commit_merge(&staged, &opts))
-            })?
-        };
+            };
+            let id = (self.plan.write_plan(), self.plan.nonce.as_str());
+            block_on(
+                self.plan
+                    .namespace()
+                    .commit_merge(id, &staged, &clauses, &opts),
+            )
+        })?;
         s.attempts = attempt.max(1);
         Ok(MergeResult::from(&s))
     }

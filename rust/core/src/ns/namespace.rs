@@ -222,16 +222,20 @@ impl Namespace {
         merge::distributed::stage_merge(&self.storage, plan, nonce, source, clauses, opts).await
     }
 
-    /// Commits the staged shares of one distributed merge at once.
+    /// Commits the staged shares of the distributed merge planned as `plan` with `nonce` at
+    /// once, deciding its not-matched-by-source clauses (of `clauses`) over every share.
     ///
     /// # Errors
     /// As [`merge::distributed::commit_merge`].
     pub async fn commit_merge(
         &self,
+        (plan, nonce): (WritePlan, &str),
         messages: &[MergeMessage],
+        clauses: &MergeClauses,
         opts: &WriteOptions,
     ) -> Result<MergeSummary> {
-        merge::distributed::commit_merge(&self.storage, messages, opts).await
+        merge::distributed::commit_merge(&self.storage, (plan, nonce), messages, clauses, opts)
+            .await
     }
 
     /// Sets `set`'s columns (SQL over each row's columns) on the rows matching `filter`

@@ -122,7 +122,7 @@ fn by_key(
 }
 
 /// The leaves a not-matched-by-source delete can reach, and why.
-fn by_source(snap: &Snapshot, plan: &Plan) -> Result<(BTreeSet<usize>, String)> {
+pub(crate) fn by_source(snap: &Snapshot, plan: &Plan) -> Result<(BTreeSet<usize>, String)> {
     let Some(filters) = &plan.by_source_filter else {
         let why = "not matched by source: a delete without condition reads every partition";
         return Ok(((0..snap.leaves.len()).collect(), why.into()));

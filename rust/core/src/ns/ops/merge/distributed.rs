@@ -16,13 +16,15 @@
 //! planned version. On that conflict nothing is visible (strong mode) and the caller runs
 //! the merge again on a new plan.
 //!
-//! Because a task sees only its share of the source, a not-matched-by-source clause (which
-//! needs the whole source to know a target row matched nothing) is refused.
+//! A not-matched-by-source clause needs the whole source to know that a target row matched
+//! nothing: the tasks leave it out and report the target rows they matched, and
+//! [`commit_merge`] decides it over every task's matches ([`super::unmatched`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
+use lance::dataset::Dataset;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -36,6 +38,7 @@ use crate::ns::write::{IdPlan, Mode, StagedMessage, StagedPart, WriteOptions};
 use crate::spec::CompiledSpec;
 
 use super::tally::{LeafTally, Tally};
+use super::unmatched::decide_unmatched;
 use super::{decide, stage, Commit, MergeClauses, MergeSource, MergeSummary};
 
 /// Version of the [`MergeMessage`] layout.
@@ -54,6 +57,10 @@ pub struct MessageLeaf {
     pub deleted_rows: u64,
     /// Updated rows that stayed in the partition.
     pub in_place: u64,
+    /// Addresses of the rows a source row matched (reported when the merge has a
+    /// not-matched-by-source clause, which the committer decides).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matched: Vec<u64>,
 }
 
 /// One task's share of a distributed merge.
@@ -106,8 +113,8 @@ impl MergeMessage {
 /// the module docs.
 ///
 /// # Errors
-/// As [`super::merge`]; `InvalidArgument` for a not-matched-by-source clause or a missing
-/// nonce; `CommitConflict` when `expire()` removed the planned version.
+/// As [`super::merge`]; `InvalidArgument` for a missing nonce; `CommitConflict` when
+/// `expire()` removed the planned version.
 pub(crate) async fn stage_merge(
     storage: &Storage,
     plan: WritePlan,
@@ -117,13 +124,6 @@ pub(crate) async fn stage_merge(
     opts: &WriteOptions,
 ) -> Result<MergeMessage> {
     clauses.check()?;
-    if !clauses.not_matched_by_source.is_empty() {
-        return Err(Error::InvalidArgument(
-            "a distributed merge cannot have a not-matched-by-source clause: each task sees \
-             only part of the source (run it with PartitionedNamespace.merge_insert)"
-                .into(),
-        ));
-    }
     if nonce.len() < 16 {
         return Err(Error::InvalidArgument(
             "a staged merge needs the merge's planned nonce".into(),
@@ -132,7 +132,13 @@ pub(crate) async fn stage_merge(
     let staged_since = now_ms()?;
     let snap = Arc::new(base_snapshot(storage, plan.manifest_version).await?);
     snap.check_writable()?;
-    let (change, summary) = decide(storage, &snap, source, clauses, opts).await?;
+    // The not-matched-by-source clauses are the committer's; the task reports its matches.
+    let by_source = !clauses.not_matched_by_source.is_empty();
+    let own = MergeClauses {
+        not_matched_by_source: Vec::new(),
+        ..clauses.clone()
+    };
+    let (change, summary) = decide(storage, &snap, source, &own, opts, by_source).await?;
     let tally = Tally::of(&snap, &change.results)?;
     let ids = IdPlan::Derived(nonce.to_string());
     let parts = stage(storage, &snap, plan.strong, opts, ids, &change).await?;
@@ -147,7 +153,7 @@ pub(crate) async fn stage_merge(
     let leaves = change
         .results
         .iter()
-        .filter(|r| r.changes() || r.updated > 0)
+        .filter(|r| r.changes() || r.updated > 0 || !r.matched_rows.is_empty())
         .map(|r| {
             let object_id = snap.leaves[r.leaf].object_id.clone();
             let in_place = tally.leaves.get(&object_id).map_or(0, |t| t.in_place);
@@ -157,6 +163,7 @@ pub(crate) async fn stage_merge(
                 updated: r.updated,
                 deleted_rows: r.deleted_rows,
                 in_place,
+                matched: r.matched_rows.clone(),
             }
         })
         .collect();
@@ -179,42 +186,59 @@ pub(crate) async fn stage_merge(
     })
 }
 
-/// Commits the messages of one distributed merge; see the module docs.
+/// Commits the messages of the distributed merge planned as `plan` with `nonce`; see the
+/// module docs. `clauses` gives the key columns and the not-matched-by-source clauses (the
+/// committer decides those); without them, no messages commit nothing.
 ///
 /// # Errors
-/// `InvalidArgument` for no messages, messages of different merges, or two tasks deciding
-/// one target row; `CommitConflict` when a partition a task read changed since the planned
-/// version (nothing visible in strong mode); as [`crate::ns::txn::row_change`] otherwise.
+/// `InvalidArgument` for messages of another merge or two tasks deciding one target row;
+/// `CommitConflict` when a partition a task read changed since the planned version (nothing
+/// visible in strong mode); as [`crate::ns::txn::row_change`] otherwise.
 pub(crate) async fn commit_merge(
     storage: &Storage,
+    (plan, nonce): (WritePlan, &str),
     messages: &[MergeMessage],
+    clauses: &MergeClauses,
     opts: &WriteOptions,
 ) -> Result<MergeSummary> {
     let unique = dedupe(messages)?;
-    let Some(first) = unique.first() else {
-        return Err(Error::InvalidArgument(
-            "no staged merge messages to commit".into(),
-        ));
-    };
-    let id = first.staged.identity();
-    let snap = Arc::new(base_snapshot(storage, id.manifest_version).await?);
+    check_identity(&unique, plan, nonce)?;
+    let by_source = !clauses.not_matched_by_source.is_empty();
+    if unique.is_empty() && !by_source {
+        return Ok(MergeSummary {
+            manifest_version: plan.manifest_version,
+            attempts: 1,
+            ..Default::default()
+        });
+    }
+    let snap = Arc::new(base_snapshot(storage, plan.manifest_version).await?);
     snap.check_writable()?;
     let staged: Vec<StagedMessage> = unique.iter().map(|m| m.staged.clone()).collect();
-    let (parts, _, _) = merge_messages(&snap, &staged)?;
-    let parts: Vec<StagedPart> = parts.into_iter().filter(|p| p.rows > 0).collect();
-    let (deletions, tally) = added_up(storage, &snap, &unique, opts.concurrency).await?;
-    let read: BTreeSet<usize> = unique
+    let parts = staged_parts(&snap, &staged)?;
+    let mut decided = added_up(&snap, &unique)?;
+    let mut read: BTreeSet<usize> = unique
         .iter()
         .flat_map(|m| &m.read)
         .map(|oid| leaf_index(&snap, oid))
         .collect::<Result<_>>()?;
+    let mut matching = matching_lines(&unique);
+    let mut opened = HashMap::new();
+    if by_source {
+        let un =
+            decide_unmatched(storage, &snap, clauses, &decided.matched, opts.concurrency).await?;
+        read.extend(&un.read);
+        matching.push(un.why);
+        opened = decided.add_unmatched(&snap, un.deletions);
+    }
+    let tally = decided.tally;
+    let deletions = open_leaves(storage, &snap, decided.rows, opened, opts.concurrency).await?;
     let summary = MergeSummary {
         inserted: unique.iter().map(|m| m.inserted).sum(),
         updated: tally.leaves.values().map(|t| t.updated).sum(),
         deleted: tally.leaves.values().map(|t| t.deleted).sum(),
         scanned: read.len() as u64,
         skipped: (snap.leaves.len() - read.len()) as u64,
-        matching: matching_lines(&unique),
+        matching,
         manifest_version: snap.version,
         attempts: 1,
         ..Default::default()
@@ -234,11 +258,36 @@ pub(crate) async fn commit_merge(
     };
     let commit = Commit {
         storage,
-        strong: id.strong,
+        strong: plan.strong,
         opts,
         started_ms,
     };
     commit.run(change, &tally, summary).await
+}
+
+/// Refuses messages of another merge than the one planned as `plan` with `nonce`.
+fn check_identity(messages: &[&MergeMessage], plan: WritePlan, nonce: &str) -> Result<()> {
+    let Some(m) = messages.iter().find(|m| {
+        let id = m.staged.identity();
+        id.manifest_version != plan.manifest_version || id.nonce != nonce
+    }) else {
+        return Ok(());
+    };
+    let id = m.staged.identity();
+    Err(Error::InvalidArgument(format!(
+        "a staged merge message of merge {} (manifest version {}) cannot commit with merge \
+         {nonce} (manifest version {})",
+        id.nonce, id.manifest_version, plan.manifest_version
+    )))
+}
+
+/// The new rows the tasks staged (none without messages).
+fn staged_parts(snap: &Snapshot, staged: &[StagedMessage]) -> Result<Vec<StagedPart>> {
+    if staged.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (parts, _, _) = merge_messages(snap, staged)?;
+    Ok(parts.into_iter().filter(|p| p.rows > 0).collect())
 }
 
 /// The messages, each once (a retried driver step may pass one twice).
@@ -267,22 +316,33 @@ fn leaf_index(snap: &Snapshot, object_id: &str) -> Result<usize> {
         })
 }
 
-/// The deletions per leaf (each leaf opened at the version the tasks read) and the counts,
-/// added up over the messages.
-async fn added_up(
-    storage: &Storage,
-    snap: &Snapshot,
-    messages: &[&MergeMessage],
-    concurrency: usize,
-) -> Result<(Vec<Deletions>, Tally)> {
+/// The tasks' decisions added up.
+struct AddedUp {
+    /// Row addresses to delete per leaf index (sorted).
+    rows: BTreeMap<usize, Vec<u64>>,
+    /// The counts.
+    tally: Tally,
+    /// Row addresses a source row matched, per leaf index.
+    matched: HashMap<usize, HashSet<u64>>,
+}
+
+/// Adds up the messages' decisions.
+///
+/// # Errors
+/// `InvalidArgument` when two tasks decided one row or a message names an unknown leaf.
+fn added_up(snap: &Snapshot, messages: &[&MergeMessage]) -> Result<AddedUp> {
     let spec = snap.current_spec();
     let key_types = CompiledSpec::compile(spec, &snap.schema(), false)?.output_schema();
     let mut tally = Tally::default();
     let mut rows: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+    let mut matched: HashMap<usize, HashSet<u64>> = HashMap::new();
     for m in messages {
         for l in &m.leaves {
             let i = leaf_index(snap, &l.object_id)?;
             rows.entry(i).or_default().extend(&l.deleted);
+            if !l.matched.is_empty() {
+                matched.entry(i).or_default().extend(&l.matched);
+            }
             let counts = LeafTally {
                 updated: l.updated,
                 deleted: l.deleted_rows,
@@ -309,21 +369,62 @@ async fn added_up(
             )));
         }
     }
-    let deletions = stream::iter(rows.into_iter().filter(|(_, r)| !r.is_empty()).map(
-        |(i, r)| async move {
-            let leaf = &snap.leaves[i];
-            let dataset = storage.open(&leaf.location, leaf.read_version).await?;
-            Ok::<_, Error>(Deletions {
-                leaf: i,
-                dataset,
-                rows: r,
-            })
-        },
-    ))
+    Ok(AddedUp {
+        rows,
+        tally,
+        matched,
+    })
+}
+
+impl AddedUp {
+    /// Adds the committer's not-matched-by-source deletions; returns the leaves they opened.
+    fn add_unmatched(
+        &mut self,
+        snap: &Snapshot,
+        deletions: Vec<Deletions>,
+    ) -> HashMap<usize, Arc<Dataset>> {
+        let mut opened = HashMap::new();
+        for d in deletions {
+            let counts = LeafTally {
+                deleted: d.rows.len() as u64,
+                ..Default::default()
+            };
+            self.tally.add_leaf(&snap.leaves[d.leaf].object_id, counts);
+            self.rows.entry(d.leaf).or_default().extend(d.rows);
+            opened.insert(d.leaf, d.dataset);
+        }
+        opened
+    }
+}
+
+/// The deletions per leaf, each leaf opened at the version the tasks read (`opened` holds
+/// leaves already open).
+async fn open_leaves(
+    storage: &Storage,
+    snap: &Snapshot,
+    rows: BTreeMap<usize, Vec<u64>>,
+    mut opened: HashMap<usize, Arc<Dataset>>,
+    concurrency: usize,
+) -> Result<Vec<Deletions>> {
+    let wanted = rows.into_iter().filter(|(_, r)| !r.is_empty());
+    let pending: Vec<_> = wanted.map(|(i, r)| (i, r, opened.remove(&i))).collect();
+    stream::iter(pending.into_iter().map(|(i, rows, open)| async move {
+        let dataset = match open {
+            Some(ds) => ds,
+            None => {
+                let leaf = &snap.leaves[i];
+                storage.open(&leaf.location, leaf.read_version).await?
+            }
+        };
+        Ok::<_, Error>(Deletions {
+            leaf: i,
+            dataset,
+            rows,
+        })
+    }))
     .buffer_unordered(concurrency.max(1))
     .try_collect()
-    .await?;
-    Ok((deletions, tally))
+    .await
 }
 
 /// How the tasks chose the partitions they read: each distinct line once, with the number

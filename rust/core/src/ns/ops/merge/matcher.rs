@@ -10,16 +10,16 @@ use std::sync::Arc;
 use futures::StreamExt;
 use lance::dataset::Dataset;
 
-use crate::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, RecordBatchOptions, UInt32Array};
+use crate::arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
 use crate::arrow::compute::take_record_batch;
-use crate::arrow::datatypes::{Field, Schema, UInt64Type};
+use crate::arrow::datatypes::{Field, Schema};
 use crate::datafusion::physical_plan::PhysicalExpr;
 use crate::error::{Error, Result};
 use crate::ns::infra::filter::evaluate_mask;
 use crate::ns::infra::storage::Storage;
-use crate::ns::leaf_io::read_rules::{adapt, leaf_columns};
 use crate::ns::manifest::Leaf;
 
+use super::leaf_scan::{LeafScan, RowRefs};
 use super::source::{KeyEncoder, Source};
 use super::sql::{MatchedAction, Plan};
 
@@ -35,6 +35,9 @@ pub(crate) struct LeafChanges {
     pub(crate) updates: Vec<RecordBatch>,
     /// Source rows that matched a row here.
     pub(crate) matched: Vec<u32>,
+    /// Addresses of the rows here that a source row matched, when [`Inputs::report_matched`]
+    /// asks for them.
+    pub(crate) matched_rows: Vec<u64>,
     /// Rows updated.
     pub(crate) updated: u64,
     /// Rows deleted by a delete clause.
@@ -50,6 +53,7 @@ impl LeafChanges {
             deleted: Vec::new(),
             updates: Vec::new(),
             matched: Vec::new(),
+            matched_rows: Vec::new(),
             updated: 0,
             deleted_rows: 0,
         }
@@ -68,6 +72,9 @@ pub(crate) struct Inputs<'a> {
     pub(crate) source: &'a Source,
     pub(crate) encoder: &'a KeyEncoder,
     pub(crate) plan: &'a Plan,
+    /// Whether to report the matched target rows (a distributed merge's not-matched-by-source
+    /// clauses are decided where every task's matches meet).
+    pub(crate) report_matched: bool,
 }
 
 /// Matches and decides the rows of leaf `index`; see the module docs.
@@ -80,132 +87,20 @@ pub(crate) async fn match_leaf(
     index: usize,
     leaf: &Leaf,
 ) -> Result<LeafChanges> {
-    let ds = inputs
-        .storage
-        .open(&leaf.location, leaf.read_version)
-        .await?;
-    let stored = Schema::from(ds.schema());
-    let map = leaf_columns(&stored, inputs.ns);
-    let mut wanted: Vec<String> = inputs
-        .plan
-        .read
-        .fields()
-        .iter()
-        .filter_map(|f| map.get(f.name()).cloned())
-        .collect();
-    if wanted.is_empty() {
-        // None of the columns exist in this partition (added after it was written): read
-        // one column for the row addresses; every read column is NULL.
-        if let Some(f) = stored.fields().first() {
-            wanted.push(f.name().clone());
-        }
-    }
-    let mut out = LeafChanges::new(index, Arc::clone(&ds));
-    let stable = ds.manifest().uses_stable_row_ids();
-    let mut scanner = ds.scan();
-    scanner.project(&wanted)?;
-    scanner.with_row_address();
-    if stable {
-        scanner.with_row_id();
-    }
-    let leaf = LeafRows { ds: &ds, map: &map };
-    let mut stream = scanner.try_into_stream().await?;
-    while let Some(batch) = stream.next().await {
-        let batch = batch?;
-        let target = adapt(&batch, &inputs.plan.read, &map)?;
-        let rows = RowRefs {
-            addr: system_column(&batch, lance_core::ROW_ADDR)?,
-            id: if stable {
-                Some(system_column(&batch, lance_core::ROW_ID)?)
-            } else {
-                None
-            },
-        };
-        decide(inputs, &leaf, &target, &rows, &mut out).await?;
+    let scan = LeafScan::open(inputs.storage, leaf, inputs.ns).await?;
+    let mut out = LeafChanges::new(index, Arc::clone(&scan.ds));
+    let mut rows = Box::pin(scan.rows(&inputs.plan.read).await?);
+    while let Some(next) = rows.next().await {
+        let (target, refs) = next?;
+        decide(inputs, &scan, &target, &refs, &mut out).await?;
     }
     Ok(out)
-}
-
-/// A system column (`_rowaddr`, `_rowid`) of a scanned batch.
-pub(crate) fn system_column(batch: &RecordBatch, name: &str) -> Result<Vec<u64>> {
-    batch
-        .column_by_name(name)
-        .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-        .map(|c| c.values().to_vec())
-        .ok_or_else(|| Error::Internal(format!("the scan returned no {name}")))
-}
-
-/// The leaf being matched, for fetching an updated row's other columns.
-struct LeafRows<'a> {
-    ds: &'a Dataset,
-    map: &'a HashMap<String, String>,
-}
-
-/// Per row of a target batch: its address, and its id when the leaf has stable row ids
-/// (rows are then fetched by id, not address).
-struct RowRefs {
-    addr: Vec<u64>,
-    id: Option<Vec<u64>>,
-}
-
-impl LeafRows<'_> {
-    /// The target rows `t` (some columns read) at `refs` (row addresses or ids) completed
-    /// with every namespace column of `ns` they lack, read for them alone.
-    async fn complete(&self, ns: &Schema, t: RecordBatch, refs: &[u64]) -> Result<RecordBatch> {
-        let missing: Vec<Field> = ns
-            .fields()
-            .iter()
-            .filter(|f| t.column_by_name(f.name()).is_none())
-            .map(|f| f.as_ref().clone())
-            .collect();
-        if missing.is_empty() {
-            return Ok(t);
-        }
-        let out = Arc::new(Schema::new(missing));
-        let stored: Vec<String> = out
-            .fields()
-            .iter()
-            .filter_map(|f| self.map.get(f.name()).cloned())
-            .collect();
-        let fetched = if stored.is_empty() {
-            RecordBatch::try_new_with_options(
-                Arc::new(Schema::empty()),
-                vec![],
-                &RecordBatchOptions::new().with_row_count(Some(t.num_rows())),
-            )?
-        } else {
-            let projection = self.ds.schema().project(&stored)?;
-            self.ds.take_rows(refs, projection).await?
-        };
-        if fetched.num_rows() != t.num_rows() {
-            return Err(Error::Internal(format!(
-                "fetched {} rows for {} updated rows",
-                fetched.num_rows(),
-                t.num_rows()
-            )));
-        }
-        let filled = adapt(&fetched, &out, self.map)?;
-        let mut fields: Vec<Field> = t
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone())
-            .collect();
-        let mut cols = t.columns().to_vec();
-        fields.extend(out.fields().iter().map(|f| f.as_ref().clone()));
-        cols.extend(filled.columns().iter().cloned());
-        Ok(RecordBatch::try_new_with_options(
-            Arc::new(Schema::new(fields)),
-            cols,
-            &RecordBatchOptions::new().with_row_count(Some(t.num_rows())),
-        )?)
-    }
 }
 
 /// Decides the rows of one target batch.
 async fn decide(
     inputs: &Inputs<'_>,
-    leaf: &LeafRows<'_>,
+    leaf: &LeafScan,
     target: &RecordBatch,
     rows: &RowRefs,
     out: &mut LeafChanges,
@@ -226,6 +121,10 @@ async fn decide(
         }
     }
     out.matched.extend_from_slice(&pair_s);
+    if inputs.report_matched {
+        out.matched_rows
+            .extend(pair_t.iter().map(|&r| addr[r as usize]));
+    }
     if !pair_t.is_empty() && !inputs.plan.matched.is_empty() {
         decide_matched(inputs, leaf, target, rows, (&pair_t, &pair_s), out).await?;
     }
@@ -245,7 +144,7 @@ async fn decide(
 /// Applies the matched clauses to the pairs (target row, source row).
 async fn decide_matched(
     inputs: &Inputs<'_>,
-    leaf: &LeafRows<'_>,
+    leaf: &LeafScan,
     target: &RecordBatch,
     refs: &RowRefs,
     (pair_t, pair_s): (&[u32], &[u32]),

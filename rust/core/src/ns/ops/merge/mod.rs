@@ -21,10 +21,12 @@
 pub(crate) mod candidates;
 pub mod clauses;
 pub(crate) mod distributed;
+pub(crate) mod leaf_scan;
 pub(crate) mod matcher;
 pub(crate) mod source;
 pub(crate) mod sql;
 pub(crate) mod tally;
+pub(crate) mod unmatched;
 pub(crate) mod update;
 
 use std::collections::HashMap;
@@ -129,12 +131,13 @@ async fn merge_once(
     opts: &WriteOptions,
 ) -> Result<MergeSummary> {
     let started_ms = now_ms()?;
-    let (change, summary) = decide(storage, &snap, source, clauses, opts).await?;
+    let (change, summary) = decide(storage, &snap, source, clauses, opts, false).await?;
     commit_changes(storage, &snap, strong, opts, change, summary, started_ms).await
 }
 
 /// Decides the merge on `snap`: reads the candidate partitions and decides their rows and
-/// the source's (nothing is written).
+/// the source's (nothing is written); `report_matched`: also report each partition's matched
+/// rows.
 ///
 /// # Errors
 /// As [`merge`].
@@ -144,6 +147,7 @@ pub(crate) async fn decide(
     source: &MergeSource,
     clauses: &MergeClauses,
     opts: &WriteOptions,
+    report_matched: bool,
 ) -> Result<(Decided, MergeSummary)> {
     let Prepared {
         ns,
@@ -151,13 +155,14 @@ pub(crate) async fn decide(
         src,
         plan,
         chosen,
-    } = prepare(snap, source, clauses)?;
+    } = prepare(snap, source, clauses, report_matched)?;
     let inputs = Inputs {
         storage,
         ns: &ns,
         source: &src,
         encoder: &encoder,
         plan: &plan,
+        report_matched,
     };
     let results: Vec<LeafChanges> = stream::iter(
         chosen
@@ -198,8 +203,14 @@ struct Prepared {
     chosen: candidates::Candidates,
 }
 
-/// Prepares `source` and `clauses` on `snap`; see [`Prepared`].
-fn prepare(snap: &Snapshot, source: &MergeSource, clauses: &MergeClauses) -> Result<Prepared> {
+/// Prepares `source` and `clauses` on `snap`; see [`Prepared`]. The partitions that can
+/// hold the source's keys are read when a clause acts on matches, or `report_matched`.
+fn prepare(
+    snap: &Snapshot,
+    source: &MergeSource,
+    clauses: &MergeClauses,
+    report_matched: bool,
+) -> Result<Prepared> {
     let ns = snap.schema();
     let keys = key_paths(&clauses.on, &ns)?;
     let encoder = KeyEncoder::new(keys.clone())?;
@@ -214,7 +225,7 @@ fn prepare(snap: &Snapshot, source: &MergeSource, clauses: &MergeClauses) -> Res
         clauses.keep_last_by.as_deref(),
     )?;
     let plan = sql::plan(clauses, &keys, src.batch.schema().as_ref(), &ns)?;
-    let matching = !clauses.matched.is_empty() || !clauses.not_matched.is_empty();
+    let matching = report_matched || !clauses.matched.is_empty() || !clauses.not_matched.is_empty();
     let chosen = candidates::candidates(snap, &src, &keys, &plan, matching)?;
     Ok(Prepared {
         ns,
@@ -238,7 +249,7 @@ pub(crate) async fn explain(
 ) -> Result<MergeExplain> {
     clauses.check()?;
     let snap = Snapshot::load(storage, None).await?;
-    let chosen = prepare(&snap, source, clauses)?.chosen;
+    let chosen = prepare(&snap, source, clauses, false)?.chosen;
     let values = snap.keys()?;
     let read = chosen
         .leaves

@@ -15,12 +15,12 @@ use crate::error::{Error, Result};
 use crate::expr::session;
 use crate::ns::infra::filter::{evaluate_mask, parse_expression, plain, Filter};
 use crate::ns::infra::storage::Storage;
-use crate::ns::leaf_io::read_rules::{adapt, leaf_columns};
 use crate::ns::manifest::{Leaf, Snapshot};
 use crate::ns::scan::prune;
 use crate::ns::write::WriteOptions;
 
-use super::matcher::{new_version, system_column, LeafChanges};
+use super::leaf_scan::LeafScan;
+use super::matcher::{new_version, LeafChanges};
 use super::{commit_changes, until_settled, Decided, MergeSummary};
 
 /// The planned update: new values and the filter.
@@ -128,18 +128,13 @@ async fn update_leaf(
     index: usize,
     leaf: &Leaf,
 ) -> Result<LeafChanges> {
-    let ds = storage.open(&leaf.location, leaf.read_version).await?;
-    let stored = Schema::from(ds.schema());
-    let map = leaf_columns(&stored, ns);
-    let out_schema = Arc::new(ns.clone());
-    let mut out = LeafChanges::new(index, Arc::clone(&ds));
-    let mut scanner = ds.scan();
-    scanner.with_row_address();
-    let mut stream = scanner.try_into_stream().await?;
-    while let Some(batch) = stream.next().await {
-        let batch = batch?;
-        let rows = adapt(&batch, &out_schema, &map)?;
-        let addr = system_column(&batch, lance_core::ROW_ADDR)?;
+    let scan = LeafScan::open(storage, leaf, ns).await?;
+    let read = Arc::new(ns.clone());
+    let mut out = LeafChanges::new(index, Arc::clone(&scan.ds));
+    let mut stream = Box::pin(scan.rows(&read).await?);
+    while let Some(next) = stream.next().await {
+        let (rows, refs) = next?;
+        let addr = refs.addr;
         let (rows, addr) = match &up.filter_phys {
             Some(f) => {
                 let mask = evaluate_mask(f, &rows)?;
