@@ -19,16 +19,18 @@ from lance_partitioned import _native
 def stage(dm: _native.DistributedMerge, share: list[dict[str, Any]], by_source: list[Any]) -> bytes:
     """One task's share: update matched rows of even ids (odd ones match and stay), insert
     the others."""
+    clauses = (["id"], [("update_all", "source.id % 2 = 0", None)], [None], by_source, None)
     return dm.stage(
         table(share),
-        ["id"],
-        [("update_all", "source.id % 2 = 0", None)],
-        [None],
-        by_source,
-        keep_last_by=None,
+        clauses,
         concurrency=2,
         max_buffer_bytes=1 << 20,
     )
+
+
+def by_source_only(conditions: list[Any]) -> Any:
+    """What commit needs of the clauses: the key and the not-matched-by-source conditions."""
+    return (["id"], [], [], conditions, None)
 
 
 @pytest.mark.parametrize("layout", [by_bucket, by_day], ids=["key-determines", "by-day"])
@@ -42,7 +44,7 @@ def test_shares_split_by_key_delete_only_rows_no_share_matched(tmp_path: Path, l
     condition = "day <= DATE '2025-01-03'"
     dm = _native.DistributedMerge.plan(ns.root, None)
     messages = [stage(dm, share, [condition]) for share in shares]
-    result = dm.commit(messages, ["id"], [condition], concurrency=2, max_attempts=1)
+    result = dm.commit(messages, by_source_only([condition]), concurrency=2, max_attempts=1)
     want = model_merge(
         {r["id"]: r for r in base},
         source,
@@ -63,12 +65,12 @@ def test_without_shares_the_delete_reaches_every_row_its_condition_selects(tmp_p
     base = rows(40)
     ns.write(table(base))
     dm = _native.DistributedMerge.plan(ns.root, None)
-    result = dm.commit([], ["id"], ["qty >= 30"], concurrency=2, max_attempts=1)
+    result = dm.commit([], by_source_only(["qty >= 30"]), concurrency=2, max_attempts=1)
     ns.refresh()
     assert content(ns) == {r["id"]: r for r in base if r["qty"] < 30}
     assert result.deleted == 10
     version = ns.version
-    none = dm.commit([], ["id"], [], concurrency=2, max_attempts=1)  # nothing to decide
+    none = dm.commit([], by_source_only([]), concurrency=2, max_attempts=1)  # nothing to decide
     assert none.manifest_version == dm.manifest_version
     ns.refresh()
     assert ns.version == version
@@ -82,6 +84,6 @@ def test_messages_of_another_merge_are_refused(tmp_path: Path) -> None:
     second = _native.DistributedMerge.plan(ns.root, None)
     message = stage(first, rows(3, start=2, qty=4), [])
     with pytest.raises(lp.InvalidArgumentError, match="cannot commit with merge"):
-        second.commit([message], ["id"], [], concurrency=2, max_attempts=1)
+        second.commit([message], by_source_only([]), concurrency=2, max_attempts=1)
     ns.refresh()
     assert (content(ns), ns.version) == (before, version)

@@ -1,4 +1,4 @@
-from typing import Any, final
+from typing import Any, TypeAlias, final
 
 import pyarrow as pa
 from typing_extensions import Self
@@ -58,6 +58,16 @@ class StorageError(LancePartitionedError, OSError): ...
 class LanceError(LancePartitionedError): ...
 class IncompatibleJoinError(LancePartitionedError, ValueError): ...
 class DuplicateKeyError(LancePartitionedError, ValueError): ...
+
+# A merge's clauses: key columns, matched clauses (kind, condition, update pairs), not-matched
+# and not-matched-by-source conditions, keep_last_by.
+_Clauses: TypeAlias = tuple[
+    list[str],
+    list[tuple[str, str | None, list[tuple[str, str]] | None]],
+    list[str | None],
+    list[str | None],
+    str | None,
+]
 
 @final
 class WriteResult:
@@ -285,27 +295,14 @@ class Namespace:
     def merge_insert(
         self,
         data: Any,
-        on: list[str],
-        matched: list[tuple[str, str | None, list[tuple[str, str]] | None]],
-        not_matched: list[str | None],
-        by_source: list[str | None],
+        clauses: _Clauses,
         *,
-        keep_last_by: str | None,
         strong: bool | None,
         concurrency: int,
         max_attempts: int,
         max_buffer_bytes: int,
     ) -> MergeResult: ...
-    def explain_merge(
-        self,
-        data: Any,
-        on: list[str],
-        matched: list[tuple[str, str | None, list[tuple[str, str]] | None]],
-        not_matched: list[str | None],
-        by_source: list[str | None],
-        *,
-        keep_last_by: str | None,
-    ) -> MergePlan: ...
+    def explain_merge(self, data: Any, clauses: _Clauses) -> MergePlan: ...
     def update(
         self,
         set: list[tuple[str, str]],
@@ -448,20 +445,15 @@ class DistributedMerge:
     def stage(
         self,
         data: Any,
-        on: list[str],
-        matched: list[tuple[str, str | None, list[tuple[str, str]] | None]],
-        not_matched: list[str | None],
-        by_source: list[str | None],
+        clauses: _Clauses,
         *,
-        keep_last_by: str | None,
         concurrency: int,
         max_buffer_bytes: int,
     ) -> bytes: ...
     def commit(
         self,
         messages: list[bytes],
-        on: list[str],
-        by_source: list[str | None],
+        clauses: _Clauses,
         *,
         concurrency: int,
         max_attempts: int,

@@ -221,6 +221,10 @@ class MergeClauses:
         self._by_source.append(_condition(condition, "condition"))
         return self
 
+    def _args(self, keep_last_by: str | None = None) -> _native._Clauses:
+        """The clauses as the extension takes them."""
+        return (self._on, self._matched, self._not_matched, self._by_source, keep_last_by)
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(on={self._on!r}, matched={len(self._matched)}, "
@@ -241,14 +245,7 @@ class MergeInsertBuilder(MergeClauses):
         (``read``), how many pruning skips (``skipped``) and, per spec version, how they
         were chosen (``matching``). The source and clauses are checked as ``execute`` checks
         them (a duplicate key raises ``DuplicateKeyError`` here too)."""
-        return self._ns._ns.explain_merge(
-            arrow_stream(source),
-            self._on,
-            self._matched,
-            self._not_matched,
-            self._by_source,
-            keep_last_by=None,
-        )
+        return self._ns._ns.explain_merge(arrow_stream(source), self._args())
 
     def execute(
         self,
@@ -276,11 +273,7 @@ class MergeInsertBuilder(MergeClauses):
         with operation("merge", lineage_job, outputs=ns._lineage_outputs) as scope:
             result = ns._ns.merge_insert(
                 arrow_stream(source),
-                self._on,
-                self._matched,
-                self._not_matched,
-                self._by_source,
-                keep_last_by=_keep_last_by,
+                self._args(_keep_last_by),
                 strong=strong,
                 concurrency=concurrency,
                 max_attempts=max_attempts,

@@ -70,13 +70,8 @@ class _StageMerge:
 
     def __init__(self, dm: _native.DistributedMerge, clauses: MergeClauses, extra: Any) -> None:
         self.dm = dm
-        self.on, self.matched, self.not_matched, self.by_source = (
-            clauses._on,
-            clauses._matched,
-            clauses._not_matched,
-            clauses._by_source,
-        )
-        self.keep_last_by, self.max_buffer_bytes = extra
+        keep_last_by, self.max_buffer_bytes = extra
+        self.clauses = clauses._args(keep_last_by)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         held = [b for b in batches if b.num_rows]
@@ -84,11 +79,7 @@ class _StageMerge:
             return
         msg = self.dm.stage(
             pa.Table.from_batches(held),
-            self.on,
-            self.matched,
-            self.not_matched,
-            self.by_source,
-            keep_last_by=self.keep_last_by,
+            self.clauses,
             concurrency=STAGE_CONCURRENCY,
             max_buffer_bytes=self.max_buffer_bytes,
         )
@@ -171,8 +162,7 @@ class SparkMergeInsert(MergeClauses):
             try:
                 return dm.commit(
                     [r["message"] for r in rows],
-                    self._on,
-                    self._by_source,
+                    self._args(),
                     concurrency=concurrency,
                     max_attempts=max_attempts,
                     attempt=attempt,

@@ -9,7 +9,7 @@ use pyo3::types::{PyBytes, PyTuple, PyType};
 
 use crate::errors::run;
 use crate::ffi::BatchInput;
-use crate::merge::{self, MatchedArg, MergeResult};
+use crate::merge::{self, ClausesArg, MergeResult};
 use crate::planned::Planned;
 use crate::runtime::block_on;
 use crate::writes::KeyHasher;
@@ -100,21 +100,16 @@ impl DistributedMerge {
     /// Decides this task's share (`data`: every source row of its keys) and stages its new
     /// rows; returns the message `commit` needs. The not-matched-by-source clauses are
     /// `commit`'s: given here, the task reports the target rows it matched.
-    #[pyo3(signature = (data, on, matched, not_matched, by_source, *, keep_last_by, concurrency, max_buffer_bytes))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (data, clauses, *, concurrency, max_buffer_bytes))]
     fn stage<'py>(
         &self,
         py: Python<'py>,
         data: BatchInput,
-        on: Vec<String>,
-        matched: Vec<MatchedArg>,
-        not_matched: Vec<Option<String>>,
-        by_source: Vec<Option<String>>,
-        keep_last_by: Option<String>,
+        clauses: ClausesArg,
         concurrency: usize,
         max_buffer_bytes: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let clauses = merge::clauses(on, matched, not_matched, by_source, keep_last_by)?;
+        let clauses = clauses.into_clauses()?;
         let opts = merge::options(Some(self.plan.strong), concurrency, 1, max_buffer_bytes);
         let (plan, nonce) = (self.plan.write_plan(), &self.plan.nonce);
         let bytes = merge::with_source(py, data, |source| {
@@ -124,22 +119,21 @@ impl DistributedMerge {
         Ok(PyBytes::new(py, &bytes))
     }
 
-    /// Commits the staged messages once and decides the not-matched-by-source clauses
-    /// `by_source` (key columns `on`) over all of them; `attempt` is the run this plan is (the
-    /// summary's `attempts`). No messages (no source rows) and no such clause commit nothing.
-    #[pyo3(signature = (messages, on, by_source, *, concurrency, max_attempts, attempt = 1))]
-    #[allow(clippy::too_many_arguments)]
+    /// Commits the staged messages once and decides the merge's not-matched-by-source
+    /// clauses (of `clauses`, as `stage` got them) over all of them; `attempt` is the run this
+    /// plan is (the summary's `attempts`). No messages (no source rows) and no such clause
+    /// commit nothing.
+    #[pyo3(signature = (messages, clauses, *, concurrency, max_attempts, attempt = 1))]
     fn commit(
         &self,
         py: Python<'_>,
         messages: Vec<Vec<u8>>,
-        on: Vec<String>,
-        by_source: Vec<Option<String>>,
+        clauses: ClausesArg,
         concurrency: usize,
         max_attempts: u32,
         attempt: u32,
     ) -> PyResult<MergeResult> {
-        let clauses = merge::clauses(on, Vec::new(), Vec::new(), by_source, None)?;
+        let clauses = clauses.into_clauses()?;
         let mut s = run(py, || {
             let staged = messages
                 .iter()

@@ -18,40 +18,49 @@ use crate::results::{touched_one, TouchedPartition};
 /// and for `update` the columns and their SQL values.
 pub(crate) type MatchedArg = (String, Option<String>, Option<Vec<(String, String)>>);
 
-/// The clauses of a merge (`keep_last_by`: keep only each key's last source row by this
-/// column, as `apply_changes` does).
-pub(crate) fn clauses(
-    on: Vec<String>,
-    matched: Vec<MatchedArg>,
-    not_matched: Vec<Option<String>>,
-    by_source: Vec<Option<String>>,
-    keep_last_by: Option<String>,
-) -> PyResult<MergeClauses> {
-    let matched = matched
-        .into_iter()
-        .map(|(kind, condition, set)| match kind.as_str() {
-            "update_all" => Ok(WhenMatched::UpdateAll { condition }),
-            "update" => Ok(WhenMatched::Update {
-                set: set.unwrap_or_default(),
-                condition,
-            }),
-            "delete" => Ok(WhenMatched::Delete { condition }),
-            other => Err(invalid_arg(format!("unknown matched clause {other:?}"))),
+/// A merge's clauses as the Python builder hands them over (`MergeClauses._args`): the key
+/// columns, the matched clauses, the not-matched and not-matched-by-source conditions, and
+/// `keep_last_by` (keep only each key's last source row by this column, as `apply_changes`
+/// does).
+#[derive(FromPyObject)]
+pub(crate) struct ClausesArg(
+    Vec<String>,
+    Vec<MatchedArg>,
+    Vec<Option<String>>,
+    Vec<Option<String>>,
+    Option<String>,
+);
+
+impl ClausesArg {
+    /// The clauses, checked for known kinds of matched clause.
+    pub(crate) fn into_clauses(self) -> PyResult<MergeClauses> {
+        let Self(on, matched, not_matched, by_source, keep_last_by) = self;
+        let matched = matched
+            .into_iter()
+            .map(|(kind, condition, set)| match kind.as_str() {
+                "update_all" => Ok(WhenMatched::UpdateAll { condition }),
+                "update" => Ok(WhenMatched::Update {
+                    set: set.unwrap_or_default(),
+                    condition,
+                }),
+                "delete" => Ok(WhenMatched::Delete { condition }),
+                other => Err(invalid_arg(format!("unknown matched clause {other:?}"))),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(MergeClauses {
+            on,
+            matched,
+            not_matched: not_matched
+                .into_iter()
+                .map(|condition| WhenNotMatched { condition })
+                .collect(),
+            not_matched_by_source: by_source
+                .into_iter()
+                .map(|condition| WhenNotMatchedBySource { condition })
+                .collect(),
+            keep_last_by,
         })
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(MergeClauses {
-        on,
-        matched,
-        not_matched: not_matched
-            .into_iter()
-            .map(|condition| WhenNotMatched { condition })
-            .collect(),
-        not_matched_by_source: by_source
-            .into_iter()
-            .map(|condition| WhenNotMatchedBySource { condition })
-            .collect(),
-        keep_last_by,
-    })
+    }
 }
 
 /// The write options of a row-level change.

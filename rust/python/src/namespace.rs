@@ -18,7 +18,7 @@ use pyo3::types::PyType;
 use crate::args::{ArrowSchema, WriteMode};
 use crate::errors::{invalid_arg, run, to_py};
 use crate::ffi::BatchInput;
-use crate::merge::{self, MatchedArg, MergePlan, MergeResult};
+use crate::merge::{self, ClausesArg, MergePlan, MergeResult};
 use crate::results::{CleanupResult, DeleteResult, ExpireResult, OptimizeResult, WriteResult};
 use crate::runtime::block_on;
 use crate::snapshot::ManifestSnapshot;
@@ -150,23 +150,19 @@ impl Namespace {
 
     /// Merges `data` by the key columns `on` as the clauses say (`merge_insert`); returns
     /// what it did.
-    #[pyo3(signature = (data, on, matched, not_matched, by_source, *, keep_last_by, strong, concurrency, max_attempts, max_buffer_bytes))]
+    #[pyo3(signature = (data, clauses, *, strong, concurrency, max_attempts, max_buffer_bytes))]
     #[allow(clippy::too_many_arguments)]
     fn merge_insert(
         &self,
         py: Python<'_>,
         data: BatchInput,
-        on: Vec<String>,
-        matched: Vec<MatchedArg>,
-        not_matched: Vec<Option<String>>,
-        by_source: Vec<Option<String>>,
-        keep_last_by: Option<String>,
+        clauses: ClausesArg,
         strong: Option<bool>,
         concurrency: usize,
         max_attempts: u32,
         max_buffer_bytes: usize,
     ) -> PyResult<MergeResult> {
-        let clauses = merge::clauses(on, matched, not_matched, by_source, keep_last_by)?;
+        let clauses = clauses.into_clauses()?;
         let opts = merge::options(strong, concurrency, max_attempts, max_buffer_bytes);
         let s = merge::with_source(py, data, |source| {
             block_on(self.inner.merge_insert(source, &clauses, &opts))
@@ -176,19 +172,13 @@ impl Namespace {
 
     /// What merging `data` by `on` as the clauses say would read, and why; reads no
     /// partition.
-    #[pyo3(signature = (data, on, matched, not_matched, by_source, *, keep_last_by))]
-    #[allow(clippy::too_many_arguments)]
     fn explain_merge(
         &self,
         py: Python<'_>,
         data: BatchInput,
-        on: Vec<String>,
-        matched: Vec<MatchedArg>,
-        not_matched: Vec<Option<String>>,
-        by_source: Vec<Option<String>>,
-        keep_last_by: Option<String>,
+        clauses: ClausesArg,
     ) -> PyResult<MergePlan> {
-        let clauses = merge::clauses(on, matched, not_matched, by_source, keep_last_by)?;
+        let clauses = clauses.into_clauses()?;
         let e = merge::with_source(py, data, |source| {
             block_on(self.inner.explain_merge(source, &clauses))
         })?;
