@@ -131,11 +131,8 @@ stubtest: build
 test-rust: venv
 	cargo test --release -p lance-partitioned-core
 
-# Two test processes, each taking whole files (a file's session fixtures, Spark and the
-# servers, start once per process): most tests wait on Spark, a peer process or I/O, so the
-# suite takes about 40% less time than in one process even on 2 cores.
 test-python: build wheel java-check
-	pytest -q -n 2 --dist loadfile
+	pytest -q
 
 # The test command of README.md (and .ci/run).
 test: venv
