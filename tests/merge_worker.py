@@ -18,6 +18,8 @@ import json
 import os
 import re
 import sys
+import time
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -36,6 +38,7 @@ def main() -> None:
     root, role, tag, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     options = json.loads(os.environ.get("LP_STORAGE_OPTIONS", "{}"))
     ns = lp.PartitionedNamespace.open(root, storage_options=options)
+    wait_for_the_others(tag)
     for r in range(rounds):
         res: lp.MergeResult | None = None
         if role == "increment":
@@ -98,6 +101,21 @@ def main() -> None:
             raise SystemExit(f"unknown role {role}")
         attempts = res.attempts if res is not None else 1
         print(role, r, attempts, flush=True)
+
+
+def wait_for_the_others(tag: int) -> None:
+    """The start barrier of ``LP_RACE_BARRIER`` (``DIR:PARTIES``): announces this worker in DIR
+    and waits until all PARTIES have, so the rounds of every worker overlap."""
+    spec = os.environ.get("LP_RACE_BARRIER")
+    if not spec:
+        return
+    folder, parties = spec.rsplit(":", 1)
+    Path(folder, str(tag)).touch()
+    deadline = time.monotonic() + 120
+    while len(os.listdir(folder)) < int(parties):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the other workers did not start: {os.listdir(folder)}")
+        time.sleep(0.005)
 
 
 if __name__ == "__main__":
