@@ -121,15 +121,20 @@ lint: venv
 # and the wheel use, instead of once more in check mode as `cargo clippy` would (about a fifth
 # of a cold build). test-rust runs under the same wrapper: its test binaries are the ones
 # built here.
+# The wrapper is a make variable, never exported: maturin (the extension, the wheel) builds
+# without it. A hand-run cargo gets it from cargo-env and so shares test-rust's graph.
 CLIPPY_WRAPPER := $(CACHE)/clippy-deny-warnings
-LINTED := RUSTC_WORKSPACE_WRAPPER=$(CLIPPY_WRAPPER)
+RUSTC_WORKSPACE_WRAPPER := $(CLIPPY_WRAPPER)
+unexport RUSTC_WORKSPACE_WRAPPER
+LINTED := RUSTC_WORKSPACE_WRAPPER=$(RUSTC_WORKSPACE_WRAPPER)
 
+# Silent: cargo-env depends on it and its stdout is eval'ed.
 $(CLIPPY_WRAPPER): Makefile
-	@command -v clippy-driver >/dev/null || { echo "clippy is required: rustup component add clippy"; exit 1; }
-	mkdir -p $(dir $@)
-	printf '#!/bin/sh\nexec clippy-driver "$$@" -D warnings\n' > $@.new
-	chmod +x $@.new
-	if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+	@command -v clippy-driver >/dev/null || { echo "clippy is required: rustup component add clippy" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec clippy-driver "$$@" -D warnings\n' > $@.new
+	@chmod +x $@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
 
 clippy: venv $(CLIPPY_WRAPPER)
 	$(LINTED) cargo build --release -p lance-partitioned-core --all-targets
@@ -191,12 +196,12 @@ fmt: venv
 
 # The build settings of every cargo command here, as shell exports: a cargo run by hand with
 # them shares the graph (`eval "$$(make -s cargo-env)"`); without them the next make rebuilds.
-CARGO_ENV_VARS := CARGO_TARGET_DIR PROTOC PYO3_PYTHON CARGO_BUILD_TARGET \
+CARGO_ENV_VARS := CARGO_TARGET_DIR PROTOC PYO3_PYTHON CARGO_BUILD_TARGET RUSTC_WORKSPACE_WRAPPER \
 	CC_x86_64_unknown_linux_gnu CXX_x86_64_unknown_linux_gnu AR_x86_64_unknown_linux_gnu \
 	RANLIB_x86_64_unknown_linux_gnu CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER \
 	CARGO_ZIGBUILD_ZIG_COMMAND CARGO_ZIGBUILD_ZIG_COMMAND_ARGS
 
-cargo-env:
+cargo-env: $(CLIPPY_WRAPPER)
 	@$(foreach v,$(CARGO_ENV_VARS),$(if $($(v)),printf 'export %s=%q\n' $(v) "$($(v))";))
 
 clean:

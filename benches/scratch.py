@@ -20,8 +20,9 @@ TRASH_ROOT = Path.home() / ".cache" / "lance-partitioned" / "bench-trash"
 
 
 def scratch(prefix: str) -> Path:
-    """A new, empty directory for one bench, on the same file system as the trash."""
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=Path.home()))
+    """A new, empty directory for one bench: under ``LP_BENCH_DIR`` when set (to measure on
+    another file system), else in the home directory, on the same file system as the trash."""
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=os.environ.get("LP_BENCH_DIR", Path.home())))
 
 
 def discard(path: Path) -> None:
