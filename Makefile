@@ -115,30 +115,25 @@ lint: venv
 	$(MAKE) clippy
 	$(MAKE) lint-python
 
-# Clippy lints our two crates while they compile for real: clippy-driver is cargo's wrapper
-# for workspace members only (it is a drop-in rustc; `-D warnings` makes every lint an error),
-# so the dependencies compile once, as the same release build that test-rust, the extension
-# and the wheel use, instead of once more in check mode as `cargo clippy` would (about a fifth
-# of a cold build). test-rust runs under the same wrapper: its test binaries are the ones
-# built here.
-# The wrapper is a make variable, never exported: maturin (the extension, the wheel) builds
-# without it. A hand-run cargo gets it from cargo-env and so shares test-rust's graph.
-CLIPPY_WRAPPER := $(CACHE)/clippy-deny-warnings
-RUSTC_WORKSPACE_WRAPPER := $(CLIPPY_WRAPPER)
-unexport RUSTC_WORKSPACE_WRAPPER
-LINTED := RUSTC_WORKSPACE_WRAPPER=$(RUSTC_WORKSPACE_WRAPPER)
+# Every cargo command here (the lint, cargo test, the extension and the wheel through maturin)
+# compiles our two crates with clippy-driver, a drop-in rustc that also lints, as cargo's
+# wrapper for workspace members only (dependencies compile with rustc). One build graph thus
+# serves all of them, the lint included: the dependencies compile once and never a second time
+# in check mode, as `cargo clippy` would, and each of our crates once. A build only prints
+# clippy's warnings; `make clippy` fails on any (cargo replays a fresh crate's warnings, so
+# the check holds for what an earlier command built).
+CLIPPY_DRIVER := $(shell command -v clippy-driver 2>/dev/null)
+ifneq ($(CLIPPY_DRIVER),)
+export RUSTC_WORKSPACE_WRAPPER := $(CLIPPY_DRIVER)
+endif
+CLIPPY_LOG := $(CACHE)/clippy.log
 
-# Silent: cargo-env depends on it and its stdout is eval'ed.
-$(CLIPPY_WRAPPER): Makefile
-	@command -v clippy-driver >/dev/null || { echo "clippy is required: rustup component add clippy" >&2; exit 1; }
-	@mkdir -p $(dir $@)
-	@printf '#!/bin/sh\nexec clippy-driver "$$@" -D warnings\n' > $@.new
-	@chmod +x $@.new
-	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
-
-clippy: venv $(CLIPPY_WRAPPER)
-	$(LINTED) cargo build --release -p lance-partitioned-core --all-targets
-	$(LINTED) cargo build --release -p lance-partitioned-python --features pyo3/extension-module
+clippy: venv
+	@[ -n "$(CLIPPY_DRIVER)" ] || { echo "clippy is required: rustup component add clippy"; exit 1; }
+	@mkdir -p $(CACHE)
+	cargo build --release -p lance-partitioned-core --all-targets 2>&1 | tee $(CLIPPY_LOG)
+	cargo build --release -p lance-partitioned-python --features pyo3/extension-module 2>&1 | tee -a $(CLIPPY_LOG)
+	@! grep -E '^(warning|error)' $(CLIPPY_LOG) || { echo "make clippy: the warnings above fail the lint"; exit 1; }
 
 lint-python: venv
 	ruff check python tests benches
@@ -150,8 +145,8 @@ lint-python: venv
 stubtest: build
 	LANCE_PARTITIONED_TEST_HOOKS=1 $(PY) -m mypy.stubtest lance_partitioned._native --allowlist python/stubtest-allowlist.txt
 
-test-rust: venv $(CLIPPY_WRAPPER)
-	$(LINTED) cargo test --release -p lance-partitioned-core
+test-rust: venv
+	cargo test --release -p lance-partitioned-core
 
 # Two test processes, each taking whole files (a file's session fixtures, Spark and the
 # servers, start once per process): most tests wait on Spark, a peer process or I/O, so the
@@ -201,7 +196,7 @@ CARGO_ENV_VARS := CARGO_TARGET_DIR PROTOC PYO3_PYTHON CARGO_BUILD_TARGET RUSTC_W
 	RANLIB_x86_64_unknown_linux_gnu CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER \
 	CARGO_ZIGBUILD_ZIG_COMMAND CARGO_ZIGBUILD_ZIG_COMMAND_ARGS
 
-cargo-env: $(CLIPPY_WRAPPER)
+cargo-env:
 	@$(foreach v,$(CARGO_ENV_VARS),$(if $($(v)),printf 'export %s=%q\n' $(v) "$($(v))";))
 
 clean:

@@ -68,6 +68,7 @@ LINEAGE_BLOCK: Key = (LINEAGE, "Example")
 JOIN_BLOCK: Key = (JOINS, "Example")
 CHANGES_BLOCK: Key = (CHANGES, "Example")
 SPARK_CHANGES_BLOCK: Key = (CHANGES, "In Spark")
+SPARK_STREAM_BLOCK: Key = (SPARK, "Streaming")
 
 
 def page_blocks(path: Path) -> dict[Key, str]:
@@ -377,6 +378,35 @@ def _run_spark_changes(tmp_path: Path, spark: Any) -> dict[str, Any]:
     return scope
 
 
+def _run_spark_stream(tmp_path: Path, spark: Any) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    files = [_events(30, offset=30 * i) for i in range(3)]
+    for i, t in enumerate(files):
+        pq.write_table(t, incoming / f"part-{i}.parquet")
+    schema = files[0].schema
+    uri = str(tmp_path / "streamed")
+    spec = lp.PartitionSpec(
+        [lp.PartitionField("country", source="country", transform=lp.Identity())]
+    )
+    lp.PartitionedNamespace.create(uri, schema, spec)
+    names = {
+        "spark": spark,
+        "schema": from_arrow_schema(schema),
+        "incoming": str(incoming),
+        "checkpoint": str(tmp_path / "checkpoint"),
+        "uri": uri,
+    }
+    scope = _run_keys((SPARK_STREAM_BLOCK,), tmp_path, names)
+    got = lp.PartitionedNamespace.open(uri).to_table()
+    want = pa.concat_tables(files)
+    assert sorted(got["id"].to_pylist()) == sorted(want["id"].to_pylist())
+    return scope
+
+
 RUNNERS: dict[str, tuple[tuple[Key, ...], Callable[..., dict[str, Any]]]] = {
     "quick start": ((QUICK_START,), _run_quick_start),
     "spark quick start": ((SPARK_QUICK_START,), _run_spark_quick_start),
@@ -391,6 +421,7 @@ RUNNERS: dict[str, tuple[tuple[Key, ...], Callable[..., dict[str, Any]]]] = {
     "storage-partitioned joins": ((JOIN_BLOCK,), _run_join),
     "row-level changes": ((CHANGES_BLOCK,), _run_changes),
     "row-level changes in spark": ((SPARK_CHANGES_BLOCK,), _run_spark_changes),
+    "streaming": ((SPARK_STREAM_BLOCK,), _run_spark_stream),
 }
 
 
@@ -442,6 +473,11 @@ def test_spark_block_runs(tmp_path: Path, spark: Any) -> None:
 @pytest.mark.spark
 def test_spark_changes_block_runs(tmp_path: Path, spark: Any) -> None:
     _run_spark_changes(tmp_path, spark)
+
+
+@pytest.mark.spark
+def test_spark_stream_block_runs(tmp_path: Path, spark: Any) -> None:
+    _run_spark_stream(tmp_path, spark)
 
 
 @pytest.mark.spark

@@ -71,6 +71,35 @@ class DistributedWrite:
             "write", lineage_job, outputs=self._lineage_outputs
         )
 
+    @classmethod
+    def shared(
+        cls,
+        root: str,
+        mode: WriteMode,
+        key: str,
+        *,
+        storage_options: StorageOptions | None = None,
+        lineage_job: Job = None,
+    ) -> DistributedWrite:
+        """The write the tasks of one micro-batch run share under ``key`` when no driver
+        step plans it before they run (a Spark streaming sink): the first task to ask plans it
+        and publishes the plan in the namespace (``_lance_partitioned/plans/<key>``, a
+        create-only put), the others and the committer read it. Keys: 1 to 200 ASCII
+        letters, digits, ``-``, ``_``, ``.``. :meth:`remove_shared_plan` removes the plan
+        after the commit; ``cleanup()`` removes those of runs that never committed."""
+        write_args(mode, None)
+        self = cls.__new__(cls)
+        self._w = _native.DistributedWrite.shared(
+            namespace_uri(root), mode, key, None, storage_options_arg(storage_options)
+        )
+        self._lineage_job = lineage_job
+        self._lineage = None
+        return self
+
+    def remove_shared_plan(self, key: str) -> None:
+        """Removes the shared plan ``key`` (see :meth:`shared`; best effort)."""
+        self._w.remove_shared_plan(key)
+
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         # The run's events are emitted where it was begun and where it is committed: a commit
@@ -146,7 +175,13 @@ class DistributedWrite:
             max_new_partitions=max_new_partitions,
         )
 
-    def commit(self, messages: Iterable[bytes], *, concurrency: int | None = None) -> WriteResult:
+    def commit(
+        self,
+        messages: Iterable[bytes],
+        *,
+        concurrency: int | None = None,
+        write_id: str | None = None,
+    ) -> WriteResult:
         """Commits the staged parts once (all leaf tables, then one manifest commit).
         Conflicts with concurrent writers are resolved as for
         :meth:`PartitionedNamespace.write`.
@@ -157,7 +192,12 @@ class DistributedWrite:
         leaves). A staged data file that no longer exists (removed by ``cleanup()`` with a
         grace period shorter than the write) fails the commit with ``CommitConflictError``
         before anything is committed. ``concurrency``: leaf commits at once (default: 8 on a
-        local disk, 64 on object storage)."""
+        local disk, 64 on object storage).
+
+        ``write_id`` (strong mode only) names the write instead of its nonce: a commit whose
+        id the manifest already records commits nothing, even with other staged parts. A
+        stream passes the id of its micro-batch, so a batch replayed after a crash (staged
+        again, by new tasks) lands once (see :func:`lance_partitioned.spark.write_batch`)."""
         concurrency = write_concurrency(self.root, concurrency)
         check_sizes(concurrency=concurrency)
         msgs = _messages(messages)
@@ -169,7 +209,7 @@ class DistributedWrite:
             else begin("write", job, outputs=self._lineage_outputs)
         )
         try:
-            result = self._commit(msgs, concurrency)
+            result = self._commit(msgs, concurrency, write_id)
         except Exception as e:
             if run is not None:
                 run.fail(e, self._lineage_outputs)
@@ -181,7 +221,32 @@ class DistributedWrite:
             run.complete(outputs=lambda: [written(self._snapshot(), result, self.mode, settings)])
         return result
 
-    def _commit(self, msgs: list[bytes], concurrency: int) -> WriteResult:
+    def committed(self, write_id: str) -> WriteResult | None:
+        """What an earlier commit under ``write_id`` left (``already_committed`` set), or
+        ``None`` when no commit recorded it: a job checks this before it runs, so a
+        repeated write runs no task. Write ids need strong mode and 1 to 512 bytes
+        (``InvalidArgumentError`` otherwise)."""
+        if not self.strong:
+            raise InvalidArgumentError(
+                "a write id needs strong mode: weak-mode commits are not atomic, so a repeated "
+                'write cannot be recognised as a whole (use transaction_mode="strong")'
+            )
+        snap = _native.Namespace(self.root, self.storage_options).snapshot()
+        if not snap.has_write(write_id):
+            return None
+        return WriteResult(
+            rows=0,
+            partitions=0,
+            created=0,
+            dropped=0,
+            files=0,
+            bytes=0,
+            manifest_version=snap.version,
+            attempts=0,
+            already_committed=True,
+        )
+
+    def _commit(self, msgs: list[bytes], concurrency: int, write_id: str | None) -> WriteResult:
         if not msgs:
             return WriteResult(
                 rows=0,
@@ -193,7 +258,7 @@ class DistributedWrite:
                 manifest_version=self.manifest_version,
                 attempts=0,
             )
-        return self._w.commit(msgs, concurrency=concurrency)
+        return self._w.commit(msgs, concurrency=concurrency, write_id=write_id)
 
     def key_hasher(self) -> _native.KeyHasher:
         """The partition-key hasher of this write's spec (for repartitioning by partition)."""

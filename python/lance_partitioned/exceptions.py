@@ -29,6 +29,8 @@ arrive with their own type; this module re-exports them.
   (``join(..., allow_shuffle=True)`` joins them without alignment).
 - :class:`DuplicateKeyError`: a merge's source has two rows with one key (the message names
   it).
+- :class:`IncompatibleFormatError`: the namespace was written in a format this version does
+  not understand (newer manifest feature flags, partitions pinned to Lance tags or branches).
 
 Warnings (not errors):
 
@@ -43,6 +45,7 @@ from lance_partitioned._native import (
     CorruptNamespaceError,
     DuplicateKeyError,
     ExpressionError,
+    IncompatibleFormatError,
     IncompatibleJoinError,
     InternalError,
     InvalidArgumentError,
@@ -75,6 +78,7 @@ __all__ = [
     "CorruptNamespaceError",
     "DuplicateKeyError",
     "ExpressionError",
+    "IncompatibleFormatError",
     "IncompatibleJoinError",
     "InternalError",
     "InvalidArgumentError",

@@ -113,7 +113,9 @@ class Maintenance:
           died before its manifest commit);
         - in live partitions, detached versions no manifest version records (neither as a
           ``read_version`` nor as a ``table_version`` row), then the data files no remaining
-          version names (rows a dead write added to existing partitions).
+          version names (rows a dead write added to existing partitions);
+        - plans that the tasks of a stream's micro-batch shared, left by runs that never
+          committed (``_lance_partitioned/plans/``).
 
         Only files older than ``older_than`` are touched, so a write in progress is safe; keep
         the grace period longer than your longest write. Every version any manifest version

@@ -28,6 +28,10 @@ Row-level changes (:func:`merge_insert`, :func:`apply_changes`) run the same way
 decide and stage their keys' share, the driver commits once (see
 ``lance_partitioned.spark.merge``).
 
+Streaming (:func:`write_batch` in ``foreachBatch``, or
+``df.writeStream.format("lance-partitioned")``) commits every micro-batch exactly once
+(``lance_partitioned.spark.stream``).
+
 ``df.write.format("lance-partitioned").mode("append"|"overwrite").save(uri)`` (after
 :func:`register`) is the one-pass writer through Spark's Python Data Source API: the Data
 Source API hands each task the DataFrame's partitions as they are, so repartition first (or
@@ -62,6 +66,7 @@ from lance_partitioned.options import (
 )
 from lance_partitioned.spark.key import cluster
 from lance_partitioned.spark.merge import SparkMergeInsert, apply_changes, merge_insert
+from lance_partitioned.spark.stream import stream_write_id, write_batch
 from lance_partitioned.spark.tasks import MAX_ROWS_PER_TASK
 from lance_partitioned.spark.workers import check_workers, collect
 from lance_partitioned.spec import PartitionSpec
@@ -118,6 +123,7 @@ def write(
     properties: dict[str, str] | None = None,
     storage_options: StorageOptions | None = None,
     lineage_job: Job = None,
+    write_id: str | None = None,
 ) -> WriteResult:
     """Writes ``df`` into the partitioned namespace at ``uri`` and returns what was
     committed. Creates the namespace from ``df.schema`` when it does not exist (``spec`` is
@@ -156,6 +162,12 @@ def write(
 
     With lineage on, the write is one run emitted from the driver (START before the tasks,
     COMPLETE with the union of their partitions after the commit); ``lineage_job`` names it.
+
+    ``write_id`` makes the write idempotent across jobs (strong mode only): the commit
+    records it, and a write whose id the namespace already records runs no task and commits
+    nothing (``WriteResult.already_committed``). A job that failed before its commit can run
+    again under the same id; one that committed and was retried anyway lands once.
+    :func:`write_batch` passes a stream's micro-batch id.
     """
     from lance_partitioned.spark.source import ensure_namespace
 
@@ -166,6 +178,11 @@ def write(
     t0 = time.perf_counter()
     ns = ensure_namespace(uri, df.schema, spec, properties, storage_options_arg(storage_options))
     dw = ns.distributed_write(mode, transaction_mode=transaction_mode, lineage_job=lineage_job)
+    if write_id is not None:
+        done = dw.committed(write_id)
+        if done is not None:
+            log.info("lance-partitioned: write %r is already committed; nothing to do", write_id)
+            return done
     log.info("lance-partitioned: writing to %s (%s, clustered=%s)", ns.root, dw, clustered)
     out = cluster(df, ns, dw, key, num_tasks) if clustered else df
     t1 = time.perf_counter()
@@ -177,7 +194,7 @@ def write(
         len(rows),
         t2 - t1,
     )
-    result = dw.commit([r["message"] for r in rows])
+    result = dw.commit([r["message"] for r in rows], write_id=write_id)
     _log_commit(result, t3=time.perf_counter(), t2=t2, t0=t0)
     return result
 
@@ -412,5 +429,7 @@ __all__ = [
     "read",
     "register",
     "spec_option",
+    "stream_write_id",
     "write",
+    "write_batch",
 ]

@@ -49,6 +49,7 @@ from lance_partitioned.options import (
     storage_options_from,
     write_args,
 )
+from lance_partitioned.spark.stream import LancePartitionedStreamWriter
 from lance_partitioned.spark.tasks import conform
 from lance_partitioned.spark.tasks import snapshot as _snapshot
 from lance_partitioned.spec import PartitionSpec
@@ -354,12 +355,7 @@ class LancePartitionedDataSource(DataSource):
             mode = "overwrite" if how == "partitions" else "overwrite_all"
         tm = self.options.get("transaction_mode")
         write_args(mode, tm)
-        default = TaskLimits()
-        limits = TaskLimits(
-            max_rows_per_file=self._int_option("max_rows_per_file", default.max_rows_per_file),
-            max_buffer_bytes=self._int_option("max_buffer_bytes", default.max_buffer_bytes),
-            max_new_partitions=self._limit_option("max_new_partitions"),
-        )
+        limits = self._limits()
         root = self._root()
         spec_json = self.options.get("spec")
         opts = self._storage_options()
@@ -374,6 +370,48 @@ class LancePartitionedDataSource(DataSource):
             lineage_job=self.options.get("lineage_job"),
         )
         return LancePartitionedWriter(dw, limits)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> LancePartitionedStreamWriter:
+        """The stream writer (``writeStream``): append, or ``complete`` output mode as
+        ``overwrite_all``; every micro-batch commits once under its write id (see
+        ``lance_partitioned.spark.stream``). Options as for writes, plus ``stream_id``
+        (default: the query's id)."""
+        mode: WriteMode = "overwrite_all" if overwrite else "append"
+        tm = self.options.get("transaction_mode")
+        if tm is not None and tm != "strong":
+            raise InvalidArgumentError(
+                "a stream commits each micro-batch exactly once, which needs strong mode, "
+                f"not transaction_mode={tm!r}"
+            )
+        limits = self._limits()
+        root = self._root()
+        spec_json = self.options.get("spec")
+        opts = self._storage_options()
+        ns = ensure_namespace(
+            root, schema, json.loads(spec_json) if spec_json else None, storage_options=opts
+        )
+        if not ns.distributed_write(mode).strong:
+            raise InvalidArgumentError(
+                f"the namespace at {root!r} commits in weak mode; a stream commits each "
+                "micro-batch exactly once, which needs a namespace created in strong mode"
+            )
+        return LancePartitionedStreamWriter(
+            root,
+            mode,
+            limits,
+            opts,
+            self.options.get("stream_id"),
+            self.options.get("lineage_job"),
+        )
+
+    def _limits(self) -> TaskLimits:
+        """The per-task limits the options set."""
+        default = TaskLimits()
+        return TaskLimits(
+            max_rows_per_file=self._int_option("max_rows_per_file", default.max_rows_per_file),
+            max_buffer_bytes=self._int_option("max_buffer_bytes", default.max_buffer_bytes),
+            max_new_partitions=self._limit_option("max_new_partitions"),
+        )
 
     def _int_option(self, name: str, default: int) -> int:
         """A positive integer option (typed error otherwise)."""

@@ -71,6 +71,11 @@ pub enum Error {
     /// [`crate::ns::txn::interrupt`]); nothing of it is visible.
     #[error("{0}")]
     Interrupted(String),
+    /// The namespace was written in a format this version does not understand (feature
+    /// flags of a newer format, partitions pinned to Lance tags or branches): refused rather
+    /// than misread or damaged.
+    #[error("{0}")]
+    IncompatibleFormat(String),
     /// An error reported by the lance crate (I/O, format, commit).
     #[error("lance error: {0}")]
     Lance(Box<lance::Error>),

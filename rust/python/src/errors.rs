@@ -37,9 +37,10 @@ pub enum Kind {
     Lance,
     IncompatibleJoin,
     DuplicateKey,
+    IncompatibleFormat,
 }
 
-const KINDS: [Kind; 17] = [
+const KINDS: [Kind; 18] = [
     Kind::Base,
     Kind::Spec,
     Kind::Expression,
@@ -57,11 +58,12 @@ const KINDS: [Kind; 17] = [
     Kind::Lance,
     Kind::IncompatibleJoin,
     Kind::DuplicateKey,
+    Kind::IncompatibleFormat,
 ];
 
 /// Class name, builtin base (besides `LancePartitionedError`) and docstring of each class,
 /// in the order of [`KINDS`].
-const INFO: [(&str, Option<&str>, &str); 17] = [
+const INFO: [(&str, Option<&str>, &str); 18] = [
     // Kind::Base
     (
         "LancePartitionedError",
@@ -174,6 +176,14 @@ const INFO: [(&str, Option<&str>, &str); 17] = [
         "A merge's source has two rows with one key (the message names the key); \
          apply_changes keeps the last change per key instead.",
     ),
+    // Kind::IncompatibleFormat
+    (
+        "IncompatibleFormatError",
+        None,
+        "The namespace was written in a format this version does not understand (feature \
+         flags of a newer format, partitions pinned to Lance tags or branches); it is \
+         refused rather than misread or damaged: upgrade lance-partitioned.",
+    ),
 ];
 
 impl Kind {
@@ -248,6 +258,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Lance(_) => Kind::Lance,
         Error::IncompatibleJoin(_) => Kind::IncompatibleJoin,
         Error::DuplicateKey(_) => Kind::DuplicateKey,
+        Error::IncompatibleFormat(_) => Kind::IncompatibleFormat,
     };
     new_err(kind, msg)
 }

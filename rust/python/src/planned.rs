@@ -50,6 +50,27 @@ impl Planned {
         })
     }
 
+    /// The plan the tasks of one write share under `key` (published by the first of them;
+    /// see `shared_plan` in the core).
+    pub(crate) fn shared(
+        py: Python<'_>,
+        root: &str,
+        key: &str,
+        strong: Option<bool>,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        let storage = Storage::new(root, storage_options.unwrap_or_default()).map_err(to_py)?;
+        let (p, nonce) = run(py, || {
+            block_on(Namespace::open(storage.clone()).plan_shared(key, strong))
+        })?;
+        Ok(Self {
+            storage,
+            manifest_version: p.manifest_version,
+            strong: p.strong,
+            nonce,
+        })
+    }
+
     /// Rebuilds a plan (what unpickling calls); `what` names the operation in errors.
     pub(crate) fn restore(
         root: &str,

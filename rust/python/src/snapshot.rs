@@ -107,6 +107,14 @@ impl ManifestSnapshot {
         self.snap.leaves.len()
     }
 
+    /// Whether a strong-mode commit recorded `write_id` (a distributed write's, or a stream
+    /// micro-batch's) in this manifest version.
+    fn has_write(&self, py: Python<'_>, write_id: &str) -> PyResult<bool> {
+        manifest::check_write_id(write_id).map_err(crate::errors::to_py)?;
+        let snap = self.full(py)?;
+        run(py, || snap.has_write(write_id))
+    }
+
     /// All manifest rows as a pyarrow RecordBatch.
     fn manifest_batch(&self, py: Python<'_>) -> PyResult<ArrowBatch> {
         Ok(ArrowBatch(self.full(py)?.batch.clone()))

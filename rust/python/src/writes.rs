@@ -72,6 +72,36 @@ impl DistributedWrite {
         })
     }
 
+    /// The write the tasks of one stream micro-batch run share under `key`: planned and
+    /// published by the first task to ask, read by the others.
+    #[classmethod]
+    #[pyo3(signature = (root, mode, key, strong, storage_options = None))]
+    fn shared(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        root: &str,
+        mode: WriteMode,
+        key: &str,
+        strong: Option<bool>,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            plan: Planned::shared(py, root, key, strong, storage_options)?,
+            mode: mode.0,
+        })
+    }
+
+    /// Removes the shared plan `key` (after its commit; best effort).
+    fn remove_shared_plan(&self, py: Python<'_>, key: &str) -> PyResult<()> {
+        let ns = self.plan.namespace();
+        run(py, || {
+            block_on(async {
+                ns.remove_shared_plan(key).await;
+                Ok(())
+            })
+        })
+    }
+
     /// Rebuilds a planned write (what unpickling calls).
     #[new]
     #[pyo3(signature = (root, mode, manifest_version, strong, nonce, storage_options = None))]
@@ -172,13 +202,15 @@ impl DistributedWrite {
         Ok(PyBytes::new(py, &bytes))
     }
 
-    /// Commits the staged messages once (idempotent per write).
-    #[pyo3(signature = (messages, *, concurrency))]
+    /// Commits the staged messages once (idempotent per write id: `write_id`, default the
+    /// nonce).
+    #[pyo3(signature = (messages, *, concurrency, write_id = None))]
     fn commit(
         &self,
         py: Python<'_>,
         messages: Vec<Vec<u8>>,
         concurrency: usize,
+        write_id: Option<String>,
     ) -> PyResult<WriteResult> {
         let s = run(py, || {
             let staged = messages
@@ -187,6 +219,7 @@ impl DistributedWrite {
                 .collect::<Result<Vec<_>, _>>()?;
             let opts = WriteOptions {
                 concurrency: concurrency.max(1),
+                write_id,
                 ..Default::default()
             };
             block_on(self.plan.namespace().commit_staged(&staged, &opts))

@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::Snapshot;
 use crate::ns::ops::join::{plan_join, JoinSide};
-use crate::ns::ops::write::distributed;
+use crate::ns::ops::write::{distributed, shared_plan};
 use crate::ns::ops::{
     cleanup, delete, evolve, expire, history, merge, optimize, repair, update_schema, write,
     CleanupSummary, DeleteSummary, ExpireOptions, ExpireSummary, JoinPlan, JoinRequest,
@@ -138,6 +138,24 @@ impl Namespace {
     /// As [`distributed::plan`].
     pub async fn plan_distributed(&self, strong: Option<bool>) -> Result<WritePlan> {
         distributed::plan(&self.storage, strong).await
+    }
+
+    /// The plan the tasks of a write without a driver-side plan share under `key` (a stream
+    /// micro-batch's run): published by the first task, read by the others.
+    ///
+    /// # Errors
+    /// As [`shared_plan::shared_plan`].
+    pub async fn plan_shared(
+        &self,
+        key: &str,
+        strong: Option<bool>,
+    ) -> Result<(WritePlan, String)> {
+        shared_plan::shared_plan(&self.storage, key, strong).await
+    }
+
+    /// Removes the shared plan `key` once its write committed (best effort).
+    pub async fn remove_shared_plan(&self, key: &str) {
+        shared_plan::remove_shared_plan(&self.storage, key).await;
     }
 
     /// Stages one task's rows of a distributed write.

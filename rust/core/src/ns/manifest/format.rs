@@ -90,6 +90,23 @@ pub fn manifest_schema<'a>(specs: impl IntoIterator<Item = &'a PartitionSpec>) -
 /// `table_version` property naming the distributed write that committed the version (so a
 /// second commit of the same write is recognised and becomes a no-op).
 pub const WRITE_ID_KEY: &str = "write_id";
+/// The longest write id a commit records (every `table_version` row of the commit carries it).
+pub const MAX_WRITE_ID_LEN: usize = 512;
+
+/// Refuses an empty or oversized write id.
+///
+/// # Errors
+/// `InvalidArgument`.
+pub fn check_write_id(id: &str) -> Result<()> {
+    if id.is_empty() || id.len() > MAX_WRITE_ID_LEN {
+        return Err(Error::InvalidArgument(format!(
+            "a write id must have 1 to {MAX_WRITE_ID_LEN} bytes, not {}",
+            id.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Property of a `table_version` row: the rows that version wrote or deleted.
 pub const ROWS_KEY: &str = "rows";
 

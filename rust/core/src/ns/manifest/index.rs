@@ -2,7 +2,7 @@
 //! namespaces by partition values, rows by object id, recorded versions by table), plus the
 //! queries answered from them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use lance::dataset::Dataset;
@@ -64,6 +64,9 @@ pub struct Keys {
     pub row_by_id: HashMap<String, usize>,
     /// Recorded versions by table object id.
     pub versions: HashMap<String, Vec<TableVersion>>,
+    /// The write ids the recorded versions carry (strong-mode distributed writes and stream
+    /// micro-batches): a repeated commit's lookup costs one hash probe.
+    pub write_ids: HashSet<String>,
 }
 
 /// `field=value, field=value` of a partition key (values in their string form).
@@ -237,6 +240,11 @@ impl Snapshot {
                 _ => {}
             }
         }
+        keys.write_ids = versions
+            .values()
+            .flatten()
+            .filter_map(|v| v.props.get(WRITE_ID_KEY).cloned())
+            .collect();
         keys.ns_by_key = ns_by_key;
         keys.versions = versions;
         Ok(())
@@ -277,12 +285,7 @@ impl Snapshot {
     /// # Errors
     /// As [`Snapshot::keys`].
     pub fn has_write(&self, write_id: &str) -> Result<bool> {
-        Ok(self
-            .keys()?
-            .versions
-            .values()
-            .flatten()
-            .any(|v| v.props.get(WRITE_ID_KEY).map(String::as_str) == Some(write_id)))
+        Ok(self.keys()?.write_ids.contains(write_id))
     }
 
     /// The leaf table `object_id` (`None` when the manifest has no such leaf).

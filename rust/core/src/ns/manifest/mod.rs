@@ -37,6 +37,7 @@ use crate::spec::PartitionSpec;
 
 mod compact;
 mod evolution;
+mod feature_flags;
 mod format;
 mod index;
 mod named;
@@ -46,11 +47,12 @@ mod stats;
 
 pub use compact::{max_fragments, DEFAULT_MAX_FRAGMENTS, MAX_FRAGMENTS_KEY};
 pub use evolution::{check_field_id_reuse, spec_preparation};
+pub use feature_flags::{READER_FLAGS_KEY, WRITER_FLAGS_KEY};
 pub(crate) use format::required_string as string_column_of;
 pub use format::{
-    base_fields, manifest_schema, parse_props, parse_version, partition_column, props_json,
-    rows_to_batch, spec_of, Row, BASE_OBJECTS, LOCATION, METADATA, NAMESPACE, OBJECT_ID,
-    OBJECT_TYPE, READ_VERSION, ROWS_KEY, TABLE, TABLE_VERSION, WRITE_ID_KEY,
+    base_fields, check_write_id, manifest_schema, parse_props, parse_version, partition_column,
+    props_json, rows_to_batch, spec_of, Row, BASE_OBJECTS, LOCATION, MAX_WRITE_ID_LEN, METADATA,
+    NAMESPACE, OBJECT_ID, OBJECT_TYPE, READ_VERSION, ROWS_KEY, TABLE, TABLE_VERSION, WRITE_ID_KEY,
 };
 pub(crate) use format::{required_string, scan_rows};
 pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf, TableVersion};
@@ -203,6 +205,7 @@ impl Snapshot {
         dataset: Arc<Dataset>,
         light: bool,
     ) -> Result<Self> {
+        feature_flags::check_readable(dataset.metadata())?;
         let mut props = dataset.metadata().clone();
         if !props.keys().any(|k| k.starts_with(SPEC_KEY_PREFIX)) {
             // Another writer's form: root properties in the Arrow schema metadata
@@ -230,6 +233,8 @@ impl Snapshot {
             scan.project(&cols)?;
         }
         let batch = scan.try_into_batch().await?;
+        let ids = required_string(&batch, OBJECT_ID)?;
+        feature_flags::check_unpinned(&batch, &|r| format!("{:?}", ids.value(r)))?;
         Self::index(storage, dataset, root_props, batch, light)
     }
 
@@ -268,11 +273,13 @@ impl Snapshot {
     }
 
     /// Refuses every change through a manifest another tool stripped of our columns (their
-    /// values are only rebuilt in memory until `repair()` persists them).
+    /// values are only rebuilt in memory until `repair()` persists them), or whose writer
+    /// feature flags this build does not understand.
     ///
     /// # Errors
-    /// `Corrupt` naming the missing columns.
+    /// `Corrupt` naming the missing columns; `IncompatibleFormat`.
     pub fn check_writable(&self) -> Result<()> {
+        feature_flags::check_writable(self.dataset.metadata())?;
         if !self.missing_columns.is_empty() {
             return corrupt!(
                 "the manifest lacks columns {:?} (another tool rewrote it); run repair() first",

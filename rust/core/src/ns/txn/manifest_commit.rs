@@ -117,6 +117,7 @@ pub(crate) async fn commit_manifest(
         crate::ns::txn::hooks::pause("after_commit_point");
         match apply(&latest, &change).await {
             Ok(dataset) => {
+                crate::ns::txn::hooks::pause("after_manifest_commit");
                 let version = dataset.version().version;
                 // Maintenance after the commit point: the change is visible whatever happens.
                 let limit =

@@ -88,8 +88,9 @@ pub struct WriteOptions {
     /// against a spec that makes a partition of almost every row (like Hive's limit on
     /// dynamic partitions per node).
     pub max_new_partitions: usize,
-    /// The id of a distributed write (its nonce): recorded on the `table_version` rows of its
-    /// commit, so that committing the same write again is a no-op.
+    /// The id of a distributed write (its nonce, or the caller's, such as a stream's
+    /// micro-batch): recorded on the `table_version` rows of its strong-mode commit, so that
+    /// committing the same write again is a no-op.
     pub write_id: Option<String>,
     /// Memory budget of a write's buffers, in bytes: rows routed but not yet written plus
     /// rows being written. When the routed rows reach half of it, the largest partitions are

@@ -25,6 +25,7 @@ use crate::ns::txn::cleanup_marks;
 mod fence;
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{named_tables, Snapshot};
+use crate::ns::ops::write::shared_plan::stale_plans;
 
 /// What a cleanup found and removed.
 #[derive(Debug, Clone, Default)]
@@ -351,6 +352,14 @@ async fn sweep(
                 lease()?;
                 gone_ok(store.delete(path).await)?;
             }
+        }
+    }
+    // Plans shared by the tasks of stream batches whose run never committed.
+    for (path, size) in stale_plans(&store, &base, cutoff).await? {
+        summary.files += 1;
+        summary.bytes += size;
+        if !dry_run {
+            gone_ok(store.delete(&path).await)?;
         }
     }
     Ok(summary)

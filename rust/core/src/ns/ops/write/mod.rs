@@ -3,6 +3,7 @@
 //! [`distributed`]: plan and stage).
 
 pub(crate) mod distributed;
+pub(crate) mod shared_plan;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use crate::arrow::array::RecordBatch;
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
-use crate::ns::manifest::Snapshot;
+use crate::ns::manifest::{check_write_id, Snapshot};
 use crate::ns::txn::{cleanup_marks, hooks, WriteTransaction};
 use crate::ns::write::{
     stage_all, IdPlan, PartitionWriter, StagedMessage, WriteOptions, WriteSummary,
@@ -50,7 +51,10 @@ pub(crate) async fn write(
 
 /// Commits the staged outputs of one distributed write: every leaf table once, then the
 /// manifest once. The write mode and commit mode come from the messages; `opts` gives the
-/// concurrency and retry limits. Idempotent per write.
+/// concurrency and retry limits, and the write id the commit records (`opts.write_id`;
+/// default: the write's nonce). Idempotent per write id: a strong-mode commit whose id the
+/// manifest already records commits nothing (a stream's micro-batch replayed after a crash
+/// passes the id of its epoch, so its second run, with other staged files, is a no-op too).
 ///
 /// # Errors
 /// As [`distributed::merge_messages`] and [`WriteTransaction::commit`].
@@ -64,9 +68,18 @@ pub(crate) async fn commit_staged(
             "no staged messages to commit".into(),
         ));
     };
+    if opts.write_id.is_some() && !first.strong {
+        return Err(Error::InvalidArgument(
+            "a write id needs strong mode: weak-mode commits are not atomic, so a repeated \
+             write cannot be recognised as a whole (use transaction_mode=\"strong\")"
+                .into(),
+        ));
+    }
+    let write_id = opts.write_id.clone().unwrap_or_else(|| first.nonce.clone());
+    check_write_id(&write_id)?;
     let snap = match distributed::base_snapshot(storage, first.manifest_version).await {
         Ok(s) => Arc::new(s),
-        Err(e) => return committed_before(storage, messages, e).await,
+        Err(e) => return committed_before(storage, first.strong, &write_id, e).await,
     };
     snap.check_writable()?;
     let (parts, rows, id) = distributed::merge_messages(&snap, messages)?;
@@ -74,7 +87,7 @@ pub(crate) async fn commit_staged(
     let opts = WriteOptions {
         mode: id.mode,
         strong: Some(id.strong),
-        write_id: Some(id.nonce.clone()),
+        write_id: Some(write_id),
         ..opts.clone()
     };
     let mut tx = WriteTransaction::new(storage, snap, id.strong, &opts);
@@ -89,18 +102,16 @@ pub(crate) async fn commit_staged(
 }
 
 /// A distributed write whose base manifest version is gone (`error`): when a strong-mode
-/// commit of the same messages already landed, this repeated commit is a no-op, as it is
+/// commit of the same write id already landed, this repeated commit is a no-op, as it is
 /// while the base version exists; otherwise `error`.
 async fn committed_before(
     storage: &Storage,
-    messages: &[StagedMessage],
+    strong: bool,
+    write_id: &str,
     error: Error,
 ) -> Result<WriteSummary> {
-    let Some(first) = messages.first() else {
-        return Err(error);
-    };
     let latest = Snapshot::load(storage, None).await?;
-    if first.strong && latest.has_write(&first.nonce)? {
+    if strong && latest.has_write(write_id)? {
         return Ok(WriteSummary {
             manifest_version: latest.version,
             already_committed: true,

@@ -1,0 +1,174 @@
+"""Structured Streaming into a namespace, exactly once.
+
+Two ways in:
+
+- ``df.writeStream.format("lance-partitioned").option("checkpointLocation", ...).start(uri)``:
+  the data source's stream writer (:class:`LancePartitionedStreamWriter`);
+- ``df.writeStream.foreachBatch(lambda batch, epoch: lps.write_batch(batch, epoch, uri))``:
+  :func:`write_batch`, for pipelines that combine the write with their own logic.
+
+Each micro-batch commits once, atomically across its partitions, under the write id
+``stream:<stream id>:<batch id>`` (:func:`stream_write_id`); the stream id is the query's id,
+which Spark keeps in the checkpoint, so a query restarted from its checkpoint keeps it. Spark
+runs a batch again when the driver died between the batch's commit and Spark's own record of
+it: that second run commits nothing (the manifest records the id; the lookup is one hash
+probe in the snapshot every commit loads anyway). Write ids need strong mode.
+
+The stream writer's tasks run a writer Spark created once for the whole query, so no driver
+step plans a batch before its tasks: the tasks of one batch run share the plan the first of
+them publishes (:meth:`DistributedWrite.shared`, keyed by the query run and the batch).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+
+from lance_partitioned.distributed import DistributedWrite, TaskLimits, stage_task
+from lance_partitioned.exceptions import InvalidArgumentError
+from lance_partitioned.lineage.run import Job
+from lance_partitioned.namespace import WriteResult
+from lance_partitioned.options import WriteMode
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+log = logging.getLogger("lance_partitioned.spark")
+
+# Local properties Spark's micro-batch execution sets on every job of a batch (and so on every
+# task): the query's id (kept in the checkpoint), the run's id (new at every start) as the
+# job group, and the batch id.
+QUERY_ID = "sql.streaming.queryId"
+RUN_ID = "spark.jobGroup.id"
+BATCH_ID = "streaming.sql.batchId"
+
+
+def stream_write_id(stream_id: str, batch_id: int) -> str:
+    """The write id a stream's micro-batch commits under."""
+    if not stream_id:
+        raise InvalidArgumentError("a stream id must not be empty")
+    if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
+        raise InvalidArgumentError(f"a batch id is a non-negative integer, not {batch_id!r}")
+    return f"stream:{stream_id}:{batch_id}"
+
+
+def write_batch(
+    batch_df: DataFrame,
+    epoch_id: int,
+    uri: str,
+    mode: WriteMode = "append",
+    *,
+    stream_id: str | None = None,
+    **write_options: Any,
+) -> WriteResult:
+    """Writes one micro-batch of a ``foreachBatch`` stream exactly once: as
+    :func:`lance_partitioned.spark.write` (same options) under the write id of
+    (``stream_id``, ``epoch_id``). A batch Spark runs again after a restart (it had committed
+    here, but the driver died before Spark recorded it) runs no task and commits nothing
+    (``WriteResult.already_committed``).
+
+    ``stream_id`` defaults to the streaming query's id (Spark keeps it in the checkpoint, so a
+    restarted query keeps it); pass one to share the exactly-once record between queries, or
+    when calling this outside ``foreachBatch``. ``mode``: ``append``, ``overwrite`` or
+    ``overwrite_all`` (what ``complete`` output mode needs). The namespace must commit in
+    strong mode.
+    """
+    from lance_partitioned.spark import write
+
+    sid = stream_id if stream_id is not None else _query_id(batch_df)
+    return write(batch_df, uri, mode, write_id=stream_write_id(sid, epoch_id), **write_options)
+
+
+def _query_id(batch_df: DataFrame) -> str:
+    qid = batch_df.sparkSession.sparkContext.getLocalProperty(QUERY_ID)
+    if not qid:
+        raise InvalidArgumentError(
+            "write_batch found no streaming query id (is it called from foreachBatch?); "
+            "pass stream_id="
+        )
+    return str(qid)
+
+
+@dataclass
+class StreamMessage(WriterCommitMessage):
+    """One task's share of a micro-batch: its staged message (empty when it saw no rows), the
+    rows, the shared plan's key and the query's id."""
+
+    payload: bytes
+    rows: int
+    plan_key: str
+    stream_id: str
+
+
+class LancePartitionedStreamWriter(DataSourceStreamArrowWriter):
+    """The data source's stream writer (see the module docs)."""
+
+    def __init__(
+        self,
+        root: str,
+        mode: WriteMode,
+        limits: TaskLimits,
+        storage_options: dict[str, str] | None,
+        stream_id: str | None,
+        lineage_job: Job = None,
+    ) -> None:
+        self.root = root
+        self.mode = mode
+        self.limits = limits
+        self.storage_options = storage_options
+        self.stream_id = stream_id
+        self.lineage_job = lineage_job
+
+    def _shared(self, key: str) -> DistributedWrite:
+        return DistributedWrite.shared(
+            self.root,
+            self.mode,
+            key,
+            storage_options=self.storage_options,
+            lineage_job=self.lineage_job,
+        )
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StreamMessage:  # type: ignore[override]
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        props = {
+            p: ctx.getLocalProperty(p) if ctx is not None else None
+            for p in (QUERY_ID, RUN_ID, BATCH_ID)
+        }
+        if not all(props.values()):
+            raise InvalidArgumentError(
+                f"the lance-partitioned stream writer runs in streaming queries only (task "
+                f"properties: {props})"
+            )
+        key = f"{props[RUN_ID]}-{props[BATCH_ID]}"
+        msg, rows = stage_task(self._shared(key), iterator, self.limits)
+        return StreamMessage(msg or b"", rows, key, self.stream_id or str(props[QUERY_ID]))
+
+    def commit(self, messages: list[StreamMessage | None], batchId: int) -> None:  # type: ignore[override]
+        done = [m for m in messages if m is not None]
+        keys = {m.plan_key for m in done}
+        payloads = [m.payload for m in done if m.payload]
+        if len(keys) > 1 or len({m.stream_id for m in done}) > 1:
+            raise InvalidArgumentError(
+                f"the tasks of batch {batchId} planned apart ({sorted(keys)}); nothing committed"
+            )
+        if not done:
+            return
+        dw = self._shared(done[0].plan_key)
+        if payloads:
+            res = dw.commit(payloads, write_id=stream_write_id(done[0].stream_id, batchId))
+            log.info("lance-partitioned: batch %d committed: %s", batchId, res)
+        dw.remove_shared_plan(done[0].plan_key)
+
+    def abort(self, messages: list[StreamMessage | None], batchId: int) -> None:  # type: ignore[override]
+        # Nothing was committed: staged fragments are invisible; cleanup() removes them and
+        # the batch's shared plan.
+        log.warning(
+            "lance-partitioned: batch %d to %s aborted; nothing committed", batchId, self.root
+        )

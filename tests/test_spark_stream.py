@@ -1,0 +1,257 @@
+"""Structured Streaming into a namespace: the data source's stream writer and the
+``foreachBatch`` helper land every input row exactly once, also when Spark runs a committed
+micro-batch again (its own record of the batch lost, as after a driver crash between our
+commit and Spark's). Expected rows come from pyarrow reading the input files."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import lance_partitioned as lp
+import lance_partitioned.spark as lps
+from lance_partitioned import _native
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64()),
+        pa.field("country", pa.string()),
+        pa.field("amount", pa.float64()),
+    ]
+)
+SPEC = lp.PartitionSpec(
+    [
+        lp.PartitionField("country", source="country", transform=lp.Identity()),
+        lp.PartitionField("b", source="id", transform=lp.Bucket(4)),
+    ]
+)
+FILES = 4
+ROWS = 250
+
+
+def input_files(folder: Path, files: int = FILES, first: int = 0) -> pa.Table:
+    """Writes ``files`` parquet files of ROWS rows each; returns all their rows."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tables = []
+    for f in range(first, first + files):
+        ids = list(range(f * ROWS, (f + 1) * ROWS))
+        t = pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "country": [["US", "FR", "DE"][i % 3] for i in ids],
+                "amount": [i / 4 for i in ids],
+            },
+            schema=SCHEMA,
+        )
+        pq.write_table(t, folder / f"part-{f:04d}.parquet")
+        tables.append(t)
+    return pa.concat_tables(tables)
+
+
+def rows(table: pa.Table) -> list[tuple[Any, ...]]:
+    t = table.select(SCHEMA.names)
+    return sorted(zip(*(t[c].to_pylist() for c in SCHEMA.names), strict=True))
+
+
+def source(spark: Any, folder: Path) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return (
+        spark.readStream.schema(from_arrow_schema(SCHEMA))
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(folder))
+    )
+
+
+def create(uri: str, transaction_mode: str = "strong") -> None:
+    lp.PartitionedNamespace.create(uri, SCHEMA, SPEC, transaction_mode=transaction_mode)
+
+
+def run_sink(spark: Any, folder: Path, uri: str, checkpoint: Path) -> Any:
+    q = (
+        source(spark, folder)
+        .writeStream.format(lps.FORMAT)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start(uri)
+    )
+    q.awaitTermination()
+    return q
+
+
+def run_foreach_batch(spark: Any, folder: Path, uri: str, checkpoint: Path) -> Any:
+    results: list[lp.WriteResult] = []
+
+    def each(batch: Any, epoch: int) -> None:
+        results.append(lps.write_batch(batch, epoch, uri))
+
+    q = (
+        source(spark, folder)
+        .writeStream.foreachBatch(each)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination()
+    q.results = results
+    return q
+
+
+def forget_last_batch(checkpoint: Path) -> int:
+    """Removes Spark's record that the last batch committed (what a driver killed between
+    our commit and Spark's leaves); returns that batch's id."""
+    commits = sorted(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    last = commits[-1]
+    (checkpoint / "commits" / str(last)).unlink()
+    crc = checkpoint / "commits" / f".{last}.crc"
+    if crc.exists():
+        crc.unlink()
+    return last
+
+
+@pytest.mark.parametrize("how", ["sink", "foreach_batch"])
+def test_stream_lands_every_row_once_and_a_replayed_batch_commits_nothing(
+    spark: Any, tmp_path: Path, how: str
+) -> None:
+    uri = str(tmp_path / "ns")
+    create(uri)
+    folder, checkpoint = tmp_path / "in", tmp_path / "cp"
+    expected = input_files(folder)
+    run = run_sink if how == "sink" else run_foreach_batch
+    q = run(spark, folder, uri, checkpoint)
+    ns = lp.PartitionedNamespace.open(uri)
+    assert rows(ns.to_table()) == rows(expected)
+    # One commit per micro-batch (one file each), each under its batch's write id.
+    snap = _native.Namespace(uri, None).snapshot()
+    for batch in range(FILES):
+        assert snap.has_write(lps.stream_write_id(q.id, batch)), batch
+    assert not snap.has_write(lps.stream_write_id(q.id, FILES))
+    versions = ns.version
+    # Spark forgets it committed the last batch and runs it again on restart: no new commit.
+    last = forget_last_batch(checkpoint)
+    assert last == FILES - 1
+    q2 = run(spark, folder, uri, checkpoint)
+    assert q2.id == q.id
+    ns.refresh()
+    assert rows(ns.to_table()) == rows(expected)
+    assert ns.version == versions
+    if how == "foreach_batch":
+        assert [r.already_committed for r in q2.results] == [True]
+    # New input after the restart lands once more.
+    more = input_files(folder, 2, first=FILES)
+    run(spark, folder, uri, checkpoint)
+    ns.refresh()
+    assert rows(ns.to_table()) == rows(pa.concat_tables([expected, more]))
+    # The sink's shared plans are removed once their batch committed.
+    plans = Path(uri) / "_lance_partitioned" / "plans"
+    assert not plans.exists() or not list(plans.iterdir())
+
+
+def test_stream_complete_mode_replaces_the_namespace_each_batch(spark: Any, tmp_path: Path) -> None:
+    """``complete`` output mode (an aggregation re-emitted whole every batch) commits as
+    overwrite_all: the namespace holds exactly the last result."""
+    from pyspark.sql import functions as F
+
+    folder, checkpoint = tmp_path / "in", tmp_path / "cp"
+    expected = input_files(folder)
+    uri = str(tmp_path / "agg")
+    schema = pa.schema([pa.field("country", pa.string()), pa.field("n", pa.int64())])
+    spec = lp.PartitionSpec([lp.PartitionField("c", source="country", transform=lp.Identity())])
+    lp.PartitionedNamespace.create(uri, schema, spec)
+    counts = source(spark, folder).groupBy("country").agg(F.count("*").alias("n"))
+    q = (
+        counts.writeStream.format(lps.FORMAT)
+        .outputMode("complete")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start(uri)
+    )
+    q.awaitTermination()
+    got = lp.PartitionedNamespace.open(uri).to_table()
+    want = expected.group_by("country").aggregate([("id", "count")])
+    assert sorted(zip(got["country"].to_pylist(), got["n"].to_pylist(), strict=True)) == sorted(
+        zip(want["country"].to_pylist(), want["id_count"].to_pylist(), strict=True)
+    )
+
+
+def test_stream_into_a_weak_namespace_is_refused_before_any_batch(
+    spark: Any, tmp_path: Path
+) -> None:
+    uri = str(tmp_path / "weak")
+    create(uri, transaction_mode="weak")
+    folder = tmp_path / "in"
+    input_files(folder, 1)
+    with pytest.raises(Exception, match="strong mode"):
+        run_sink(spark, folder, uri, tmp_path / "cp")
+    with pytest.raises(Exception, match="strong mode"):
+        run_foreach_batch(spark, folder, uri, tmp_path / "cp2")
+    assert lp.PartitionedNamespace.open(uri).to_table().num_rows == 0
+
+
+def test_a_stream_schema_mismatch_fails_typed_before_any_batch(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "ns")
+    lp.PartitionedNamespace.create(uri, SCHEMA.remove(2), SPEC)  # no `amount` column
+    folder = tmp_path / "in"
+    input_files(folder, 1)
+    with pytest.raises(Exception, match="amount"):
+        run_sink(spark, folder, uri, tmp_path / "cp")
+    assert lp.PartitionedNamespace.open(uri).to_table().num_rows == 0
+
+
+def test_stream_write_ids_are_checked(tmp_path: Path) -> None:
+    assert lps.stream_write_id("q", 3) == "stream:q:3"
+    with pytest.raises(lp.InvalidArgumentError):
+        lps.stream_write_id("", 3)
+    with pytest.raises(lp.InvalidArgumentError):
+        lps.stream_write_id("q", -1)
+    uri = str(tmp_path / "ns")
+    create(uri)
+    snap = _native.Namespace(uri, None).snapshot()
+    with pytest.raises(lp.InvalidArgumentError, match="1 to 512 bytes"):
+        snap.has_write("x" * 513)
+    shutil.rmtree(uri)
+
+
+@pytest.mark.s3
+def test_stream_into_the_s3_server_lands_every_row_once(
+    spark: Any, tmp_path: Path, s3_uri: tuple[str, dict[str, str]]
+) -> None:
+    """The sink on object storage (the batches' shared plans are create-only puts there):
+    every row once, also when Spark runs the last batch again."""
+    import json
+
+    uri, options = s3_uri
+    lp.PartitionedNamespace.create(
+        uri, SCHEMA, SPEC, storage_options=options, transaction_mode="strong"
+    )
+    folder, checkpoint = tmp_path / "in", tmp_path / "cp"
+    expected = input_files(folder, 3)
+
+    def run() -> Any:
+        q = (
+            source(spark, folder)
+            .writeStream.format(lps.FORMAT)
+            .option("checkpointLocation", str(checkpoint))
+            .option("storage_options", json.dumps(options))
+            .trigger(availableNow=True)
+            .start(uri)
+        )
+        q.awaitTermination()
+        return q
+
+    q = run()
+    ns = lp.PartitionedNamespace.open(uri, storage_options=options)
+    assert rows(ns.to_table()) == rows(expected)
+    version = ns.version
+    forget_last_batch(checkpoint)
+    assert run().id == q.id
+    ns.refresh()
+    assert rows(ns.to_table()) == rows(expected)
+    assert ns.version == version
