@@ -3,6 +3,7 @@ and committed once."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ from lance_partitioned.options import (
 )
 
 WriteResult = _native.WriteResult
+log = logging.getLogger("lance_partitioned")
 
 
 @typed_class
@@ -234,6 +236,7 @@ class DistributedWrite:
         snap = _native.Namespace(self.root, self.storage_options).snapshot()
         if not snap.has_write(write_id):
             return None
+        log.info("lance-partitioned: write %r is already committed; nothing to do", write_id)
         return WriteResult(
             rows=0,
             partitions=0,

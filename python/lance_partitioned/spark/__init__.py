@@ -64,9 +64,9 @@ from lance_partitioned.options import (
     storage_options_arg,
     write_args,
 )
+from lance_partitioned.spark.batches import stream_write_id, write_batch
 from lance_partitioned.spark.key import cluster
 from lance_partitioned.spark.merge import SparkMergeInsert, apply_changes, merge_insert
-from lance_partitioned.spark.stream import stream_write_id, write_batch
 from lance_partitioned.spark.tasks import MAX_ROWS_PER_TASK
 from lance_partitioned.spark.workers import check_workers, collect
 from lance_partitioned.spec import PartitionSpec
@@ -163,10 +163,8 @@ def write(
     With lineage on, the write is one run emitted from the driver (START before the tasks,
     COMPLETE with the union of their partitions after the commit); ``lineage_job`` names it.
 
-    ``write_id`` makes the write idempotent across jobs (strong mode only): the commit
-    records it, and a write whose id the namespace already records runs no task and commits
-    nothing (``WriteResult.already_committed``). A job that failed before its commit can run
-    again under the same id; one that committed and was retried anyway lands once.
+    ``write_id`` (strong mode) makes the write idempotent across jobs: a write whose id the
+    namespace records runs no task and commits nothing (``WriteResult.already_committed``);
     :func:`write_batch` passes a stream's micro-batch id.
     """
     from lance_partitioned.spark.source import ensure_namespace
@@ -178,25 +176,22 @@ def write(
     t0 = time.perf_counter()
     ns = ensure_namespace(uri, df.schema, spec, properties, storage_options_arg(storage_options))
     dw = ns.distributed_write(mode, transaction_mode=transaction_mode, lineage_job=lineage_job)
-    if write_id is not None:
-        done = dw.committed(write_id)
-        if done is not None:
-            log.info("lance-partitioned: write %r is already committed; nothing to do", write_id)
-            return done
+    if write_id is not None and (done := dw.committed(write_id)) is not None:
+        return done
     log.info("lance-partitioned: writing to %s (%s, clustered=%s)", ns.root, dw, clustered)
     out = cluster(df, ns, dw, key, num_tasks) if clustered else df
     t1 = time.perf_counter()
     rows = collect(out.mapInArrow(_Stage(dw, limits), "message binary, rows long"))
     t2 = time.perf_counter()
-    log.info(
-        "lance-partitioned: staged %d rows in %d tasks in %.1f s",
-        sum(r["rows"] for r in rows),
-        len(rows),
-        t2 - t1,
-    )
+    log.info("lance-partitioned: staged %d rows in %d tasks in %.1f s", *_staged(rows), t2 - t1)
     result = dw.commit([r["message"] for r in rows], write_id=write_id)
     _log_commit(result, t3=time.perf_counter(), t2=t2, t0=t0)
     return result
+
+
+def _staged(rows: list[Any]) -> tuple[int, int]:
+    """(rows staged, tasks) of a write's task results."""
+    return sum(r["rows"] for r in rows), len(rows)
 
 
 def _check_shuffle(clustered: bool, key: str, num_tasks: int | None) -> None:

@@ -283,8 +283,7 @@ async fn sweep(
 ) -> Result<CleanupSummary> {
     let dry_run = fence.is_none();
     let lease = || fence.map_or(Ok(()), fence::Raised::check_lease);
-    // Loaded after the fence: every commit that can name files older than the cut-off is in
-    // some version of it (later ones wait for the fence to be lowered).
+    // Loaded after the fence: it has every commit that can name files older than the cut-off.
     let snap = Snapshot::load(storage, None).await?;
     let refs = referenced(&snap).await?;
     let (store, base) = storage.object_store().await?;
@@ -354,15 +353,27 @@ async fn sweep(
             }
         }
     }
-    // Plans shared by the tasks of stream batches whose run never committed.
-    for (path, size) in stale_plans(&store, &base, cutoff).await? {
+    sweep_plans(&store, &base, cutoff, dry_run, &mut summary).await?;
+    Ok(summary)
+}
+
+/// Finds (and unless `dry_run`, removes) the plans the tasks of stream batches shared, left
+/// by runs that never committed.
+async fn sweep_plans(
+    store: &ObjectStore,
+    base: &Path,
+    cutoff: i64,
+    dry_run: bool,
+    summary: &mut CleanupSummary,
+) -> Result<()> {
+    for (path, size) in stale_plans(store, base, cutoff).await? {
         summary.files += 1;
         summary.bytes += size;
         if !dry_run {
             gone_ok(store.delete(&path).await)?;
         }
     }
-    Ok(summary)
+    Ok(())
 }
 
 #[cfg(test)]
