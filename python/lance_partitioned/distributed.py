@@ -237,30 +237,11 @@ class DistributedWrite:
         if not snap.has_write(write_id):
             return None
         log.info("lance-partitioned: write %r is already committed; nothing to do", write_id)
-        return WriteResult(
-            rows=0,
-            partitions=0,
-            created=0,
-            dropped=0,
-            files=0,
-            bytes=0,
-            manifest_version=snap.version,
-            attempts=0,
-            already_committed=True,
-        )
+        return _nothing_written(snap.version, already_committed=True)
 
     def _commit(self, msgs: list[bytes], concurrency: int, write_id: str | None) -> WriteResult:
         if not msgs:
-            return WriteResult(
-                rows=0,
-                partitions=0,
-                created=0,
-                dropped=0,
-                files=0,
-                bytes=0,
-                manifest_version=self.manifest_version,
-                attempts=0,
-            )
+            return _nothing_written(self.manifest_version, already_committed=False)
         return self._w.commit(msgs, concurrency=concurrency, write_id=write_id)
 
     def key_hasher(self) -> _native.KeyHasher:
@@ -269,6 +250,21 @@ class DistributedWrite:
 
     def __repr__(self) -> str:
         return repr(self._w)
+
+
+def _nothing_written(manifest_version: int, *, already_committed: bool) -> WriteResult:
+    """The result of a commit that wrote nothing (no staged parts, or committed before)."""
+    return WriteResult(
+        rows=0,
+        partitions=0,
+        created=0,
+        dropped=0,
+        files=0,
+        bytes=0,
+        manifest_version=manifest_version,
+        attempts=0,
+        already_committed=already_committed,
+    )
 
 
 def _messages(messages: Any) -> list[bytes]:

@@ -35,19 +35,7 @@ impl Planned {
         strong: Option<bool>,
         storage_options: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
-        let storage = Storage::new(root, storage_options.unwrap_or_default()).map_err(to_py)?;
-        let (p, nonce) = run(py, || {
-            Ok((
-                block_on(Namespace::open(storage.clone()).plan_distributed(strong))?,
-                new_nonce()?,
-            ))
-        })?;
-        Ok(Self {
-            storage,
-            manifest_version: p.manifest_version,
-            strong: p.strong,
-            nonce,
-        })
+        Self::plan_by(py, root, None, strong, storage_options)
     }
 
     /// The plan the tasks of one write share under `key` (published by the first of them;
@@ -59,9 +47,24 @@ impl Planned {
         strong: Option<bool>,
         storage_options: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
+        Self::plan_by(py, root, Some(key), strong, storage_options)
+    }
+
+    /// A new plan with a fresh nonce, or the one shared under `key`.
+    fn plan_by(
+        py: Python<'_>,
+        root: &str,
+        key: Option<&str>,
+        strong: Option<bool>,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
         let storage = Storage::new(root, storage_options.unwrap_or_default()).map_err(to_py)?;
         let (p, nonce) = run(py, || {
-            block_on(Namespace::open(storage.clone()).plan_shared(key, strong))
+            let ns = Namespace::open(storage.clone());
+            match key {
+                Some(key) => block_on(ns.plan_shared(key, strong)),
+                None => Ok((block_on(ns.plan_distributed(strong))?, new_nonce()?)),
+            }
         })?;
         Ok(Self {
             storage,
