@@ -41,6 +41,7 @@ from lance_partitioned.options import (
     MAX_ROWS_PER_FILE,
     ROUTE_THREADS,
     WRITE_BUFFER_BYTES,
+    AsOf,
     StorageOptions,
     TransactionMode,
     WriteMode,
@@ -54,6 +55,7 @@ from lance_partitioned.options import (
 )
 from lance_partitioned.snapshot import Filter, Snapshot
 from lance_partitioned.spec import PartitionSpec, warn_on_cyclic_fields
+from lance_partitioned.tags import Tags
 
 __all__ = [
     "CleanupResult",
@@ -77,7 +79,7 @@ ExpireResult = _native.ExpireResult
 
 
 @typed_class
-class PartitionedNamespace(Maintenance, RowChanges):
+class PartitionedNamespace(Maintenance, RowChanges, Tags):
     """A Lance partitioned namespace rooted at a directory or an object-store URI
     (``s3://``, ``gs://``, ``az://``, ...; see ``storage_options``)."""
 
@@ -186,7 +188,7 @@ class PartitionedNamespace(Maintenance, RowChanges):
         filter: Filter = None,
         storage_options: StorageOptions | None = None,
         timezone: str = "UTC",
-        as_of: int | None = None,
+        as_of: AsOf = None,
     ) -> ExportResult:
         """Writes the rows of the partitions ``filter`` keeps (all by default; the filter
         applies to rows as in :meth:`scan`) as a Hive tree at ``dst`` (which must not exist, or
@@ -218,10 +220,13 @@ class PartitionedNamespace(Maintenance, RowChanges):
         """Reloads the manifest if another writer moved it; returns whether it moved."""
         return self._ns.refresh()
 
-    def snapshot(self, version: int | None = None) -> Snapshot:
-        """A consistent read-only view: the latest manifest version, or ``version``."""
+    def snapshot(self, version: AsOf = None) -> Snapshot:
+        """A consistent read-only view: the latest manifest version, or ``version`` (a version
+        number, or the name of a tag: :meth:`tag`)."""
         if version is None:
             return Snapshot(self._ns.snapshot())
+        if isinstance(version, str):
+            version = self._ns.tag_version(version)
         version = version_arg(version, "as_of")
         return Snapshot(self._ns.snapshot_as_of(version))
 
@@ -481,7 +486,7 @@ class PartitionedNamespace(Maintenance, RowChanges):
         filter: Filter = None,
         columns: Sequence[str] | None = None,
         *,
-        as_of: int | None = None,
+        as_of: AsOf = None,
         batch_size: int | None = None,
         lineage_job: Job = None,
     ) -> pa.RecordBatchReader:
@@ -496,19 +501,19 @@ class PartitionedNamespace(Maintenance, RowChanges):
         filter: Filter = None,
         columns: Sequence[str] | None = None,
         *,
-        as_of: int | None = None,
+        as_of: AsOf = None,
         lineage_job: Job = None,
     ) -> pa.Table:
         """:meth:`scan` collected into a table."""
         return self.snapshot(as_of).to_table(filter, columns, lineage_job=lineage_job)
 
     def partitions(
-        self, filter: Filter = None, *, as_of: int | None = None, with_rows: bool = True
+        self, filter: Filter = None, *, as_of: AsOf = None, with_rows: bool = True
     ) -> pa.Table:
         """The pruned leaf partitions; see :meth:`Snapshot.partitions`."""
         return self.snapshot(as_of).partitions(filter, with_rows=with_rows)
 
-    def stats(self, filter: Filter = None, *, as_of: int | None = None) -> pa.Table:
+    def stats(self, filter: Filter = None, *, as_of: AsOf = None) -> pa.Table:
         """Per-partition statistics from Lance metadata; see :meth:`Snapshot.stats`."""
         return self.snapshot(as_of).stats(filter)
 
@@ -526,7 +531,7 @@ class PartitionedNamespace(Maintenance, RowChanges):
         return pa.Table.from_batches([self._snap.history(limit)])
 
     def explain(
-        self, filter: Filter = None, *, as_of: int | None = None, check_sizes: bool = True
+        self, filter: Filter = None, *, as_of: AsOf = None, check_sizes: bool = True
     ) -> str:
         """The pruning plan of ``filter``; see :meth:`Snapshot.explain`."""
         return self.snapshot(as_of).explain(filter, check_sizes=check_sizes)

@@ -90,6 +90,10 @@ def write_args(mode: str, transaction_mode: str | None) -> bool | None:
     return transaction_mode == "strong"
 
 
+# A manifest version to read: its number, or the name of a tag (``None``: the latest).
+AsOf = int | str | None
+
+
 def version_arg(version: Any, name: str) -> int:
     """A manifest version argument: a positive int."""
     if isinstance(version, bool) or not isinstance(version, int):

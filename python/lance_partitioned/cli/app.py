@@ -77,14 +77,27 @@ def json_option(f: F) -> F:
     )(f)
 
 
+class _VersionOrTag(click.ParamType[Any]):
+    """A manifest version number (>= 1) or a tag name."""
+
+    name = "version"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int) or not str(value).isdigit():
+            return value
+        if int(value) < 1:
+            self.fail(f"a manifest version is >= 1, not {value}", param, ctx)
+        return int(value)
+
+
 def as_of_option(f: F) -> F:
-    """``--as-of VERSION``: read the namespace at that manifest version."""
+    """``--as-of VERSION``: read the namespace at that manifest version (or tag)."""
     return click.option(
         "--as-of",
-        type=click.IntRange(min=1),
+        type=_VersionOrTag(),
         default=None,
         metavar="VERSION",
-        help="Read at this manifest version (default: the latest).",
+        help="Read at this manifest version or tag (default: the latest).",
     )(f)
 
 

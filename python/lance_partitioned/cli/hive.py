@@ -132,7 +132,7 @@ def export_hive(
     fmt: str,
     filter_: str | None,
     timezone: str,
-    as_of: int | None,
+    as_of: int | str | None,
     dest_options: dict[str, str] | None,
 ) -> None:
     """Writes the rows of the namespace at URI (those --filter keeps) as a Hive tree at DEST

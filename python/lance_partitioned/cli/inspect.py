@@ -122,7 +122,7 @@ def _schema_rows(fields: list[dict[str, Any]], depth: int = 0) -> list[list[Any]
 @namespace_options
 @as_of_option
 def info(
-    uri: str, storage_options: dict[str, str] | None, as_json: bool, as_of: int | None
+    uri: str, storage_options: dict[str, str] | None, as_json: bool, as_of: int | str | None
 ) -> None:
     """Schema (with field ids), partition specs and totals of the namespace at URI.
 
@@ -231,7 +231,7 @@ def partitions(
     filter_: str | None,
     limit: int | None,
     sort: str,
-    as_of: int | None,
+    as_of: int | str | None,
 ) -> None:
     """One row per partition the filter keeps: partition values, rows, files and bytes.
 
@@ -304,7 +304,7 @@ def explain(
     as_json: bool,
     filter_: str,
     check_sizes: bool,
-    as_of: int | None,
+    as_of: int | str | None,
 ) -> None:
     """The pruning plan of FILTER: the manifest predicate per spec version and how many
     partitions it keeps."""
@@ -329,7 +329,7 @@ def explain(
 
 # -- history ----------------------------------------------------------------------------------
 
-HISTORY_COLUMNS = ["version", "timestamp", "operation", "partitions", "rows"]
+HISTORY_COLUMNS = ["version", "timestamp", "operation", "partitions", "rows", "tags"]
 
 
 @cli.command(short_help="Manifest versions and what made them.")
@@ -360,12 +360,13 @@ def history(
             e["operation"],
             count(e["partitions"]) if e["partitions"] is not None else None,
             count(e["rows"]) if e["rows"] is not None else None,
+            ", ".join(e["tags"] or []),
         ]
         for e in entries
     ]
     stdout_console().print(
         table(
-            ["version", "time", "operation", "partitions", "rows"],
+            ["version", "time", "operation", "partitions", "rows", "tags"],
             rows,
             title=f"History of {ns.root}",
             numeric=["version", "partitions", "rows"],

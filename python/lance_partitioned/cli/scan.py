@@ -175,7 +175,7 @@ def scan(
     limit: int | None,
     fmt: str | None,
     output: str | None,
-    as_of: int | None,
+    as_of: int | str | None,
 ) -> None:
     """Reads the rows --filter matches (only the partitions pruning keeps) and prints or writes
     them.

@@ -124,7 +124,7 @@ def skew(
     filter_: str | None,
     top: int,
     png: str | None,
-    as_of: int | None,
+    as_of: int | str | None,
 ) -> None:
     """Rows and bytes per partition: bars of the TOP largest and smallest partitions, the
     max/median ratio and the Gini coefficient (0: every partition the same size; (n-1)/n:

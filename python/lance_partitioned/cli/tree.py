@@ -160,7 +160,7 @@ def tree(
     max_children: int,
     max_depth: int | None,
     sort: str,
-    as_of: int | None,
+    as_of: int | str | None,
 ) -> None:
     """The namespace hierarchy: spec version -> one level per partition field -> leaf, with
     rows, partitions and bytes summed up the tree.

@@ -226,7 +226,7 @@ def read(
     filter: str | None = None,
     *,
     columns: Sequence[str] | None = None,
-    as_of: int | None = None,
+    as_of: int | str | None = None,
     storage_options: StorageOptions | None = None,
     lineage_job: Job = None,
     max_rows_per_task: int = MAX_ROWS_PER_TASK,

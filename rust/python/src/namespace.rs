@@ -228,6 +228,27 @@ impl Namespace {
         })
     }
 
+    /// Names manifest version `version` (the latest when `None`) `name`; returns the version.
+    #[pyo3(signature = (name, version = None))]
+    fn create_tag(&self, py: Python<'_>, name: &str, version: Option<u64>) -> PyResult<u64> {
+        run(py, || block_on(self.inner.create_tag(name, version)))
+    }
+
+    /// Removes the tag `name`.
+    fn delete_tag(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        run(py, || block_on(self.inner.delete_tag(name)))
+    }
+
+    /// Every tag and the manifest version it names, by version.
+    fn tags(&self, py: Python<'_>) -> PyResult<Vec<(String, u64)>> {
+        run(py, || block_on(self.inner.tags()))
+    }
+
+    /// The manifest version the tag `name` names.
+    fn tag_version(&self, py: Python<'_>, name: &str) -> PyResult<u64> {
+        run(py, || block_on(self.inner.tag_version(name)))
+    }
+
     /// Restores manifest columns other tools dropped; returns their names.
     fn repair(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         run(py, || block_on(self.inner.repair()))

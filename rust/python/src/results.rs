@@ -86,6 +86,9 @@ pub struct WriteResult {
     pub already_committed: bool,
     /// The partitions written.
     pub touched: Vec<TouchedPartition>,
+    /// Partitions the write left with more small fragments than the namespace allows,
+    /// compacted after its commit (a second manifest commit).
+    pub compacted: u64,
 }
 
 #[pymethods]
@@ -120,6 +123,7 @@ impl WriteResult {
             peak_buffered_bytes: 0,
             already_committed,
             touched: Vec::new(),
+            compacted: 0,
         }
     }
 
@@ -127,7 +131,7 @@ impl WriteResult {
         format!(
             "WriteResult(rows={}, partitions={}, created={}, dropped={}, files={}, bytes={}, \
              manifest_version={}, attempts={}, rewritten={}, rebased={}, adopted={}, \
-             already_committed={})",
+             compacted={}, already_committed={})",
             self.rows,
             self.partitions,
             self.created,
@@ -139,6 +143,7 @@ impl WriteResult {
             self.rewritten,
             self.rebased,
             self.adopted,
+            self.compacted,
             if self.already_committed {
                 "True"
             } else {
@@ -165,6 +170,7 @@ impl From<&WriteSummary> for WriteResult {
             peak_buffered_bytes: s.peak_buffered_bytes,
             already_committed: s.already_committed,
             touched: touched_list(&s.touched),
+            compacted: s.compacted,
         }
     }
 }

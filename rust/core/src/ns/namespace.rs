@@ -19,7 +19,7 @@ use crate::ns::manifest::Snapshot;
 use crate::ns::ops::join::{plan_join, JoinSide};
 use crate::ns::ops::write::{distributed, shared_plan};
 use crate::ns::ops::{
-    cleanup, delete, evolve, expire, history, merge, optimize, repair, update_schema, write,
+    cleanup, delete, evolve, expire, history, merge, optimize, repair, tags, update_schema, write,
     CleanupSummary, DeleteSummary, ExpireOptions, ExpireSummary, JoinPlan, JoinRequest,
     MergeClauses, MergeExplain, MergeMessage, MergeSource, MergeSummary, OptimizeOptions,
     OptimizeSummary, PreparedJoin, WritePlan,
@@ -325,6 +325,38 @@ impl Namespace {
     /// As [`expire::expire`].
     pub async fn expire(&self, opts: &ExpireOptions) -> Result<ExpireSummary> {
         expire::expire(&self.storage, opts).await
+    }
+
+    /// Names manifest version `version` (the latest when `None`) `name`; returns the version.
+    ///
+    /// # Errors
+    /// As [`tags::create_tag`].
+    pub async fn create_tag(&self, name: &str, version: Option<u64>) -> Result<u64> {
+        tags::create_tag(&self.storage, name, version).await
+    }
+
+    /// Removes the tag `name`.
+    ///
+    /// # Errors
+    /// As [`tags::delete_tag`].
+    pub async fn delete_tag(&self, name: &str) -> Result<()> {
+        tags::delete_tag(&self.storage, name).await
+    }
+
+    /// Every tag and its manifest version, by version.
+    ///
+    /// # Errors
+    /// As [`tags::list_tags`].
+    pub async fn tags(&self) -> Result<Vec<(String, u64)>> {
+        tags::list_tags(&self.storage).await
+    }
+
+    /// The manifest version the tag `name` names.
+    ///
+    /// # Errors
+    /// As [`tags::tag_version`].
+    pub async fn tag_version(&self, name: &str) -> Result<u64> {
+        tags::tag_version(&self.storage, name).await
     }
 
     /// The manifest versions up to `snap`'s, newest first (at most `limit`), each with what

@@ -1,5 +1,6 @@
-//! The policy of the compaction of `__manifest`'s own fragments at commit time (the
-//! compaction itself is the transaction layer's: `txn::manifest_compact`).
+//! The compaction policies applied after commits: of `__manifest`'s own fragments (the
+//! compaction itself is the transaction layer's: `txn::manifest_compact`), and of the
+//! partitions a write leaves with many small fragments ([`leaf_max_fragments`]).
 //!
 //! Every manifest commit (a Lance `merge_insert`) adds a fragment to `__manifest` and marks
 //! the rows it replaced as deleted in older ones, so a manifest committed to N times holds N
@@ -30,12 +31,59 @@ pub const DEFAULT_MAX_FRAGMENTS: usize = 32;
 /// # Errors
 /// `InvalidArgument` when the property is not a whole number.
 pub fn max_fragments(props: &HashMap<String, String>) -> Result<usize> {
-    match props.get(MAX_FRAGMENTS_KEY) {
-        None => Ok(DEFAULT_MAX_FRAGMENTS),
+    whole_number(
+        props,
+        MAX_FRAGMENTS_KEY,
+        DEFAULT_MAX_FRAGMENTS,
+        "never compact the manifest",
+    )
+}
+
+/// Root property: how many fragments more than its rows need a partition may hold after a
+/// write before the writing process compacts it (`0`: never). Micro-batches append one small
+/// fragment each; without compaction a partition's reads open every one of them.
+///
+/// After a commit, each partition the write changed whose new version holds more than
+/// `ceil(rows / MAX_ROWS_PER_FILE) + limit` fragments is compacted, as `optimize()` would
+/// (files of fewer than `MAX_ROWS_PER_FILE` rows rewritten together), in one more manifest
+/// commit named `optimize` in `history()`. The write is committed before: a compaction that
+/// fails or loses a race leaves it as it is, and a later write tries again.
+pub const LEAF_MAX_FRAGMENTS_KEY: &str = "lance_partitioned.partition.max_extra_fragments";
+
+/// The limit when [`LEAF_MAX_FRAGMENTS_KEY`] is not set.
+pub const DEFAULT_LEAF_MAX_FRAGMENTS: usize = 32;
+
+/// The limit the root properties `props` set on a partition's extra fragments.
+///
+/// # Errors
+/// `InvalidArgument` when the property is not a whole number.
+pub fn leaf_max_fragments(props: &HashMap<String, String>) -> Result<usize> {
+    whole_number(
+        props,
+        LEAF_MAX_FRAGMENTS_KEY,
+        DEFAULT_LEAF_MAX_FRAGMENTS,
+        "never compact after a write",
+    )
+}
+
+/// Whether a partition holding `rows` rows in `fragments` fragments is past `limit` (see
+/// [`LEAF_MAX_FRAGMENTS_KEY`]) when a fragment holds up to `target_rows` rows.
+pub fn too_fragmented(rows: u64, fragments: u64, limit: usize, target_rows: u64) -> bool {
+    let needed = rows.div_ceil(target_rows.max(1));
+    limit > 0 && fragments > needed + limit as u64
+}
+
+fn whole_number(
+    props: &HashMap<String, String>,
+    key: &str,
+    default: usize,
+    zero: &str,
+) -> Result<usize> {
+    match props.get(key) {
+        None => Ok(default),
         Some(v) => v.trim().parse().map_err(|_| {
             Error::InvalidArgument(format!(
-                "{MAX_FRAGMENTS_KEY} must be a whole number of fragments (0: never compact the \
-                 manifest), not {v:?}"
+                "{key} must be a whole number of fragments (0: {zero}), not {v:?}"
             ))
         }),
     }

@@ -2,7 +2,7 @@
 //! namespaces by partition values, rows by object id, recorded versions by table), plus the
 //! queries answered from them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use lance::dataset::Dataset;
@@ -22,9 +22,10 @@ use crate::spec::PartitionSpec;
 use super::format::{
     manifest_schema, parse_props, parse_version, partition_column, required_string, spec_of,
     string_column, BASE_OBJECTS, LOCATION, METADATA, NAMESPACE, OBJECT_ID, OBJECT_TYPE,
-    READ_VERSION, TABLE, TABLE_VERSION, WRITE_ID_KEY,
+    READ_VERSION, TABLE, TABLE_VERSION,
 };
 use super::root::Root;
+use super::versions::VersionRow;
 use super::Snapshot;
 
 /// One leaf partition table.
@@ -42,15 +43,6 @@ pub struct Leaf {
     pub spec_id: i32,
 }
 
-/// A recorded table version (`<table>$<version>` row).
-#[derive(Debug, Clone)]
-pub struct TableVersion {
-    /// The version.
-    pub version: u64,
-    /// Its properties (`operation`, `base_version`).
-    pub props: HashMap<String, String>,
-}
-
 /// The lookups writers need, built on first use (readers only prune and never pay for them).
 #[derive(Debug, Clone, Default)]
 pub struct Keys {
@@ -63,10 +55,7 @@ pub struct Keys {
     /// Row of every object id.
     pub row_by_id: HashMap<String, usize>,
     /// Recorded versions by table object id.
-    pub versions: HashMap<String, Vec<TableVersion>>,
-    /// The write ids the recorded versions carry (strong-mode distributed writes and stream
-    /// micro-batches): a repeated commit's lookup costs one hash probe.
-    pub write_ids: HashSet<String>,
+    pub versions: HashMap<String, Vec<VersionRow>>,
 }
 
 /// `field=value, field=value` of a partition key (values in their string form).
@@ -119,7 +108,8 @@ impl Snapshot {
             root_props,
             batch,
             leaves,
-            keys: std::sync::OnceLock::new(),
+            keys: Arc::default(),
+            write_ids: Arc::default(),
             light,
             missing_columns,
         };
@@ -201,7 +191,7 @@ impl Snapshot {
         keys: &mut Keys,
     ) -> Result<()> {
         let mut ns_by_key = HashMap::new();
-        let mut versions: HashMap<String, Vec<TableVersion>> = HashMap::new();
+        let mut versions: HashMap<String, Vec<VersionRow>> = HashMap::new();
         for r in 0..self.batch.num_rows() {
             let oid = ids.value(r);
             match types.value(r) {
@@ -232,19 +222,14 @@ impl Snapshot {
                     versions
                         .entry(table.to_string())
                         .or_default()
-                        .push(TableVersion {
+                        .push(VersionRow {
                             version: ver,
-                            props: rows.props(r)?,
+                            row: r,
                         });
                 }
                 _ => {}
             }
         }
-        keys.write_ids = versions
-            .values()
-            .flatten()
-            .filter_map(|v| v.props.get(WRITE_ID_KEY).cloned())
-            .collect();
         keys.ns_by_key = ns_by_key;
         keys.versions = versions;
         Ok(())
@@ -280,25 +265,24 @@ impl Snapshot {
         Ok(Some(t.value(r).to_string()))
     }
 
-    /// Whether a commit recorded `write_id` (strong mode: its `table_version` rows carry it).
-    ///
-    /// # Errors
-    /// As [`Snapshot::keys`].
-    pub fn has_write(&self, write_id: &str) -> Result<bool> {
-        Ok(self.keys()?.write_ids.contains(write_id))
-    }
-
     /// The leaf table `object_id` (`None` when the manifest has no such leaf).
     ///
     /// # Errors
     /// As [`Snapshot::keys`].
     pub fn leaf_by_id(&self, object_id: &str) -> Result<Option<&Leaf>> {
+        Ok(self.leaf_index(object_id)?.map(|i| &self.leaves[i]))
+    }
+
+    /// The index in [`Snapshot::leaves`] of the leaf table `object_id`.
+    ///
+    /// # Errors
+    /// As [`Snapshot::keys`].
+    pub fn leaf_index(&self, object_id: &str) -> Result<Option<usize>> {
         let Some(&row) = self.keys()?.row_by_id.get(object_id) else {
             return Ok(None);
         };
         // Leaves are listed in row order.
-        let found = self.leaves.binary_search_by_key(&row, |l| l.row).ok();
-        Ok(found.map(|i| &self.leaves[i]))
+        Ok(self.leaves.binary_search_by_key(&row, |l| l.row).ok())
     }
 
     /// A leaf's partition values for messages (`field=value, ...`), or its object id when

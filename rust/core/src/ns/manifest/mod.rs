@@ -11,7 +11,13 @@
 //! - `format`: column names, object types, the manifest Arrow schema, rows to batches;
 //! - `root`: the root properties ([`Root`]; a namespace is created by
 //!   `txn::create_namespace`);
-//! - `compact`: the policy of compacting the manifest's own fragments ([`max_fragments`]);
+//! - `cache`: snapshots loaded recently in this process, found again by version;
+//! - `compact`: the policies of compacting the manifest's own fragments ([`max_fragments`])
+//!   and the partitions writes leave fragmented ([`leaf_max_fragments`]);
+//! - `retention`: the `table_version` rows a commit keeps per partition
+//!   ([`trimmed_versions`]);
+//! - `versions`: the `table_version` rows by table ([`TableVersion`]);
+//! - `write_ids`: the write ids recorded, stream batches by their stream ([`WriteIds`]);
 //! - `index`: the leaves and the writers' lookups ([`Keys`]), and the queries on them;
 //! - `evolution`: the rules and manifest columns of a new partition spec version
 //!   ([`spec_preparation`]);
@@ -35,6 +41,7 @@ use crate::ns::infra::storage::Storage;
 use crate::ns::{MANIFEST_DIR, SPEC_KEY_PREFIX};
 use crate::spec::PartitionSpec;
 
+mod cache;
 mod compact;
 mod evolution;
 mod feature_flags;
@@ -42,10 +49,16 @@ mod format;
 mod index;
 mod named;
 mod repair;
+mod retention;
 mod root;
 mod stats;
+mod versions;
+mod write_ids;
 
-pub use compact::{max_fragments, DEFAULT_MAX_FRAGMENTS, MAX_FRAGMENTS_KEY};
+pub use compact::{
+    leaf_max_fragments, max_fragments, too_fragmented, DEFAULT_LEAF_MAX_FRAGMENTS,
+    DEFAULT_MAX_FRAGMENTS, LEAF_MAX_FRAGMENTS_KEY, MAX_FRAGMENTS_KEY,
+};
 pub use evolution::{check_field_id_reuse, spec_preparation};
 pub use feature_flags::{READER_FLAGS_KEY, WRITER_FLAGS_KEY};
 pub(crate) use format::required_string as string_column_of;
@@ -55,11 +68,16 @@ pub use format::{
     NAMESPACE, OBJECT_ID, OBJECT_TYPE, READ_VERSION, ROWS_KEY, TABLE, TABLE_VERSION, WRITE_ID_KEY,
 };
 pub(crate) use format::{required_string, scan_rows};
-pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf, TableVersion};
+pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf};
 pub use named::{named_tables, NamedTable};
 pub use repair::dropped_columns;
+pub use retention::{
+    trimmed_versions, version_row_id, versions_kept, DEFAULT_VERSIONS_KEPT, VERSIONS_KEPT_KEY,
+};
 pub use root::Root;
 pub use stats::{leaf_stats, LeafStats, LeafTotals, LeafVersion};
+pub use versions::{TableVersion, VersionRow};
+pub use write_ids::{stream_batch, WriteIds, STREAM_PREFIX};
 // Kept at its old path; field ids live in `crate::field_ids`.
 pub use crate::field_ids::assign_field_ids;
 
@@ -79,7 +97,9 @@ pub struct Snapshot {
     /// Leaves.
     pub leaves: Vec<Leaf>,
     /// Lookups for writers, see [`Snapshot::keys`].
-    keys: std::sync::OnceLock<Keys>,
+    keys: Arc<std::sync::OnceLock<Keys>>,
+    /// The write ids recorded, see [`Snapshot::write_ids`].
+    write_ids: Arc<std::sync::OnceLock<WriteIds>>,
     /// Loaded without the property columns (see [`Snapshot::load_with`]).
     pub light: bool,
     /// Expected manifest columns that are missing (another writer dropped them; see
@@ -166,7 +186,14 @@ impl Snapshot {
                     .unwrap_or(storage.error(e)))
             }
         };
+        let key = cache::Key::of(storage.to_string(), &dataset, light);
+        if let Some(hit) = cache::get(&key) {
+            return Ok(hit);
+        }
         let snap = Self::from_dataset(storage, Arc::new(dataset), light).await;
+        if let Ok(s) = &snap {
+            cache::put(key, s);
+        }
         match version {
             // An old version's files removed by an `expire()` running since it was opened.
             Some(v) => snap.map_err(|e| {

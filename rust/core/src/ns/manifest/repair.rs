@@ -53,12 +53,17 @@ impl Snapshot {
     /// head of each table's recorded version chain: the version no other names as its base
     /// (or, for rows without `base_version` properties, the newest recorded version).
     fn recover_read_versions(&mut self) -> Result<()> {
-        let keys = self.keys()?;
-        let recovered: Vec<Option<u64>> = self
+        let recorded = self
             .leaves
             .iter()
-            .map(|leaf| {
-                let vs = keys.versions.get(&leaf.object_id)?;
+            .map(|leaf| self.table_versions(&leaf.object_id))
+            .collect::<Result<Vec<_>>>()?;
+        let recovered: Vec<Option<u64>> = recorded
+            .iter()
+            .map(|vs| {
+                if vs.is_empty() {
+                    return None;
+                }
                 let bases: std::collections::HashSet<&str> = vs
                     .iter()
                     .filter_map(|v| v.props.get("base_version").map(|s| s.as_str()))

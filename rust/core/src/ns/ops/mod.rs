@@ -14,6 +14,7 @@
 //! - [`evolve`]: add a partition spec version.
 //! - [`repair`]: add back manifest columns another tool dropped.
 //! - [`history`]: what each manifest version's commit did.
+//! - [`tags`]: names for manifest versions, which `expire()` keeps.
 //! - [`merge`]: row-level changes by key (`merge_insert`): update, delete, insert, in one
 //!   atomic commit.
 //! - [`join`]: storage-partitioned joins of two namespaces (`docs/join.md`).
@@ -30,6 +31,7 @@ pub(crate) mod join;
 pub(crate) mod merge;
 pub(crate) mod optimize;
 pub(crate) mod repair;
+pub(crate) mod tags;
 pub(crate) mod update_schema;
 pub(crate) mod write;
 

@@ -85,12 +85,43 @@ pub(crate) async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Resul
     if !opts.dry_run {
         snap.check_writable()?;
     }
-    let strong = snap.strong_mode(opts.strong)?;
     let filter = match &opts.filter {
         Some(sql) => Some(Filter::parse(sql, &snap.schema())?),
         None => None,
     };
     let selected = prune(&snap, filter.as_ref())?.leaves;
+    compact_leaves(storage, &snap, selected, opts, started_ms).await
+}
+
+/// Compacts the partitions `object_ids` of the latest manifest (those that still exist) with
+/// `opts` (its filter ignored): the compaction policy's step after a write.
+///
+/// # Errors
+/// As [`optimize`].
+pub(crate) async fn optimize_partitions(
+    storage: &Storage,
+    object_ids: &[String],
+    opts: &OptimizeOptions,
+) -> Result<OptimizeSummary> {
+    let started_ms = crate::ns::txn::cleanup_marks::now_ms()?;
+    let snap = Snapshot::load(storage, None).await?;
+    snap.check_writable()?;
+    let mut selected = Vec::with_capacity(object_ids.len());
+    for oid in object_ids {
+        selected.extend(snap.leaf_index(oid)?);
+    }
+    compact_leaves(storage, &snap, selected, opts, started_ms).await
+}
+
+/// Compacts the leaves `selected` (indices into `snap.leaves`) and commits them at once.
+async fn compact_leaves(
+    storage: &Storage,
+    snap: &Snapshot,
+    selected: Vec<usize>,
+    opts: &OptimizeOptions,
+    started_ms: i64,
+) -> Result<OptimizeSummary> {
+    let strong = snap.strong_mode(opts.strong)?;
     let compaction = LeafCompaction {
         options: CompactionOptions {
             target_rows_per_fragment: opts.target_rows_per_file,

@@ -21,7 +21,8 @@ use crate::arrow::datatypes::{DataType, UInt64Type};
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{
-    max_fragments, rows_to_batch, Row, Snapshot, DEFAULT_MAX_FRAGMENTS, OBJECT_ID, READ_VERSION,
+    max_fragments, rows_to_batch, trimmed_versions, Row, Snapshot, DEFAULT_MAX_FRAGMENTS,
+    OBJECT_ID, READ_VERSION,
 };
 use crate::ns::txn::cleanup_marks;
 use crate::ns::txn::leaf::{verify_written, Written};
@@ -91,12 +92,18 @@ pub(crate) async fn commit_manifest(
         // rewritten since the change was planned: commit only onto a complete manifest.
         let latest = Snapshot::load(storage, None).await?;
         latest.check_writable()?;
-        let Some(change) = update.plan(&latest).await? else {
+        let Some(mut change) = update.plan(&latest).await? else {
             return Ok(Committed {
                 version: latest.version,
                 attempts: attempt,
             });
         };
+        if change.delete_others.is_none() {
+            // Retention: the partitions' oldest version rows go in the same commit.
+            change
+                .delete_ids
+                .extend(trimmed_versions(&latest, &change.rows)?);
+        }
         let (since_ms, written) = update.written();
         if !written.is_empty() && cleanup_marks::fenced(&latest, since_ms)? {
             // A cleanup is deleting files as old as ours: commit once it is done (its fence

@@ -55,8 +55,8 @@ use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::infra::touched::TouchedPartition;
 use crate::ns::leaf_io::{data_files, fresh_lance_schema, leaf_schema, Schemas};
-use crate::ns::manifest::{describe_key, Snapshot};
-use crate::ns::write::options::{Mode, WriteOptions, WriteSummary};
+use crate::ns::manifest::{describe_key, leaf_max_fragments, too_fragmented, Snapshot};
+use crate::ns::write::options::{Mode, WriteOptions, WriteSummary, MAX_ROWS_PER_FILE};
 use crate::ns::write::staged::StagedPart;
 use crate::spec::PartitionSpec;
 use conflict::write::WriteUpdate;
@@ -295,6 +295,16 @@ impl WriteTransaction {
                 let oid = p.object_id.as_deref().unwrap_or_default();
                 TouchedPartition::new(oid, &p.location, &self.spec, &p.key)
             })
+            .collect();
+        let limit = leaf_max_fragments(&self.base.root_props.props)?;
+        summary.fragmented = update
+            .pending
+            .iter()
+            .filter(|p| {
+                let t = &p.committed.totals;
+                too_fragmented(t.rows, t.fragments, limit, MAX_ROWS_PER_FILE as u64)
+            })
+            .filter_map(|p| p.object_id.clone())
             .collect();
         Ok(summary)
     }

@@ -149,4 +149,9 @@ pub struct WriteSummary {
     pub already_committed: bool,
     /// The partitions written (empty when nothing was committed).
     pub touched: Vec<crate::ns::infra::touched::TouchedPartition>,
+    /// The partitions the write left with more small fragments than the namespace's policy
+    /// allows (object ids; see `manifest::LEAF_MAX_FRAGMENTS_KEY`).
+    pub fragmented: Vec<String>,
+    /// Of those, the partitions compacted after the commit.
+    pub compacted: u64,
 }

@@ -12,7 +12,8 @@ use lance::dataset::transaction::Operation;
 use lance::dataset::Dataset;
 
 use crate::arrow::array::{
-    Array, ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt64Array,
+    Array, ArrayRef, Int64Array, ListArray, ListBuilder, RecordBatch, StringArray, StringBuilder,
+    TimestampMicrosecondArray, UInt64Array,
 };
 use crate::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use crate::error::{Error, Result};
@@ -279,6 +280,33 @@ pub(crate) async fn history(snap: &Snapshot, limit: Option<usize>) -> Result<Rec
         };
         entries.push(entry);
     }
+    let tags = tags_by_version(ds).await?;
+    history_batch(&entries, &tags)
+}
+
+/// The tag names of each tagged manifest version, sorted.
+async fn tags_by_version(ds: &Dataset) -> Result<HashMap<u64, Vec<String>>> {
+    let mut out: HashMap<u64, Vec<String>> = HashMap::new();
+    for (name, t) in ds.tags().list().await? {
+        out.entry(t.version).or_default().push(name);
+    }
+    out.values_mut().for_each(|names| names.sort());
+    Ok(out)
+}
+
+fn tag_lists(entries: &[Entry], tags: &HashMap<u64, Vec<String>>) -> ListArray {
+    let mut b = ListBuilder::new(StringBuilder::new());
+    for e in entries {
+        for name in tags.get(&e.version).into_iter().flatten() {
+            b.values().append_value(name);
+        }
+        b.append(true);
+    }
+    b.finish()
+}
+
+/// The history table of `entries`, with each version's `tags`.
+fn history_batch(entries: &[Entry], tags: &HashMap<u64, Vec<String>>) -> Result<RecordBatch> {
     let schema = Schema::new(vec![
         Field::new("version", DataType::UInt64, false),
         Field::new(
@@ -289,6 +317,11 @@ pub(crate) async fn history(snap: &Snapshot, limit: Option<usize>) -> Result<Rec
         Field::new("operation", DataType::Utf8, false),
         Field::new("partitions", DataType::Int64, true),
         Field::new("rows", DataType::Int64, true),
+        Field::new(
+            "tags",
+            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+            false,
+        ),
     ]);
     let cols: Vec<ArrayRef> = vec![
         Arc::new(UInt64Array::from_iter_values(
@@ -305,6 +338,7 @@ pub(crate) async fn history(snap: &Snapshot, limit: Option<usize>) -> Result<Rec
         )),
         Arc::new(Int64Array::from_iter(entries.iter().map(|e| e.partitions))),
         Arc::new(Int64Array::from_iter(entries.iter().map(|e| e.rows))),
+        Arc::new(tag_lists(entries, tags)),
     ];
     Ok(RecordBatch::try_new(Arc::new(schema), cols)?)
 }

@@ -1,7 +1,9 @@
 //! `write()`: a [`PartitionWriter`] stages the input in this process, a [`WriteTransaction`]
 //! commits it; and the commit of a distributed write's staged messages ([`commit_staged`];
-//! [`distributed`]: plan and stage).
+//! [`distributed`]: plan and stage). Both then compact the partitions they left fragmented
+//! (`compact_after`).
 
+mod compact_after;
 pub(crate) mod distributed;
 pub(crate) mod shared_plan;
 
@@ -46,6 +48,7 @@ pub(crate) async fn write(
     let mut summary = tx.commit(parts).await?;
     summary.rows = rows;
     summary.peak_buffered_bytes = peak;
+    compact_after::compact_fragmented(storage, &mut summary, opts).await;
     Ok(summary)
 }
 
@@ -98,6 +101,7 @@ pub(crate) async fn commit_staged(
     if !summary.already_committed {
         summary.rows = rows;
     }
+    compact_after::compact_fragmented(storage, &mut summary, &opts).await;
     Ok(summary)
 }
 

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use futures::future::BoxFuture;
 
 use crate::error::{Error, Result};
-use crate::ns::manifest::{LeafVersion, Snapshot};
+use crate::ns::manifest::{version_row_id, LeafVersion, Snapshot};
 use crate::ns::txn::conflict::version_row;
 use crate::ns::txn::leaf::Written;
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
@@ -143,12 +143,9 @@ pub(crate) fn drop_partition(
     let k1 = latest.keys()?;
     change.delete_ids.push(object_id.to_string());
     for v in k1.versions.get(object_id).into_iter().flatten() {
-        let own = format!("{object_id}${}", v.version);
-        change.delete_ids.push(if k1.row_by_id.contains_key(&own) {
-            own
-        } else {
-            format!("{object_id}${:020}", v.version)
-        });
+        change
+            .delete_ids
+            .push(version_row_id(k1, object_id, v.version));
     }
     Ok(())
 }

@@ -232,10 +232,15 @@ impl WriteUpdate<'_> {
                 "partition ({key}) was changed by a concurrent write during this overwrite"
             )));
         }
-        check_append_chain(latest, oid, current, self.pending[i].base).map_err(|e| match e {
-            Error::CommitConflict(m) => Error::CommitConflict(format!("partition ({key}): {m}")),
-            other => other,
-        })?;
+        let (location, base) = (&self.pending[i].location, self.pending[i].base);
+        check_append_chain(self.storage, location, latest, oid, (current, base))
+            .await
+            .map_err(|e| match e {
+                Error::CommitConflict(m) => {
+                    Error::CommitConflict(format!("partition ({key}): {m}"))
+                }
+                other => other,
+            })?;
         let p = &mut self.pending[i];
         let ds = self.storage.open(&p.location, current).await?;
         let read_version = ds.version().version;
@@ -431,39 +436,40 @@ pub(crate) fn version_row(
     }
 }
 
-/// Every version between `base` (exclusive) and `current` must be a recorded append or row
-/// delete.
-fn check_append_chain(
+/// Every version between `base` (exclusive) and `current` of the leaf at `location` must be an
+/// append, a row delete, a compaction or a row-level change: as the manifest records it, or,
+/// for versions whose rows retention removed, as the leaf's Lance transaction says.
+async fn check_append_chain(
+    storage: &Storage,
+    location: &str,
     latest: &Snapshot,
     oid: &str,
-    current: Option<u64>,
-    base: Option<u64>,
+    (current, base): (Option<u64>, Option<u64>),
 ) -> Result<()> {
-    let recorded = latest.keys()?.versions.get(oid);
+    let recorded = latest.table_versions(oid)?;
     let mut v = current;
     let mut steps = 0usize;
     while v != base {
         let Some(ver) = v else { break };
-        let entry = recorded.and_then(|r| r.iter().find(|t| t.version == ver));
-        let Some(entry) = entry else {
-            return Err(Error::CommitConflict(format!(
-                "its leaf moved to version {ver}, which the manifest does not record"
-            )));
+        let (op, from) = match recorded.iter().find(|t| t.version == ver) {
+            Some(entry) => (
+                entry.props.get("operation").cloned().unwrap_or_default(),
+                entry.props.get("base_version").and_then(|b| b.parse().ok()),
+            ),
+            None => leaf_step(storage, location, ver).await?,
         };
-        let op = entry
-            .props
-            .get("operation")
-            .map(String::as_str)
-            .unwrap_or("");
         // Appends rebase over appends, row deletes, compactions and row-level changes (an
         // append is blind, so it may land after a merge or an update); anything else
         // replaced the data.
-        if !matches!(op, "append" | "delete" | "compact" | "merge" | "update") {
+        if !matches!(
+            op.as_str(),
+            "append" | "delete" | "compact" | "merge" | "update"
+        ) {
             return Err(Error::CommitConflict(format!(
                 "it was changed by a concurrent {op} (version {ver})"
             )));
         }
-        v = entry.props.get("base_version").and_then(|b| b.parse().ok());
+        v = from;
         steps += 1;
         if steps > 100_000 {
             break;
@@ -475,4 +481,23 @@ fn check_append_chain(
         )));
     }
     Ok(())
+}
+
+/// What version `ver` of the leaf at `location` did and the version it was made from, as its
+/// Lance transaction records them (for versions the manifest no longer records).
+async fn leaf_step(storage: &Storage, location: &str, ver: u64) -> Result<(String, Option<u64>)> {
+    let ds = storage.open(location, Some(ver)).await?;
+    let Some(txn) = ds.read_transaction().await? else {
+        return Err(Error::CommitConflict(format!(
+            "its leaf moved to version {ver}, which neither the manifest nor the leaf records"
+        )));
+    };
+    let op = match txn.operation {
+        Operation::Append { .. } => "append".to_string(),
+        Operation::Delete { .. } => "delete".to_string(),
+        Operation::Rewrite { .. } => "compact".to_string(),
+        Operation::Update { .. } => "update".to_string(),
+        other => other.name().to_lowercase(),
+    };
+    Ok((op, Some(txn.read_version)))
 }

@@ -1,0 +1,177 @@
+"""What a long streaming history costs (issue 35, section 2).
+
+A namespace of ``--partitions`` partitions (identity on ``p``) takes ``--commits`` micro-batches
+of ``--rows`` rows each, the way a stream's driver commits them: one process, each batch staged
+and committed under its stream write id (``stream:<id>:<batch>``, looked up before the commit),
+each into one existing partition (batch ``i`` into partition ``i % --hot``). Every commit is
+timed; at each checkpoint the table reports the latency of the last window of commits (p50,
+p99), the bytes of ``__manifest`` (the live data files its latest version reads, and the whole
+directory with every retained version), the rows and files of the hot partitions, and, each in
+a fresh process (first call, then the best of ``--repeat``), ``open()``, a pruned read of one
+hot partition, ``stats()`` and ``partitions()``.
+
+Flat means: the last window's p50 and p99 within 1.2x of the first window's, and the reads at
+the last checkpoint within 1.2x of those at the first.
+
+    python benches/stream_history.py [--partitions 10000] [--commits 10000] [--rows 1000]
+        [--hot 1] [--window 100] [--repeat 3] [--write BENCHMARKS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from cells import Cell, measure
+from report import seconds, update_section
+from scratch import discard, scratch
+
+import lance_partitioned as lp
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.int64()), ("v", pa.float64())])
+
+
+def _rows(start: int, n: int, part: int | None, parts: int = 1) -> pa.Table:
+    ids = pa.array(range(start, start + n), pa.int64())
+    p = [part] * n if part is not None else [i % parts for i in range(n)]
+    return pa.table({"id": ids, "p": pa.array(p, pa.int64()), "v": pa.array([0.5] * n)})
+
+
+def create(root: str, partitions: int) -> lp.PartitionedNamespace:
+    spec = lp.PartitionSpec([lp.PartitionField("p", source="p", transform=lp.Identity())])
+    ns = lp.PartitionedNamespace.create(root, schema=SCHEMA, spec=spec)
+    ns.write(_rows(0, partitions, None, partitions), max_new_partitions=None)
+    return ns
+
+
+def commit_batch(ns: lp.PartitionedNamespace, batch: int, rows: int, part: int) -> float:
+    """One micro-batch as the stream sink commits it; returns its latency in seconds."""
+    t0 = time.perf_counter()
+    dw = ns.distributed_write()
+    write_id = f"stream:bench:{batch}"
+    if dw.committed(write_id) is None:
+        msg = dw.stage(_rows(10**9 + batch * rows, rows, part))
+        dw.commit([msg], write_id=write_id)
+    return time.perf_counter() - t0
+
+
+def _tree_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def _live_bytes(manifest: Path) -> int:
+    import lance
+
+    ds = lance.dataset(str(manifest))
+    return sum(
+        (manifest / "data" / f.path).stat().st_size
+        for frag in ds.get_fragments()
+        for f in frag.data_files()
+    )
+
+
+def _hot_partition(root: str, hot: int) -> tuple[int, int]:
+    """Rows and data files of the hot partitions (their latest versions)."""
+    t = lp.PartitionedNamespace.open(root).stats(f"p < {hot}")
+    return sum(t["rows"].to_pylist()), sum(t["files"].to_pylist())
+
+
+def case_open(root: str) -> Any:
+    return lambda: lp.PartitionedNamespace.open(root).version
+
+
+def case_read(root: str) -> Any:
+    return lambda: lp.PartitionedNamespace.open(root).to_table("p = 0", columns=["id"]).num_rows
+
+
+def case_stats(root: str) -> Any:
+    return lambda: lp.PartitionedNamespace.open(root).stats().num_rows
+
+
+def case_partitions(root: str) -> Any:
+    return lambda: lp.PartitionedNamespace.open(root).partitions().num_rows
+
+
+CASES = {
+    "open": case_open,
+    "read": case_read,
+    "stats": case_stats,
+    "partitions": case_partitions,
+}
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    return statistics.quantiles(xs, n=100, method="inclusive")[int(q) - 1] if len(xs) > 1 else xs[0]
+
+
+def checkpoint(root: str, args: argparse.Namespace, done: int, window: list[float]) -> str:
+    reads: dict[str, Cell] = {
+        name: measure("stream_history", name, {"root": root}, repeat=args.repeat) for name in CASES
+    }
+    rows, files = _hot_partition(root, args.hot)
+    live = _live_bytes(Path(root) / "__manifest")
+    whole = _tree_bytes(Path(root) / "__manifest")
+    cells = " | ".join(f"{seconds(c.first)} / {seconds(c.best)}" for c in reads.values())
+    return (
+        f"| {done:,} | {seconds(statistics.median(window))} | {seconds(_quantile(window, 99))} "
+        f"| {live / 1024:,.0f} | {whole / 1024:,.0f} | {rows:,} | {files:,} | {cells} |"
+    )
+
+
+def run(args: argparse.Namespace) -> str:
+    work = scratch("lp-stream-history-")
+    root = str(work / "ns")
+    try:
+        ns = create(root, args.partitions)
+        checkpoints = sorted({c for c in (10, 100, 1_000, 10_000, 100_000) if c <= args.commits})
+        checkpoints = sorted({*checkpoints, args.commits})
+        lines, latencies = [], []
+        for batch in range(args.commits):
+            latencies.append(commit_batch(ns, batch, args.rows, batch % args.hot))
+            if batch + 1 in checkpoints:
+                window = latencies[-args.window :]
+                lines.append(checkpoint(root, args, batch + 1, window))
+                print(lines[-1], flush=True)
+        first, last = latencies[: args.window], latencies[-args.window :]
+        p50 = statistics.median(last) / statistics.median(first)
+        p99 = _quantile(last, 99) / _quantile(first, 99)
+    finally:
+        discard(work)
+    head = (
+        f"`python benches/stream_history.py --partitions {args.partitions} --commits "
+        f"{args.commits} --rows {args.rows} --hot {args.hot} --window {args.window} --repeat "
+        f"{args.repeat}` (one process commits every micro-batch under its stream write id, each "
+        f"into one of {args.hot} existing partitions; latency of the last {args.window} commits "
+        "before each checkpoint; manifest KiB: the live data of its latest version, then the "
+        "whole `__manifest` directory with every retained version; the reads each in a fresh "
+        "process, first call / best):\n\n"
+        "| commits | commit p50 | commit p99 | manifest live KiB | manifest dir KiB | hot rows "
+        "| hot files | open() | pruned read | stats() | partitions() |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|"
+    )
+    tail = f"\nLast window against the first: p50 {p50:.2f}x, p99 {p99:.2f}x (flat: within 1.2x)."
+    return "\n".join([head, *lines, tail])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--partitions", type=int, default=10_000)
+    ap.add_argument("--commits", type=int, default=10_000)
+    ap.add_argument("--rows", type=int, default=1_000)
+    ap.add_argument("--hot", type=int, default=1)
+    ap.add_argument("--window", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--write", type=Path)
+    args = ap.parse_args()
+    text = run(args)
+    print(text)
+    if args.write:
+        update_section(args.write, "stream-history", text, "## Streaming history")
+
+
+if __name__ == "__main__":
+    main()

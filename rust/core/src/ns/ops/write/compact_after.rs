@@ -1,0 +1,32 @@
+//! The compaction a write runs after its commit on the partitions it left fragmented (the
+//! policy: `manifest::LEAF_MAX_FRAGMENTS_KEY`): what keeps a stream's micro-batches, one
+//! small fragment each, from making every read of a partition open thousands of files.
+
+use crate::ns::infra::storage::Storage;
+use crate::ns::ops::optimize::{optimize_partitions, OptimizeOptions};
+use crate::ns::write::options::{WriteOptions, WriteSummary, MAX_ROWS_PER_FILE};
+
+/// Compacts `summary.fragmented` and counts them in `summary.compacted`. Maintenance after
+/// the commit point: the write is visible whatever happens here, so an error (a lost race, a
+/// cleanup running) leaves the partitions as they are, for a later write to compact.
+pub(crate) async fn compact_fragmented(
+    storage: &Storage,
+    summary: &mut WriteSummary,
+    opts: &WriteOptions,
+) {
+    if summary.fragmented.is_empty() || summary.already_committed {
+        return;
+    }
+    let options = OptimizeOptions {
+        filter: None,
+        target_rows_per_file: MAX_ROWS_PER_FILE,
+        min_files: 2,
+        dry_run: false,
+        strong: opts.strong,
+        concurrency: opts.concurrency.max(1),
+        max_attempts: opts.max_attempts,
+    };
+    if let Ok(done) = optimize_partitions(storage, &summary.fragmented, &options).await {
+        summary.compacted = done.partitions;
+    }
+}

@@ -1,0 +1,189 @@
+"""What a long history costs (issue 35, section 2): the `table_version` rows a partition keeps,
+stream write ids that outlive them, writers rebasing over versions the manifest no longer
+records, partitions that micro-batches fragment compacted after the write, and tags.
+
+Manifest rows and fragment counts are read with pylance; expected rows come from the inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lance_partitioned as lp
+
+KEPT = "lance_partitioned.manifest.versions_kept"
+EXTRA = "lance_partitioned.partition.max_extra_fragments"
+
+
+def make(root: Path, **props: str) -> lp.PartitionedNamespace:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.int64())])
+    spec = lp.PartitionSpec([lp.PartitionField("p", source="p", transform=lp.Identity())])
+    return lp.PartitionedNamespace.create(str(root), schema=schema, spec=spec, properties=props)
+
+
+def batch(start: int, n: int, p: int = 0) -> pa.Table:
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64()), "p": [p] * n})
+
+
+def manifest_rows(root: Path, version: int | None = None) -> list[dict[str, object]]:
+    ds = lance.dataset(str(root / "__manifest"), version=version)
+    cols = ["object_id", "object_type", "location", "read_version"]
+    return ds.to_table(columns=cols).to_pylist()
+
+
+def version_rows(root: Path, p: int) -> list[str]:
+    """The `table_version` rows of partition ``p`` (identity value in its object id)."""
+    table = leaf_row(root, p)["object_id"]
+    return [
+        r["object_id"]
+        for r in manifest_rows(root)
+        if r["object_type"] == "table_version" and str(r["object_id"]).startswith(f"{table}$")
+    ]
+
+
+def leaf_row(root: Path, p: int) -> dict[str, object]:
+    leaves = [
+        r
+        for r in manifest_rows(root)
+        if r["object_type"] == "table" and str(r["object_id"]).endswith("$dataset")
+    ]
+    ns = lp.PartitionedNamespace.open(str(root))
+    parts = ns.partitions(f"p = {p}", with_rows=False)
+    (oid,) = parts["object_id"].to_pylist()
+    (row,) = [r for r in leaves if r["object_id"] == oid]
+    return row
+
+
+def leaf_fragments(root: Path, p: int) -> int:
+    row = leaf_row(root, p)
+    ds = lance.dataset(str(root / str(row["location"])), version=row["read_version"])
+    return len(ds.get_fragments())
+
+
+def ids(t: pa.Table) -> list[int]:
+    return sorted(t["id"].to_pylist())
+
+
+def test_a_partition_keeps_a_bounded_number_of_version_rows(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make(root, **{KEPT: "4", EXTRA: "0"})
+    written = [batch(0, 5)]
+    ns.write(written[0])
+    first_version = ns.version
+    counts = []
+    for i in range(1, 40):
+        written.append(batch(100 * i, 5))
+        ns.write(written[-1])
+        counts.append(len(version_rows(root, 0)))
+    # Trimmed back to 4 once past 8: never more than 8, and trimming did happen.
+    assert max(counts) <= 8, counts
+    assert counts[-1] < 39, counts
+    assert min(counts[10:]) >= 4, counts
+    assert ids(ns.to_table()) == ids(pa.concat_tables(written))
+    # Older manifest versions keep their own rows: as_of reads are unchanged.
+    assert ids(ns.to_table(as_of=first_version)) == ids(written[0])
+    assert ids(ns.to_table(as_of=first_version + 5)) == ids(pa.concat_tables(written[:6]))
+    assert len(ns.history()) == ns.version
+
+
+def test_zero_keeps_every_version_row(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make(root, **{KEPT: "0", EXTRA: "0"})
+    for i in range(20):
+        ns.write(batch(10 * i, 2))
+    # One row per version of the leaf: its creation and 19 appends.
+    assert len(version_rows(root, 0)) == 20
+
+
+def test_stream_batches_stay_recognised_after_their_rows_are_trimmed(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make(root, **{KEPT: "2", EXTRA: "0"})
+    ns.write(batch(0, 1))
+    for b in range(30):
+        dw = ns.distributed_write()
+        dw.commit([dw.stage(batch(1000 + 10 * b, 10))], write_id=f"stream:q1:{b}")
+    other = ns.distributed_write()
+    other.commit([other.stage(batch(5000, 3))], write_id="job-1")
+    # Batch 0's rows are long gone from the manifest, its stream's newest batch stands for it.
+    assert len(version_rows(root, 0)) <= 4
+    replay = ns.distributed_write()
+    assert replay.committed("stream:q1:0") is not None
+    res = replay.commit([replay.stage(batch(1000, 10))], write_id="stream:q1:0")
+    assert res.already_committed
+    assert replay.committed("stream:q1:30") is None
+    assert replay.committed("stream:q2:0") is None
+    assert replay.committed("job-1") is not None
+    expected = [0, *range(1000, 1300), 5000, 5001, 5002]
+    assert ids(lp.PartitionedNamespace.open(str(root)).to_table()) == expected
+
+
+def test_a_writer_lagging_behind_trimmed_versions_is_rebased(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make(root, **{KEPT: "2", EXTRA: "0"})
+    ns.write(batch(0, 1))
+    slow = ns.distributed_write()
+    staged = slow.stage(batch(9000, 4))
+    for i in range(12):
+        lp.PartitionedNamespace.open(str(root)).write(batch(10 * (i + 1), 2))
+    # The slow writer's base version is no longer recorded in the manifest; the leaf's own
+    # transactions show that only appends happened since.
+    assert len(version_rows(root, 0)) <= 4
+    res = slow.commit([staged])
+    assert res.rebased == 1
+    expected = [0, *[10 * (i + 1) + k for i in range(12) for k in range(2)], *range(9000, 9004)]
+    assert ids(lp.PartitionedNamespace.open(str(root)).to_table()) == sorted(expected)
+
+
+def test_a_writer_lagging_behind_a_trimmed_overwrite_conflicts(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make(root, **{KEPT: "2", EXTRA: "0"})
+    ns.write(batch(0, 1))
+    slow = ns.distributed_write()
+    staged = slow.stage(batch(9000, 4))
+    other = lp.PartitionedNamespace.open(str(root))
+    other.write(batch(50, 2), mode="overwrite")
+    for i in range(10):
+        other.write(batch(100 + i, 1))
+    with pytest.raises(lp.CommitConflictError, match="overwrite"):
+        slow.commit([staged])
+    assert ids(lp.PartitionedNamespace.open(str(root)).to_table()) == [50, 51, *range(100, 110)]
+
+
+def test_micro_batches_are_compacted_after_the_write(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make(root, **{EXTRA: "4"})
+    written, seen, compacted = [], [], 0
+    for i in range(20):
+        written.append(batch(10 * i, 10))
+        res = ns.write(written[-1])
+        compacted += res.compacted
+        seen.append(leaf_fragments(root, 0))
+    # One fragment needed for 200 rows, 4 extra allowed: a write leaving 6 compacts to 1.
+    assert max(seen) <= 5, seen
+    assert compacted >= 3, (compacted, seen)
+    assert seen.count(1) >= 3, seen
+    assert ids(ns.to_table()) == ids(pa.concat_tables(written))
+    assert "compact" in ns.history()["operation"].to_pylist()
+    # Distributed commits (the stream sink's) compact too.
+    for i in range(6):
+        dw = ns.distributed_write()
+        res = dw.commit([dw.stage(batch(1000 + i, 1))], write_id=f"stream:s:{i}")
+        compacted += res.compacted
+        assert leaf_fragments(root, 0) <= 5
+
+
+def test_compaction_after_writes_can_be_turned_off(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make(root, **{EXTRA: "0"})
+    for i in range(40):
+        assert ns.write(batch(10 * i, 1)).compacted == 0
+    assert leaf_fragments(root, 0) == 40
+
+
+def test_bad_policy_values_are_refused_with_a_typed_error(tmp_path: Path) -> None:
+    ns = make(tmp_path / "ns", **{KEPT: "many"})
+    with pytest.raises(lp.InvalidArgumentError, match="versions_kept"):
+        ns.write(batch(0, 1))
