@@ -78,6 +78,13 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         ["--repeat", "5"],
     ),
     (
+        "stream-history",
+        "## Streaming history",
+        "stream_history.py",
+        ["--commits", "10000"],
+        ["--partitions", "1000", "--commits", "300", "--window", "50", "--repeat", "1"],
+    ),
+    (
         "stats",
         "## Metadata at scale: stats()",
         "stats.py",

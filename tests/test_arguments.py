@@ -37,7 +37,7 @@ BAD_CALLS: dict[str, Callable[[lp.PartitionedNamespace], Any]] = {
         ns.spec,  # type: ignore[arg-type]
     ),
     "open(5)": lambda ns: lp.PartitionedNamespace.open(5),  # type: ignore[arg-type]
-    "snapshot('x')": lambda ns: ns.snapshot("x"),  # type: ignore[arg-type]
+    "snapshot(1.5)": lambda ns: ns.snapshot(1.5),  # type: ignore[arg-type]
     "snapshot(-1)": lambda ns: ns.snapshot(-1),
     "snapshot(2**70)": lambda ns: ns.snapshot(2**70),
     "write(5)": lambda ns: ns.write(5),
@@ -55,7 +55,7 @@ BAD_CALLS: dict[str, Callable[[lp.PartitionedNamespace], Any]] = {
     "expire(retain_versions=-1)": lambda ns: ns.expire(retain_versions=-1),
     "scan(columns=5)": lambda ns: ns.scan(columns=5),  # type: ignore[arg-type]
     "scan(filter=5)": lambda ns: ns.scan(filter=5),  # type: ignore[arg-type]
-    "to_table(as_of='x')": lambda ns: ns.to_table(as_of="x"),  # type: ignore[arg-type]
+    "to_table(as_of=b'x')": lambda ns: ns.to_table(as_of=b"x"),  # type: ignore[arg-type]
     "partitions(filter=5)": lambda ns: ns.partitions(filter=5),  # type: ignore[arg-type]
     "optimize(target_rows_per_fragment='x')": lambda ns: ns.optimize(
         target_rows_per_fragment="x"  # type: ignore[arg-type]

@@ -330,3 +330,25 @@ def test_buffer_budget_bounds_what_the_writer_holds(tmp_path: Path) -> None:
         peaks[name] = res.peak_buffered_bytes
     assert peaks["bounded"] <= (32 << 20) + 2 * one, peaks
     assert peaks["unbounded"] >= 0.9 * total, (peaks, total)
+
+
+@pytest.mark.parametrize("distributed", [False, True])
+def test_overwrite_all_of_no_rows_empties_the_namespace(tmp_path: Path, distributed: bool) -> None:
+    import lance
+
+    schema = pa.schema([("id", pa.int64()), ("p", pa.int64())])
+    spec = lp.PartitionSpec([lp.PartitionField("p", source="p", transform=lp.Identity())])
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema=schema, spec=spec)
+    ns.write(pa.table({"id": [1, 2, 3], "p": [1, 2, 2]}))
+    if distributed:
+        # No task saw a row (a complete-mode micro-batch whose result is empty).
+        res = ns.distributed_write(mode="overwrite_all").commit([])
+    else:
+        res = ns.write(schema.empty_table(), mode="overwrite_all")
+    assert res.dropped == 2
+    assert ns.to_table().num_rows == 0
+    manifest = lance.dataset(str(tmp_path / "ns" / "__manifest")).to_table()
+    assert "table" not in manifest["object_type"].to_pylist()
+    # Written again, it holds the new rows only.
+    ns.write(pa.table({"id": [9], "p": [5]}))
+    assert ns.to_table()["id"].to_pylist() == [9]

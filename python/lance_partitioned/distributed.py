@@ -240,8 +240,11 @@ class DistributedWrite:
         return _nothing_written(snap.version, already_committed=True)
 
     def _commit(self, msgs: list[bytes], concurrency: int, write_id: str | None) -> WriteResult:
-        if not msgs:
+        if not msgs and self.mode != "overwrite_all":
             return _nothing_written(self.manifest_version, already_committed=False)
+        if not msgs:
+            # No task saw a row: the namespace becomes empty.
+            msgs = [self.stage(self._snapshot().schema.empty_table())]
         return self._w.commit(msgs, concurrency=concurrency, write_id=write_id)
 
     def key_hasher(self) -> _native.KeyHasher:

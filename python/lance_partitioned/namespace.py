@@ -226,7 +226,7 @@ class PartitionedNamespace(Maintenance, RowChanges, Tags):
         if version is None:
             return Snapshot(self._ns.snapshot())
         if isinstance(version, str):
-            version = self._ns.tag_version(version)
+            version = self._tagged(version)
         version = version_arg(version, "as_of")
         return Snapshot(self._ns.snapshot_as_of(version))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lance_partitioned import _native
 from lance_partitioned._arguments import typed_class
-from lance_partitioned.exceptions import ArgumentTypeError
+from lance_partitioned.exceptions import ArgumentTypeError, NamespaceNotFoundError
 from lance_partitioned.options import version_arg
 
 
@@ -31,6 +31,17 @@ class Tags:
         there is none); its version may then be expired."""
         _name_arg(name)
         self._ns.delete_tag(name)
+
+    def _tagged(self, name: str) -> int:
+        """The version the tag ``name`` names (``as_of="name"``)."""
+        try:
+            return self._ns.tag_version(name)
+        except NamespaceNotFoundError:
+            if name.isdigit():
+                raise ArgumentTypeError(
+                    f"as_of={name!r} names no tag; a manifest version is an int (as_of={name})"
+                ) from None
+            raise
 
     def tags(self) -> dict[str, int]:
         """Every tag and the manifest version it names, ordered by version."""

@@ -105,7 +105,8 @@ class LancePartitionedStreamWriter(DataSourceStreamArrowWriter):
         if not done:
             return
         dw = self._shared(done[0].plan_key)
-        if payloads:
+        # Complete mode commits an empty result too: the namespace holds it, empty.
+        if payloads or self.mode == "overwrite_all":
             res = dw.commit(payloads, write_id=stream_write_id(done[0].stream_id, batchId))
             log.info("lance-partitioned: batch %d committed: %s", batchId, res)
         dw.remove_shared_plan(done[0].plan_key)

@@ -196,7 +196,13 @@ async fn apply(latest: &Snapshot, change: &ManifestChange) -> Result<Arc<Dataset
         format!("{OBJECT_ID} IN ({})", list.join(", "))
     });
     if !change.writes_rows() {
-        let expr = delete_ids.unwrap_or_else(|| "false".into());
+        // Nothing written: only deletes (of named rows, or of every row an `overwrite_all`
+        // of no rows does not keep).
+        let expr = change
+            .delete_others
+            .clone()
+            .or(delete_ids)
+            .unwrap_or_else(|| "false".into());
         let r = DeleteBuilder::new(Arc::clone(&latest.dataset), expr)
             .conflict_retries(0)
             .execute()

@@ -114,7 +114,7 @@ impl WriteUpdate<'_> {
                 r.props.insert(WRITE_ID_KEY.to_string(), id.clone());
             }
         }
-        if change.copy_rows.is_empty() && change.rows.is_empty() {
+        if change.copy_rows.is_empty() && change.rows.is_empty() && change.delete_others.is_none() {
             return Ok(None);
         }
         if self.strong {
