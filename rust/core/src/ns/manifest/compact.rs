@@ -62,7 +62,7 @@ pub fn leaf_max_fragments(props: &HashMap<String, String>) -> Result<usize> {
         props,
         LEAF_MAX_FRAGMENTS_KEY,
         DEFAULT_LEAF_MAX_FRAGMENTS,
-        "never compact after a write",
+        "fragments (0: never compact after a write)",
     )
 }
 
@@ -73,18 +73,21 @@ pub fn too_fragmented(rows: u64, fragments: u64, limit: usize, target_rows: u64)
     limit > 0 && fragments > needed + limit as u64
 }
 
-fn whole_number(
+/// The whole number the root property `key` holds (`default` when unset); `what` names its
+/// unit and what `0` means, for the error.
+///
+/// # Errors
+/// `InvalidArgument` when the property is not a whole number.
+pub(super) fn whole_number(
     props: &HashMap<String, String>,
     key: &str,
     default: usize,
-    zero: &str,
+    what: &str,
 ) -> Result<usize> {
     match props.get(key) {
         None => Ok(default),
         Some(v) => v.trim().parse().map_err(|_| {
-            Error::InvalidArgument(format!(
-                "{key} must be a whole number of fragments (0: {zero}), not {v:?}"
-            ))
+            Error::InvalidArgument(format!("{key} must be a whole number of {what}, not {v:?}"))
         }),
     }
 }

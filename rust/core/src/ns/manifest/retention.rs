@@ -20,7 +20,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+
+use super::compact::whole_number;
 
 use super::format::{TABLE_VERSION, WRITE_ID_KEY};
 use super::index::Keys;
@@ -38,15 +40,12 @@ pub const DEFAULT_VERSIONS_KEPT: usize = 16;
 /// # Errors
 /// `InvalidArgument` when the property is not a whole number.
 pub fn versions_kept(props: &HashMap<String, String>) -> Result<usize> {
-    match props.get(VERSIONS_KEPT_KEY) {
-        None => Ok(DEFAULT_VERSIONS_KEPT),
-        Some(v) => v.trim().parse().map_err(|_| {
-            Error::InvalidArgument(format!(
-                "{VERSIONS_KEPT_KEY} must be a whole number of versions (0: keep every \
-                 table_version row), not {v:?}"
-            ))
-        }),
-    }
+    whole_number(
+        props,
+        VERSIONS_KEPT_KEY,
+        DEFAULT_VERSIONS_KEPT,
+        "versions (0: keep every table_version row)",
+    )
 }
 
 /// The object ids of the `table_version` rows of `latest` that a commit adding `new` rows
