@@ -136,7 +136,9 @@ def start(workdir: Path, workers: int = 2, worker_memory: str = "2g") -> SparkCl
         try:
             if cluster.alive_workers() == workers:
                 return cluster
-        except OSError:
+        except (OSError, ValueError):
+            # Not listening yet, or (seen once under load) the UI answering /json/ with its HTML
+            # page while it is still attaching its handlers: both mean "not ready".
             pass
         if time.monotonic() > deadline or any(p.poll() is not None for p in cluster.processes):
             tail = cluster.tail()
