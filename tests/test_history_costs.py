@@ -16,6 +16,9 @@ import lance_partitioned as lp
 
 KEPT = "lance_partitioned.manifest.versions_kept"
 EXTRA = "lance_partitioned.partition.max_extra_fragments"
+INTERVAL = "lance_partitioned.expire.interval"
+OLDER = "lance_partitioned.expire.older_than_seconds"
+RETAIN = "lance_partitioned.expire.retain_versions"
 
 
 def make(root: Path, **props: str) -> lp.PartitionedNamespace:
@@ -183,7 +186,74 @@ def test_compaction_after_writes_can_be_turned_off(tmp_path: Path) -> None:
     assert leaf_fragments(root, 0) == 40
 
 
-def test_bad_policy_values_are_refused_with_a_typed_error(tmp_path: Path) -> None:
-    ns = make(tmp_path / "ns", **{KEPT: "many"})
-    with pytest.raises(lp.InvalidArgumentError, match="versions_kept"):
-        ns.write(batch(0, 1))
+@pytest.mark.parametrize(
+    "props",
+    [
+        {KEPT: "many"},
+        {EXTRA: "-1"},
+        {INTERVAL: "1.5"},
+        {RETAIN: "ten"},
+        {OLDER: "0"},  # with no count rule: every version but the latest would go
+    ],
+)
+def test_bad_policy_values_are_refused_with_a_typed_error(
+    tmp_path: Path, props: dict[str, str]
+) -> None:
+    key = next(iter(props)).rsplit(".", 1)[-1]
+    with pytest.raises(lp.InvalidArgumentError, match=key):
+        make(tmp_path / "ns", **props)
+    assert not (tmp_path / "ns" / "__manifest").exists()
+
+
+def manifest_versions(root: Path) -> list[int]:
+    return sorted(v["version"] for v in lance.dataset(str(root / "__manifest")).versions())
+
+
+def leaf_versions(root: Path, p: int) -> int:
+    return len(lance.dataset(str(root / str(leaf_row(root, p)["location"]))).versions())
+
+
+def test_old_manifest_versions_expire_automatically(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    ns = make(root, **{INTERVAL: "5", OLDER: "0", RETAIN: "3", EXTRA: "0"})
+    written: list[pa.Table] = []
+    expected: dict[int, list[int]] = {}  # manifest version -> the ids it reads
+    expired, counts = 0, []
+    for i in range(30):
+        written.append(batch(10 * i, 10, p=i % 3))
+        res = ns.write(written[-1])
+        expected[res.manifest_version] = ids(pa.concat_tables(written))
+        expired += res.expired
+        if i == 4:
+            pinned = ns.tag("pinned", res.manifest_version)
+        counts.append(len(manifest_versions(root)))
+    # Kept: the last 3, the tag, and what the commits since the last expiry added (< 5),
+    # plus the manifest's own compaction versions.
+    assert expired > 0
+    assert max(counts[10:]) <= 3 + 1 + 5 + 2, counts
+    kept = manifest_versions(root)
+    assert pinned in kept
+    for v in kept:
+        if v in expected:
+            assert ids(ns.to_table(as_of=v)) == expected[v], v
+    assert ids(ns.to_table(as_of="pinned")) == expected[pinned]
+    gone = [v for v in expected if v not in kept]
+    assert len(gone) >= 15, (gone, kept)
+    for v in gone:
+        with pytest.raises(lp.NamespaceNotFoundError):
+            ns.to_table(as_of=v)
+    # The leaf versions only expired manifest versions read went with them (10 appends each).
+    assert all(leaf_versions(root, p) < 10 for p in range(3))
+    assert ids(ns.to_table()) == ids(pa.concat_tables(written))
+
+
+def test_row_changes_expire_too_and_zero_turns_it_off(tmp_path: Path) -> None:
+    on = make(tmp_path / "on", **{INTERVAL: "4", OLDER: "0", RETAIN: "2"})
+    off = make(tmp_path / "off", **{INTERVAL: "0", OLDER: "0", RETAIN: "2"})
+    for ns in (on, off):
+        ns.write(batch(0, 10))
+        for i in range(12):
+            ns.update({"id": f"id + {100 * (i + 1)}"}, where=f"id % 10 = {i % 10}")
+    assert len(manifest_versions(tmp_path / "on")) <= 2 + 4 + 2
+    assert len(manifest_versions(tmp_path / "off")) >= 14
+    assert ids(on.to_table()) == ids(off.to_table())

@@ -89,6 +89,8 @@ pub struct WriteResult {
     /// Partitions the write left with more small fragments than the namespace allows,
     /// compacted after its commit (a second manifest commit).
     pub compacted: u64,
+    /// Old manifest versions the namespace's automatic expiry removed after the commit.
+    pub expired: u64,
 }
 
 #[pymethods]
@@ -124,6 +126,7 @@ impl WriteResult {
             already_committed,
             touched: Vec::new(),
             compacted: 0,
+            expired: 0,
         }
     }
 
@@ -131,7 +134,7 @@ impl WriteResult {
         format!(
             "WriteResult(rows={}, partitions={}, created={}, dropped={}, files={}, bytes={}, \
              manifest_version={}, attempts={}, rewritten={}, rebased={}, adopted={}, \
-             compacted={}, already_committed={})",
+             compacted={}, expired={}, already_committed={})",
             self.rows,
             self.partitions,
             self.created,
@@ -144,6 +147,7 @@ impl WriteResult {
             self.rebased,
             self.adopted,
             self.compacted,
+            self.expired,
             if self.already_committed {
                 "True"
             } else {
@@ -171,6 +175,7 @@ impl From<&WriteSummary> for WriteResult {
             already_committed: s.already_committed,
             touched: touched_list(&s.touched),
             compacted: s.compacted,
+            expired: s.expired,
         }
     }
 }

@@ -14,6 +14,8 @@
 //! - `cache`: snapshots loaded recently in this process, found again by version;
 //! - `compact`: the policies of compacting the manifest's own fragments ([`max_fragments`])
 //!   and the partitions writes leave fragmented ([`leaf_max_fragments`]);
+//! - `auto_expire`: the policy of expiring old manifest versions after commits
+//!   ([`auto_expire`]);
 //! - `retention`: the `table_version` rows a commit keeps per partition
 //!   ([`trimmed_versions`]);
 //! - `versions`: the `table_version` rows by table ([`TableVersion`]);
@@ -41,6 +43,7 @@ use crate::ns::infra::storage::Storage;
 use crate::ns::{MANIFEST_DIR, SPEC_KEY_PREFIX};
 use crate::spec::PartitionSpec;
 
+mod auto_expire;
 mod cache;
 mod compact;
 mod evolution;
@@ -55,6 +58,10 @@ mod stats;
 mod versions;
 mod write_ids;
 
+pub use auto_expire::{
+    auto_expire, AutoExpire, DEFAULT_EXPIRE_INTERVAL, DEFAULT_EXPIRE_OLDER_THAN,
+    EXPIRE_INTERVAL_KEY, EXPIRE_OLDER_THAN_KEY, EXPIRE_RETAIN_KEY,
+};
 pub use compact::{
     leaf_max_fragments, max_fragments, too_fragmented, DEFAULT_LEAF_MAX_FRAGMENTS,
     DEFAULT_MAX_FRAGMENTS, LEAF_MAX_FRAGMENTS_KEY, MAX_FRAGMENTS_KEY,

@@ -154,4 +154,7 @@ pub struct WriteSummary {
     pub fragmented: Vec<String>,
     /// Of those, the partitions compacted after the commit.
     pub compacted: u64,
+    /// Old manifest versions the namespace's automatic expiry removed after the commit
+    /// (see `manifest::auto_expire`).
+    pub expired: u64,
 }

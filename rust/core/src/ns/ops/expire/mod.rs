@@ -14,22 +14,22 @@
 //! Weak-mode leaves record no versions in the manifest (readers read their latest): their old
 //! versions go by Lance's own cleanup with the same age and count rules.
 
+pub(crate) mod after_commit;
 mod leaf;
+mod reads;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use futures::stream::{self, StreamExt, TryStreamExt};
 use lance::dataset::cleanup::{cleanup_old_versions, CleanupPolicy, CleanupPolicyBuilder};
 use lance::dataset::{Dataset, Version};
 
+use reads::ReadSets;
+
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
-use crate::ns::manifest::{named_tables, Snapshot};
-
-/// Manifest versions read at a time.
-const CONCURRENCY: usize = 8;
+use crate::ns::manifest::Snapshot;
 
 /// What `expire()` keeps.
 #[derive(Debug, Clone, Default)]
@@ -60,18 +60,6 @@ pub struct ExpireSummary {
     pub dry_run: bool,
 }
 
-/// The leaf versions one manifest version reads, by location (`None`: the latest, weak mode).
-type Reads = Vec<(String, Option<u64>)>;
-
-async fn reads_of(ds: &Dataset) -> Result<Reads> {
-    Ok(named_tables(ds)
-        .await?
-        .into_iter()
-        .filter(|t| !t.is_version)
-        .filter_map(|t| t.location.map(|loc| (loc, t.read_version)))
-        .collect())
-}
-
 /// Removes what the kept manifest versions no longer need (see the module docs).
 ///
 /// # Errors
@@ -96,12 +84,7 @@ pub(crate) async fn expire(storage: &Storage, opts: &ExpireOptions) -> Result<Ex
     all.sort_by_key(|v| v.version);
     let expired = expired_versions(&snap, &all, opts).await?;
     let gone: HashSet<u64> = expired.iter().copied().collect();
-    let reads = ReadSets::of(
-        &version_reads(&snap, &all).await?,
-        &gone,
-        strong,
-        snap.version,
-    );
+    let reads = reads::read_sets(&snap, &all, &gone, strong).await?;
     let mut summary = ExpireSummary {
         dry_run: opts.dry_run,
         ..Default::default()
@@ -150,67 +133,6 @@ async fn expired_versions(
         })
         .map(|(_, v)| v.version)
         .collect())
-}
-
-/// The leaf versions each manifest version of `all` reads. A version a concurrent expire
-/// removed since the listing reads nothing that must stay.
-async fn version_reads(snap: &Snapshot, all: &[Version]) -> Result<Vec<(u64, Reads)>> {
-    stream::iter(all.iter().map(|v| {
-        let ds = &snap.dataset;
-        let version = v.version;
-        async move {
-            match crate::ns::infra::versions::checkout(ds, version).await? {
-                Some(at) => Ok::<_, Error>(Some((version, reads_of(&at).await?))),
-                None => Ok(None),
-            }
-        }
-    }))
-    .buffer_unordered(CONCURRENCY)
-    .try_filter_map(|r| async move { Ok(r) })
-    .try_collect()
-    .await
-}
-
-/// The leaf versions the kept and the expired manifest versions read, by location.
-#[derive(Default)]
-struct ReadSets {
-    kept: HashMap<String, HashSet<u64>>,
-    gone: HashMap<String, HashSet<u64>>,
-    /// Leaves the latest version reads without a version (weak mode).
-    weak: HashSet<String>,
-    /// Leaves a kept strong-mode manifest version reads at an unrecorded version (another
-    /// tool's row): nothing of them is expired.
-    unknown: HashSet<String>,
-}
-
-impl ReadSets {
-    fn of(reads: &[(u64, Reads)], gone: &HashSet<u64>, strong: bool, latest: u64) -> Self {
-        let mut out = Self::default();
-        for (version, rs) in reads {
-            let expired = gone.contains(version);
-            for (loc, rv) in rs {
-                let into = if expired {
-                    &mut out.gone
-                } else {
-                    &mut out.kept
-                };
-                let set = into.entry(loc.clone()).or_default();
-                match rv {
-                    Some(v) => {
-                        set.insert(*v);
-                    }
-                    None if strong && !expired => {
-                        out.unknown.insert(loc.clone());
-                    }
-                    None if *version == latest => {
-                        out.weak.insert(loc.clone());
-                    }
-                    None => {}
-                }
-            }
-        }
-        out
-    }
 }
 
 /// Removes every leaf version only expired manifest versions read (whole leaves no kept

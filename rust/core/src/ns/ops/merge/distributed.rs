@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::Snapshot;
+use crate::ns::ops::expire::after_commit::expire_if_due;
 use crate::ns::ops::write::distributed::{base_snapshot, merge_messages, WritePlan};
 use crate::ns::txn::cleanup_marks::now_ms;
 use crate::ns::txn::row_change::{Deletions, RowChange};
@@ -262,7 +263,15 @@ pub(crate) async fn commit_merge(
         opts,
         started_ms,
     };
-    commit.run(change, &tally, summary).await
+    let done = commit.run(change, &tally, summary).await?;
+    expire_if_due(
+        storage,
+        &snap.root_props.props,
+        snap.version,
+        done.manifest_version,
+    )
+    .await;
+    Ok(done)
 }
 
 /// Refuses messages of another merge than the one planned as `plan` with `nonce`.

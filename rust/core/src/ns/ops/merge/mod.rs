@@ -41,6 +41,7 @@ use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::infra::touched::TouchedPartition;
 use crate::ns::manifest::Snapshot;
+use crate::ns::ops::expire::after_commit::expire_if_due;
 use crate::ns::txn::cleanup_marks::now_ms;
 use crate::ns::txn::retry::backoff;
 use crate::ns::txn::row_change::{commit_row_change, Deletions, RowChange};
@@ -108,9 +109,11 @@ where
         let snap = Arc::new(Snapshot::load(storage, None).await?);
         snap.check_writable()?;
         let strong = snap.strong_mode(opts.strong)?;
+        let (from, props) = (snap.version, snap.root_props.props.clone());
         match run(snap, strong).await {
             Ok(mut summary) => {
                 summary.attempts = attempt;
+                expire_if_due(storage, &props, from, summary.manifest_version).await;
                 return Ok(summary);
             }
             Err(Error::CommitConflict(_)) if attempt < opts.max_attempts.max(1) => {

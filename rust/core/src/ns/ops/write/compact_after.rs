@@ -6,16 +6,17 @@ use crate::ns::infra::storage::Storage;
 use crate::ns::ops::optimize::{optimize_partitions, OptimizeOptions};
 use crate::ns::write::options::{WriteOptions, WriteSummary, MAX_ROWS_PER_FILE};
 
-/// Compacts `summary.fragmented` and counts them in `summary.compacted`. Maintenance after
-/// the commit point: the write is visible whatever happens here, so an error (a lost race, a
-/// cleanup running) leaves the partitions as they are, for a later write to compact.
+/// Compacts `summary.fragmented` and counts them in `summary.compacted`; returns the
+/// manifest version of the compaction's commit. Maintenance after the commit point: the
+/// write is visible whatever happens here, so an error (a lost race, a cleanup running)
+/// leaves the partitions as they are, for a later write to compact.
 pub(crate) async fn compact_fragmented(
     storage: &Storage,
     summary: &mut WriteSummary,
     opts: &WriteOptions,
-) {
+) -> Option<u64> {
     if summary.fragmented.is_empty() || summary.already_committed {
-        return;
+        return None;
     }
     let options = OptimizeOptions {
         filter: None,
@@ -26,7 +27,9 @@ pub(crate) async fn compact_fragmented(
         concurrency: opts.concurrency.max(1),
         max_attempts: opts.max_attempts,
     };
-    if let Ok(done) = optimize_partitions(storage, &summary.fragmented, &options).await {
-        summary.compacted = done.partitions;
-    }
+    let done = optimize_partitions(storage, &summary.fragmented, &options)
+        .await
+        .ok()?;
+    summary.compacted = done.partitions;
+    Some(done.manifest_version)
 }

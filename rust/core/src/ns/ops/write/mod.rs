@@ -14,6 +14,7 @@ use crate::arrow::array::RecordBatch;
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{check_write_id, Snapshot};
+use crate::ns::ops::expire::after_commit::expire_if_due;
 use crate::ns::txn::{cleanup_marks, hooks, WriteTransaction};
 use crate::ns::write::{
     stage_all, IdPlan, PartitionWriter, StagedMessage, WriteOptions, WriteSummary,
@@ -44,11 +45,13 @@ pub(crate) async fn write(
     let parts = writer.close().await?;
     let rows = parts.iter().map(|p| p.rows).sum();
     hooks::pause("after_fragments");
+    let from = snap.version;
+    let props = snap.root_props.props.clone();
     let tx = WriteTransaction::new(storage, snap, strong, opts).staged_since(staged_since);
     let mut summary = tx.commit(parts).await?;
     summary.rows = rows;
     summary.peak_buffered_bytes = peak;
-    compact_after::compact_fragmented(storage, &mut summary, opts).await;
+    maintain_after(storage, &mut summary, opts, &props, from).await;
     Ok(summary)
 }
 
@@ -93,6 +96,8 @@ pub(crate) async fn commit_staged(
         write_id: Some(write_id),
         ..opts.clone()
     };
+    let from = snap.version;
+    let props = snap.root_props.props.clone();
     let mut tx = WriteTransaction::new(storage, snap, id.strong, &opts);
     if let Some(ms) = staged_since.filter(|ms| *ms > 0) {
         tx = tx.staged_since(ms);
@@ -101,8 +106,29 @@ pub(crate) async fn commit_staged(
     if !summary.already_committed {
         summary.rows = rows;
     }
-    compact_after::compact_fragmented(storage, &mut summary, &opts).await;
+    maintain_after(storage, &mut summary, &opts, &props, from).await;
     Ok(summary)
+}
+
+/// The maintenance after a write's commit (from manifest version `from`): compacting the
+/// partitions it left fragmented, then the automatic expiry when the commits reached its
+/// interval. Neither can undo the write: it is visible already.
+async fn maintain_after(
+    storage: &Storage,
+    summary: &mut WriteSummary,
+    opts: &WriteOptions,
+    props: &HashMap<String, String>,
+    from: u64,
+) {
+    if summary.already_committed {
+        return;
+    }
+    let to = compact_after::compact_fragmented(storage, summary, opts)
+        .await
+        .map_or(summary.manifest_version, |v| {
+            v.max(summary.manifest_version)
+        });
+    summary.expired = expire_if_due(storage, props, from, to).await;
 }
 
 /// A distributed write whose base manifest version is gone (`error`): when a strong-mode
