@@ -14,7 +14,7 @@ Flat means: the last window's p50 and p99 within 1.2x of the first window's, and
 the last checkpoint within 1.2x of those at the first.
 
     python benches/stream_history.py [--partitions 10000] [--commits 10000] [--rows 1000]
-        [--hot 1] [--window 100] [--repeat 3] [--write BENCHMARKS.md]
+        [--hot 1] [--window 100] [--repeat 3] [--retain 0] [--write BENCHMARKS.md]
 """
 
 from __future__ import annotations
@@ -42,9 +42,17 @@ def _rows(start: int, n: int, part: int | None, parts: int = 1) -> pa.Table:
     return pa.table({"id": ids, "p": pa.array(p, pa.int64()), "v": pa.array([0.5] * n)})
 
 
-def create(root: str, partitions: int) -> lp.PartitionedNamespace:
+def create(root: str, partitions: int, retain: int) -> lp.PartitionedNamespace:
+    """The namespace; ``retain`` > 0: its automatic expiry keeps that many versions (no age
+    rule), as a stream committing every second would set it; 0: the defaults (a week)."""
     spec = lp.PartitionSpec([lp.PartitionField("p", source="p", transform=lp.Identity())])
-    ns = lp.PartitionedNamespace.create(root, schema=SCHEMA, spec=spec)
+    props = {}
+    if retain:
+        props = {
+            "lance_partitioned.expire.older_than_seconds": "0",
+            "lance_partitioned.expire.retain_versions": str(retain),
+        }
+    ns = lp.PartitionedNamespace.create(root, schema=SCHEMA, spec=spec, properties=props)
     ns.write(_rows(0, partitions, None, partitions), max_new_partitions=None)
     return ns
 
@@ -123,6 +131,7 @@ def checkpoint(root: str, args: argparse.Namespace, done: int, window: list[floa
     cells = " | ".join(f"{seconds(c.first)} / {seconds(c.best)}" for c in reads.values())
     return (
         f"| {done:,} | {seconds(statistics.median(window))} | {seconds(_quantile(window, 99))} "
+        f"| {seconds(max(window))} "
         f"| {live / 1024:,.0f} | {whole / 1024:,.0f} | {rows:,} | {files:,} | {cells} |"
     )
 
@@ -131,7 +140,7 @@ def run(args: argparse.Namespace) -> str:
     work = scratch("lp-stream-history-")
     root = str(work / "ns")
     try:
-        ns = create(root, args.partitions)
+        ns = create(root, args.partitions, args.retain)
         Path(root, "hot.json").write_text(json.dumps(args.hot))
         checkpoints = sorted({c for c in (10, 100, 1_000, 10_000, 100_000) if c <= args.commits})
         checkpoints = sorted({*checkpoints, args.commits})
@@ -150,14 +159,15 @@ def run(args: argparse.Namespace) -> str:
     head = (
         f"`python benches/stream_history.py --partitions {args.partitions} --commits "
         f"{args.commits} --rows {args.rows} --hot {args.hot} --window {args.window} --repeat "
-        f"{args.repeat}` (one process commits every micro-batch under its stream write id, each "
-        f"into one of {args.hot} existing partitions; latency of the last {args.window} commits "
-        "before each checkpoint; manifest KiB: the live data of its latest version, then the "
-        "whole `__manifest` directory with every retained version; the reads each in a fresh "
+        f"{args.repeat} --retain {args.retain}` (one process commits every micro-batch under its "
+        f"stream write id, each into one of {args.hot} existing partitions; latency of the last "
+        f"{args.window} commits before each checkpoint; manifest KiB: the live data of its "
+        "latest version, then the whole `__manifest` directory with every retained version; the reads each in a fresh "
         "process, first call / best):\n\n"
-        "| commits | commit p50 | commit p99 | manifest live KiB | manifest dir KiB | hot rows "
-        "| hot files | open() | pruned read (cold partition) | stats() | partitions() |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|"
+        "| commits | commit p50 | commit p99 | commit max | manifest live KiB | manifest dir KiB "
+        "| hot rows | hot files | open() | pruned read (cold partition) | stats() "
+        "| partitions() |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     tail = f"\nLast window against the first: p50 {p50:.2f}x, p99 {p99:.2f}x (flat: within 1.2x)."
     return "\n".join([head, *lines, tail])
@@ -171,6 +181,7 @@ def main() -> None:
     ap.add_argument("--hot", type=int, default=1)
     ap.add_argument("--window", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--retain", type=int, default=0)
     ap.add_argument("--write", type=Path)
     args = ap.parse_args()
     text = run(args)

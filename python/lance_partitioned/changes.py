@@ -46,6 +46,7 @@ class RowChanges:
         concurrency: int | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         lineage_job: Job = None,
+        write_id: str | None = None,
     ) -> MergeResult:
         """Sets ``set``'s columns to SQL values over each row's columns on the rows matching
         ``where`` (every row without it), e.g. ``ns.update({"status": "'shipped'"},
@@ -60,6 +61,7 @@ class RowChanges:
             concurrency=concurrency,
             max_attempts=max_attempts,
             lineage_job=lineage_job,
+            write_id=write_id,
         )
 
     def apply_changes(
@@ -74,12 +76,13 @@ class RowChanges:
         concurrency: int | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         lineage_job: Job = None,
+        write_id: str | None = None,
     ) -> MergeResult:
         """Applies a change feed (CDC): of the changes to one key only the last by
         ``sequence_by`` counts; a change whose ``operation`` column is in ``delete_values``
         deletes the key's row, any other inserts or replaces it (a NULL operation is not
         applied). ``operation`` and ``sequence_by`` are read, never written; one atomic
-        commit."""
+        commit. ``write_id``: applied once (see ``MergeInsertBuilder.execute``)."""
         return merge.apply_changes(
             self,
             changes,
@@ -91,4 +94,5 @@ class RowChanges:
             concurrency=concurrency,
             max_attempts=max_attempts,
             lineage_job=lineage_job,
+            write_id=write_id,
         )

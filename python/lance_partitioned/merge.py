@@ -75,6 +75,14 @@ def key_columns(on: str | Sequence[str]) -> list[str]:
     return keys
 
 
+def write_id_arg(write_id: object) -> str | None:
+    """A write id argument: ``None`` or a string (its length and mode are checked where it
+    is recorded)."""
+    if write_id is None or isinstance(write_id, str):
+        return write_id
+    raise ArgumentTypeError(f"write_id takes a string, got {write_id!r}")
+
+
 def change_args(
     root: str,
     transaction_mode: TransactionMode | None,
@@ -100,6 +108,7 @@ def update(
     concurrency: int | None,
     max_attempts: int,
     lineage_job: Job,
+    write_id: str | None = None,
 ) -> MergeResult:
     """``PartitionedNamespace.update``."""
     if not isinstance(set, Mapping) or not set:
@@ -123,6 +132,7 @@ def update(
             concurrency=concurrency,
             max_attempts=max_attempts,
             max_buffer_bytes=WRITE_BUFFER_BYTES,
+            write_id=write_id_arg(write_id),
         )
         _report(ns, scope, result)
     return result
@@ -256,6 +266,7 @@ class MergeInsertBuilder(MergeClauses):
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         max_buffer_bytes: int = WRITE_BUFFER_BYTES,
         lineage_job: Job = None,
+        write_id: str | None = None,
         _keep_last_by: str | None = None,
     ) -> MergeResult:
         """Runs the merge with ``source`` (any Arrow data or stream, or an iterable of
@@ -264,7 +275,9 @@ class MergeInsertBuilder(MergeClauses):
         In strong mode (the default) nothing is visible until one atomic manifest commit;
         when a concurrent commit changes a partition the merge read, the merge runs again on
         the new versions (up to ``max_attempts`` runs, then ``CommitConflictError``). Two
-        source rows with one key raise ``DuplicateKeyError``.
+        source rows with one key raise ``DuplicateKeyError``. ``write_id`` (strong mode)
+        makes the merge happen once: a merge under an id the manifest records already
+        changes nothing (``already_committed``), as a stream's replayed micro-batch must.
         """
         ns = self._ns
         strong, concurrency = change_args(
@@ -278,6 +291,7 @@ class MergeInsertBuilder(MergeClauses):
                 concurrency=concurrency,
                 max_attempts=max_attempts,
                 max_buffer_bytes=max_buffer_bytes,
+                write_id=write_id_arg(write_id),
             )
             _report(ns, scope, result)
         return result

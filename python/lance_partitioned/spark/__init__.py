@@ -64,7 +64,12 @@ from lance_partitioned.options import (
     storage_options_arg,
     write_args,
 )
-from lance_partitioned.spark.batches import stream_write_id, write_batch
+from lance_partitioned.spark.batches import (
+    apply_changes_batch,
+    stream_write_id,
+    upsert_batch,
+    write_batch,
+)
 from lance_partitioned.spark.key import cluster
 from lance_partitioned.spark.merge import SparkMergeInsert, apply_changes, merge_insert
 from lance_partitioned.spark.tasks import MAX_ROWS_PER_TASK
@@ -419,12 +424,14 @@ __all__ = [
     "FORMAT",
     "SparkMergeInsert",
     "apply_changes",
+    "apply_changes_batch",
     "join",
     "merge_insert",
     "read",
     "register",
     "spec_option",
     "stream_write_id",
+    "upsert_batch",
     "write",
     "write_batch",
 ]

@@ -46,6 +46,7 @@ from lance_partitioned.merge import (
     _report,
     change_args,
     change_feed,
+    write_id_arg,
 )
 from lance_partitioned.namespace import PartitionedNamespace
 from lance_partitioned.options import (
@@ -110,10 +111,13 @@ class SparkMergeInsert(MergeClauses):
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         max_buffer_bytes: int = TASK_BUFFER_BYTES,
         lineage_job: Job = None,
+        write_id: str | None = None,
         _keep_last_by: str | None = None,
     ) -> MergeResult:
         """Merges ``df`` and returns what the merge did (as
         :meth:`MergeInsertBuilder.execute`; ``attempts`` counts the Spark jobs run).
+        Under ``write_id`` (strong mode) the merge happens once: when the manifest records
+        the id already, no task runs and nothing is committed (``already_committed``).
 
         ``num_tasks``: tasks of the shuffle (default: as Spark's adaptive execution sizes
         it). ``concurrency``: leaf commits at once on the driver. ``max_buffer_bytes``: what a
@@ -128,7 +132,7 @@ class SparkMergeInsert(MergeClauses):
         )
         _check_keys(df, self._on)
         check_workers(df.sparkSession)
-        extra = (_keep_last_by, max_buffer_bytes)
+        extra = (_keep_last_by, max_buffer_bytes, write_id_arg(write_id))
         with operation("merge", lineage_job, outputs=ns._lineage_outputs) as scope:
             result = self._run(ns, df, (strong, num_tasks, concurrency, max_attempts), extra)
             _report(ns, scope, result)
@@ -142,15 +146,23 @@ class SparkMergeInsert(MergeClauses):
         extra: Any,
     ) -> MergeResult:
         strong, num_tasks, concurrency, max_attempts = limits
+        write_id = extra[2]
         attempt = 0
         while True:
             attempt += 1
             dm = _native.DistributedMerge.plan(ns.root, strong, self._options)
             ns.refresh()
+            if write_id is not None and ns._ns.snapshot().has_write(write_id):
+                # A repeated merge (a replayed micro-batch): the commit of no messages
+                # reports it, and checks the id's mode as any commit does.
+                log.info("lance-partitioned: merge %r is already committed", write_id)
+                return dm.commit(
+                    [], self._args(), concurrency=concurrency, max_attempts=1, write_id=write_id
+                )
             shuffled = _by_key(df, ns, dm, self._on, num_tasks)
             t0 = time.perf_counter()
             rows = collect(
-                shuffled.mapInArrow(_StageMerge(dm, self, extra), "message binary, rows long")
+                shuffled.mapInArrow(_StageMerge(dm, self, extra[:2]), "message binary, rows long")
             )
             log.info(
                 "lance-partitioned: merge staged %d rows in %d tasks in %.1f s (attempt %d)",
@@ -166,6 +178,7 @@ class SparkMergeInsert(MergeClauses):
                     concurrency=concurrency,
                     max_attempts=max_attempts,
                     attempt=attempt,
+                    write_id=write_id,
                 )
             except CommitConflictError as e:
                 # Nothing of this run is visible (a weak-mode failure after some partitions

@@ -110,7 +110,13 @@ impl DistributedMerge {
         max_buffer_bytes: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let clauses = clauses.into_clauses()?;
-        let opts = merge::options(Some(self.plan.strong), concurrency, 1, max_buffer_bytes);
+        let opts = merge::options(
+            Some(self.plan.strong),
+            concurrency,
+            1,
+            max_buffer_bytes,
+            None,
+        );
         let (plan, nonce) = (self.plan.write_plan(), &self.plan.nonce);
         let bytes = merge::with_source(py, data, |source| {
             let ns = self.plan.namespace();
@@ -122,8 +128,10 @@ impl DistributedMerge {
     /// Commits the staged messages once and decides the merge's not-matched-by-source
     /// clauses (of `clauses`, as `stage` got them) over all of them; `attempt` is the run this
     /// plan is (the summary's `attempts`). No messages (no source rows) and no such clause
-    /// commit nothing.
-    #[pyo3(signature = (messages, clauses, *, concurrency, max_attempts, attempt = 1))]
+    /// commit nothing. Under `write_id`, a merge the manifest already records commits
+    /// nothing (`already_committed`), whatever the messages.
+    #[pyo3(signature = (messages, clauses, *, concurrency, max_attempts, attempt = 1, write_id = None))]
+    #[allow(clippy::too_many_arguments)]
     fn commit(
         &self,
         py: Python<'_>,
@@ -132,6 +140,7 @@ impl DistributedMerge {
         concurrency: usize,
         max_attempts: u32,
         attempt: u32,
+        write_id: Option<String>,
     ) -> PyResult<MergeResult> {
         let clauses = clauses.into_clauses()?;
         let mut s = run(py, || {
@@ -142,6 +151,7 @@ impl DistributedMerge {
             let opts = WriteOptions {
                 concurrency: concurrency.max(1),
                 max_attempts: max_attempts.max(1),
+                write_id,
                 ..Default::default()
             };
             let id = (self.plan.write_plan(), self.plan.nonce.as_str());

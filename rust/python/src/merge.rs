@@ -69,12 +69,14 @@ pub(crate) fn options(
     concurrency: usize,
     max_attempts: u32,
     max_buffer_bytes: usize,
+    write_id: Option<String>,
 ) -> WriteOptions {
     WriteOptions {
         strong,
         concurrency: concurrency.max(1),
         max_attempts: max_attempts.max(1),
         max_buffer_bytes: max_buffer_bytes.max(1),
+        write_id,
         ..Default::default()
     }
 }
@@ -181,6 +183,8 @@ pub struct MergeResult {
     pub manifest_version: u64,
     /// Runs of the merge (a concurrent commit to a partition it read makes it run again).
     pub attempts: u32,
+    /// The manifest already recorded the merge's write id: nothing was done.
+    pub already_committed: bool,
 }
 
 #[pymethods]
@@ -188,7 +192,7 @@ impl MergeResult {
     fn __repr__(&self) -> String {
         format!(
             "MergeResult(inserted={}, updated={}, deleted={}, moved={}, partitions={}, \
-             scanned={}, skipped={}, manifest_version={}, attempts={})",
+             scanned={}, skipped={}, manifest_version={}, attempts={}, already_committed={})",
             self.inserted,
             self.updated,
             self.deleted,
@@ -197,7 +201,12 @@ impl MergeResult {
             self.scanned,
             self.skipped,
             self.manifest_version,
-            self.attempts
+            self.attempts,
+            if self.already_committed {
+                "True"
+            } else {
+                "False"
+            }
         )
     }
 }
@@ -219,6 +228,7 @@ impl From<&MergeSummary> for MergeResult {
             matching: s.matching.clone(),
             manifest_version: s.manifest_version,
             attempts: s.attempts,
+            already_committed: s.already_committed,
         }
     }
 }

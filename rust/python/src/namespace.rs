@@ -150,7 +150,7 @@ impl Namespace {
 
     /// Merges `data` by the key columns `on` as the clauses say (`merge_insert`); returns
     /// what it did.
-    #[pyo3(signature = (data, clauses, *, strong, concurrency, max_attempts, max_buffer_bytes))]
+    #[pyo3(signature = (data, clauses, *, strong, concurrency, max_attempts, max_buffer_bytes, write_id = None))]
     #[allow(clippy::too_many_arguments)]
     fn merge_insert(
         &self,
@@ -161,9 +161,16 @@ impl Namespace {
         concurrency: usize,
         max_attempts: u32,
         max_buffer_bytes: usize,
+        write_id: Option<String>,
     ) -> PyResult<MergeResult> {
         let clauses = clauses.into_clauses()?;
-        let opts = merge::options(strong, concurrency, max_attempts, max_buffer_bytes);
+        let opts = merge::options(
+            strong,
+            concurrency,
+            max_attempts,
+            max_buffer_bytes,
+            write_id,
+        );
         let s = merge::with_source(py, data, |source| {
             block_on(self.inner.merge_insert(source, &clauses, &opts))
         })?;
@@ -186,7 +193,7 @@ impl Namespace {
     }
 
     /// Sets `set`'s columns (SQL values over the row's columns) on the rows matching `filter`.
-    #[pyo3(signature = (set, filter, *, strong, concurrency, max_attempts, max_buffer_bytes))]
+    #[pyo3(signature = (set, filter, *, strong, concurrency, max_attempts, max_buffer_bytes, write_id = None))]
     #[allow(clippy::too_many_arguments)]
     fn update(
         &self,
@@ -197,8 +204,15 @@ impl Namespace {
         concurrency: usize,
         max_attempts: u32,
         max_buffer_bytes: usize,
+        write_id: Option<String>,
     ) -> PyResult<MergeResult> {
-        let opts = merge::options(strong, concurrency, max_attempts, max_buffer_bytes);
+        let opts = merge::options(
+            strong,
+            concurrency,
+            max_attempts,
+            max_buffer_bytes,
+            write_id,
+        );
         let s = run(py, || {
             block_on(self.inner.update(&set, filter.as_deref(), &opts))
         })?;

@@ -52,9 +52,13 @@ pub(crate) struct RowChange {
     pub(crate) parts: Vec<StagedPart>,
     /// The operation `history()` shows (`merge`, `update`).
     pub(crate) operation: &'static str,
+    /// The write id the commit records on its `table_version` rows; a manifest that already
+    /// records it makes the commit a no-op.
+    pub(crate) write_id: Option<String>,
 }
 
-/// Commits `change`; see the module docs. Returns the manifest commit and what changed.
+/// Commits `change`; see the module docs. Returns the manifest commit and what changed
+/// (nothing, when the manifest already recorded the change's write id).
 ///
 /// # Errors
 /// `CommitConflict` when a partition the change read changed concurrently (nothing visible
@@ -98,11 +102,17 @@ pub(crate) async fn commit_row_change(
         strong,
         started_ms,
         operation: change.operation,
+        write_id: change.write_id,
+        already_committed: false,
     };
     let committed = match commit_manifest(storage, max_attempts, &mut update).await {
         Ok(c) => c,
         Err(e) => return Err(leaves.partial(&update.leaves, e)),
     };
+    if update.already_committed {
+        // Our leaf versions stay unreferenced (cleanup() removes them).
+        return Ok((committed, Vec::new()));
+    }
     Ok((committed, update.changed()))
 }
 

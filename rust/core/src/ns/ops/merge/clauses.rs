@@ -173,4 +173,7 @@ pub struct MergeSummary {
     /// Runs of the merge: a concurrent commit to a partition it read makes it run again on
     /// the new versions.
     pub attempts: u32,
+    /// The manifest already recorded the change's write id (a repeated change, such as a
+    /// stream's micro-batch run again): nothing was done.
+    pub already_committed: bool,
 }

@@ -40,7 +40,10 @@ use crate::spec::CompiledSpec;
 
 use super::tally::{LeafTally, Tally};
 use super::unmatched::decide_unmatched;
-use super::{decide, stage, Commit, MergeClauses, MergeSource, MergeSummary};
+use super::{
+    already_committed, check_repeatable, decide, stage, Commit, MergeClauses, MergeSource,
+    MergeSummary,
+};
 
 /// Version of the [`MergeMessage`] layout.
 const FORMAT: u32 = 1;
@@ -202,6 +205,13 @@ pub(crate) async fn commit_merge(
     clauses: &MergeClauses,
     opts: &WriteOptions,
 ) -> Result<MergeSummary> {
+    if let Some(id) = &opts.write_id {
+        check_repeatable(id, plan.strong)?;
+        let latest = Snapshot::load(storage, None).await?;
+        if latest.has_write(id)? {
+            return Ok(already_committed(latest.version, 1));
+        }
+    }
     let unique = dedupe(messages)?;
     check_identity(&unique, plan, nonce)?;
     let by_source = !clauses.not_matched_by_source.is_empty();
@@ -256,6 +266,7 @@ pub(crate) async fn commit_merge(
         deletions,
         parts,
         operation: "merge",
+        write_id: opts.write_id.clone(),
     };
     let commit = Commit {
         storage,

@@ -40,7 +40,7 @@ use crate::arrow::datatypes::SchemaRef;
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::infra::touched::TouchedPartition;
-use crate::ns::manifest::Snapshot;
+use crate::ns::manifest::{check_write_id, Snapshot};
 use crate::ns::ops::expire::after_commit::expire_if_due;
 use crate::ns::txn::cleanup_marks::now_ms;
 use crate::ns::txn::retry::backoff;
@@ -109,6 +109,12 @@ where
         let snap = Arc::new(Snapshot::load(storage, None).await?);
         snap.check_writable()?;
         let strong = snap.strong_mode(opts.strong)?;
+        if let Some(id) = &opts.write_id {
+            check_repeatable(id, strong)?;
+            if snap.has_write(id)? {
+                return Ok(already_committed(snap.version, attempt));
+            }
+        }
         let (from, props) = (snap.version, snap.root_props.props.clone());
         match run(snap, strong).await {
             Ok(mut summary) => {
@@ -326,6 +332,7 @@ pub(crate) async fn commit_changes(
         deletions,
         parts,
         operation: change.operation,
+        write_id: opts.write_id.clone(),
     };
     let commit = Commit {
         storage,
@@ -334,6 +341,33 @@ pub(crate) async fn commit_changes(
         started_ms,
     };
     commit.run(change, &tally, summary).await
+}
+
+/// Refuses write id `id` when it cannot be checked: a malformed id, or weak mode (whose
+/// commits are not atomic, so a repeated change cannot be recognised as a whole).
+///
+/// # Errors
+/// `InvalidArgument`.
+pub(crate) fn check_repeatable(id: &str, strong: bool) -> Result<()> {
+    check_write_id(id)?;
+    if !strong {
+        return Err(Error::InvalidArgument(
+            "a write id needs strong mode: weak-mode commits are not atomic, so a repeated \
+             change cannot be recognised as a whole (use transaction_mode=\"strong\")"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The summary of a change whose write id the manifest at `version` records already.
+pub(crate) fn already_committed(version: u64, attempts: u32) -> MergeSummary {
+    MergeSummary {
+        manifest_version: version,
+        attempts,
+        already_committed: true,
+        ..Default::default()
+    }
 }
 
 /// How a decided change is committed.
@@ -362,6 +396,7 @@ impl Commit<'_> {
             return Ok(summary);
         }
         let snap = Arc::clone(&change.base);
+        let repeatable = change.write_id.is_some();
         let (committed, changed) = commit_row_change(
             self.storage,
             change,
@@ -372,6 +407,9 @@ impl Commit<'_> {
         )
         .await?;
         summary.manifest_version = committed.version;
+        if repeatable && changed.is_empty() {
+            return Ok(already_committed(committed.version, summary.attempts));
+        }
         summary.partitions = tally.per_partition(&snap, &changed);
         Ok(summary)
     }

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::ns::manifest::{describe_key, LeafVersion, Snapshot};
 use crate::ns::txn::conflict::delete::{drop_empty_namespaces, drop_partition};
 use crate::ns::txn::conflict::version_row;
-use crate::ns::txn::conflict::write::NewPartition;
+use crate::ns::txn::conflict::write::{tag_version_rows, NewPartition};
 use crate::ns::txn::leaf::{Pending, Written};
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
 
@@ -63,6 +63,11 @@ pub(crate) struct RowChangeUpdate<'a> {
     /// When the change started writing (ms since the epoch).
     pub(crate) started_ms: i64,
     pub(crate) operation: &'static str,
+    /// Recorded on the `table_version` rows; a manifest that holds it already makes this
+    /// change a no-op.
+    pub(crate) write_id: Option<String>,
+    /// Set when the latest manifest already holds `write_id` (a repeated change).
+    pub(crate) already_committed: bool,
 }
 
 impl ManifestUpdate for RowChangeUpdate<'_> {
@@ -93,6 +98,14 @@ impl ManifestUpdate for RowChangeUpdate<'_> {
 
 impl RowChangeUpdate<'_> {
     fn plan_on(&mut self, latest: &Snapshot) -> Result<Option<ManifestChange>> {
+        if let Some(id) = &self.write_id {
+            if latest.has_write(id)? {
+                // An earlier run of this same change committed (before a crash, or
+                // concurrently): it must not apply twice.
+                self.already_committed = true;
+                return Ok(None);
+            }
+        }
         for (oid, version) in &self.read {
             match latest.leaf_by_id(oid)? {
                 None => return Err(self.conflict(oid, "dropped")),
@@ -144,6 +157,9 @@ impl RowChangeUpdate<'_> {
             if let Some(&r) = k1.row_by_id.get(&format!("v{}", self.spec_id)) {
                 change.copy_rows.push(r);
             }
+        }
+        if let Some(id) = &self.write_id {
+            tag_version_rows(&mut change, id);
         }
         let empty =
             change.copy_rows.is_empty() && change.rows.is_empty() && change.delete_ids.is_empty();

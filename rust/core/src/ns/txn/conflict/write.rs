@@ -106,13 +106,7 @@ impl WriteUpdate<'_> {
             self.keep_only_written(latest, &mut change)?;
         }
         if let Some(id) = &self.write_id {
-            for r in change
-                .rows
-                .iter_mut()
-                .filter(|r| r.object_type == TABLE_VERSION)
-            {
-                r.props.insert(WRITE_ID_KEY.to_string(), id.clone());
-            }
+            tag_version_rows(&mut change, id);
         }
         if change.copy_rows.is_empty() && change.rows.is_empty() && change.delete_others.is_none() {
             return Ok(None);
@@ -500,4 +494,15 @@ async fn leaf_step(storage: &Storage, location: &str, ver: u64) -> Result<(Strin
         other => other.name().to_lowercase(),
     };
     Ok((op, Some(txn.read_version)))
+}
+
+/// Records write id `id` on the `table_version` rows `change` adds.
+pub(crate) fn tag_version_rows(change: &mut ManifestChange, id: &str) {
+    for r in change
+        .rows
+        .iter_mut()
+        .filter(|r| r.object_type == TABLE_VERSION)
+    {
+        r.props.insert(WRITE_ID_KEY.to_string(), id.to_string());
+    }
 }
