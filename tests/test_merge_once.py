@@ -78,8 +78,9 @@ def test_a_merge_run_again_under_its_id_changes_nothing(tmp_path: Path) -> None:
     u = ns.update({"qty": "qty + 10"}, write_id="job:2")
     assert not u.already_committed
     assert ns.update({"qty": "qty + 10"}, write_id="job:2").already_committed
-    feed = pa.table({"id": pa.array([0, 1], pa.int64()), "qty": [100, 100], "seq": [1, 1],
-                     "op": ["U", "D"]})
+    feed = pa.table(
+        {"id": pa.array([0, 1], pa.int64()), "qty": [100, 100], "seq": [1, 1], "op": ["U", "D"]}
+    )
     assert not ns.apply_changes(feed, "id", "seq", write_id="job:3").already_committed
     assert ns.apply_changes(feed, "id", "seq", write_id="job:3").already_committed
     assert sorted(qty(tmp_path / "ns")) == sorted([100] + [12] * 18)

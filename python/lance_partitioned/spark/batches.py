@@ -105,9 +105,7 @@ def apply_changes_batch(
     from lance_partitioned.spark.merge import apply_changes
 
     write_id = stream_write_id(_stream_id(batch_df, stream_id), epoch_id)
-    return apply_changes(
-        batch_df, uri, keys, sequence_by, operation, write_id=write_id, **options
-    )
+    return apply_changes(batch_df, uri, keys, sequence_by, operation, write_id=write_id, **options)
 
 
 def _stream_id(batch_df: DataFrame, stream_id: str | None) -> str:
@@ -118,7 +116,6 @@ def _query_id(batch_df: DataFrame) -> str:
     qid = batch_df.sparkSession.sparkContext.getLocalProperty(QUERY_ID)
     if not qid:
         raise InvalidArgumentError(
-            "found no streaming query id (is this called from foreachBatch?); "
-            "pass stream_id="
+            "found no streaming query id (is this called from foreachBatch?); pass stream_id="
         )
     return str(qid)
