@@ -1,7 +1,8 @@
 """Structured Streaming into a namespace: the data source's stream writer and the
-``foreachBatch`` helper land every input row exactly once, also when Spark runs a committed
-micro-batch again (its own record of the batch lost, as after a driver crash between our
-commit and Spark's). Expected rows come from pyarrow reading the input files."""
+``foreachBatch`` helpers (appends, upserts, change feeds) land every input row exactly once,
+also when Spark runs a committed micro-batch again (its own record of the batch lost, as after
+a driver crash between our commit and Spark's); partition explosions fail typed. Expected rows
+come from pyarrow reading the input files, or from the changes applied in Python."""
 
 from __future__ import annotations
 
@@ -255,3 +256,132 @@ def test_stream_into_the_s3_server_lands_every_row_once(
     ns.refresh()
     assert rows(ns.to_table()) == rows(expected)
     assert ns.version == version
+
+
+def change_files(folder: Path) -> list[pa.Table]:
+    """Three change files (one micro-batch each): inserts of ids 0..299, then updates and
+    deletes, then updates again; columns of SCHEMA plus ``seq`` and ``op``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    steps = [
+        [(i, "I") for i in range(300)],
+        [(i, "U") for i in range(100)] + [(i, "D") for i in range(250, 300)],
+        [(i, "U") for i in range(0, 300, 7) if i < 250] + [(260, "I")],
+    ]
+    for seq, changes in enumerate(steps):
+        t = pa.table(
+            {
+                "id": pa.array([i for i, _ in changes], pa.int64()),
+                "country": [["US", "FR", "DE"][i % 3] for i, _ in changes],
+                "amount": [i + 1000.0 * seq for i, _ in changes],
+                "seq": pa.array([seq] * len(changes), pa.int64()),
+                "op": [op for _, op in changes],
+            }
+        )
+        pq.write_table(t, folder / f"part-{seq:04d}.parquet")
+        out.append(t)
+    return out
+
+
+def apply_model(changes: list[pa.Table], deletes: bool) -> list[tuple[Any, ...]]:
+    """The namespace a change feed leaves, computed row by row in Python (deletes ignored
+    for an upsert-only sink)."""
+    state: dict[int, tuple[Any, ...]] = {}
+    for t in changes:
+        for r in t.to_pylist():
+            if r["op"] == "D":
+                if deletes:
+                    state.pop(r["id"], None)
+            else:
+                state[r["id"]] = (r["id"], r["country"], r["amount"])
+    return sorted(state.values())
+
+
+def test_stream_cdc_and_upserts_apply_each_batch_once(spark: Any, tmp_path: Path) -> None:
+    """``update`` output mode and CDC through ``foreachBatch``: every batch's changes land
+    once (expected rows: the changes applied in Python); a batch Spark runs again after
+    losing its record changes nothing and commits nothing."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    cdc, upserts = str(tmp_path / "cdc"), str(tmp_path / "up")
+    create(cdc)
+    create(upserts)
+    folder, checkpoint = tmp_path / "in", tmp_path / "cp"
+    changes = change_files(folder)
+    schema = pa.schema([*SCHEMA, pa.field("seq", pa.int64()), pa.field("op", pa.string())])
+    results: list[tuple[bool, bool]] = []
+
+    def each(batch: Any, epoch: int) -> None:
+        a = lps.apply_changes_batch(batch, epoch, cdc, "id", "seq")
+        rows_ = batch.where(F.col("op") != "D").select(*SCHEMA.names)
+        b = lps.upsert_batch(rows_, epoch, upserts, "id")
+        results.append((a.already_committed, b.already_committed))
+
+    def run() -> Any:
+        q = (
+            spark.readStream.schema(from_arrow_schema(schema))
+            .option("maxFilesPerTrigger", 1)
+            .parquet(str(folder))
+            .writeStream.foreachBatch(each)
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination()
+        return q
+
+    q = run()
+    assert results == [(False, False)] * 3
+    got = {uri: lp.PartitionedNamespace.open(uri) for uri in (cdc, upserts)}
+    assert rows(got[cdc].to_table()) == apply_model(changes, deletes=True)
+    assert rows(got[upserts].to_table()) == apply_model(changes, deletes=False)
+    versions = {uri: ns.version for uri, ns in got.items()}
+    snap = _native.Namespace(cdc, None).snapshot()
+    assert all(snap.has_write(lps.stream_write_id(q.id, b)) for b in range(3))
+    forget_last_batch(checkpoint)
+    results.clear()
+    assert run().id == q.id
+    assert results == [(True, True)]
+    for uri, ns in got.items():
+        ns.refresh()
+        assert ns.version == versions[uri], uri
+    assert rows(got[cdc].to_table()) == apply_model(changes, deletes=True)
+
+
+def test_a_stream_exploding_into_partitions_fails_typed_and_commits_nothing(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A micro-batch that would create more partitions than ``max_new_partitions`` fails the
+    query with the limit's error, in the sink and in ``foreachBatch``; nothing is committed."""
+    uri = str(tmp_path / "ns")
+    create(uri)
+    folder = tmp_path / "in"
+    input_files(folder, 1)  # 3 countries x 4 buckets: 12 new partitions in one batch
+    q = (
+        source(spark, folder)
+        .writeStream.format(lps.FORMAT)
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .option("max_new_partitions", "5")
+        .trigger(availableNow=True)
+        .start(uri)
+    )
+    with pytest.raises(Exception, match="more than 5 new partitions") as e:
+        q.awaitTermination()
+    assert "max_new_partitions" in str(e.value)
+
+    def each(batch: Any, epoch: int) -> None:
+        lps.write_batch(batch, epoch, uri, max_new_partitions=5)
+
+    q2 = (
+        source(spark, folder)
+        .writeStream.foreachBatch(each)
+        .option("checkpointLocation", str(tmp_path / "cp2"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception, match="more than 5 new partitions"):
+        q2.awaitTermination()
+    ns = lp.PartitionedNamespace.open(uri)
+    assert ns.partitions().num_rows == 0
+    assert ns.to_table().num_rows == 0
