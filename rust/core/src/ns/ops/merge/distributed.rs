@@ -205,12 +205,8 @@ pub(crate) async fn commit_merge(
     clauses: &MergeClauses,
     opts: &WriteOptions,
 ) -> Result<MergeSummary> {
-    if let Some(id) = &opts.write_id {
-        check_repeatable(id, plan.strong)?;
-        let latest = Snapshot::load(storage, None).await?;
-        if latest.has_write(id)? {
-            return Ok(already_committed(latest.version, 1));
-        }
+    if let Some(done) = recorded(storage, opts, plan.strong).await? {
+        return Ok(done);
     }
     let unique = dedupe(messages)?;
     check_identity(&unique, plan, nonce)?;
@@ -254,12 +250,7 @@ pub(crate) async fn commit_merge(
         attempts: 1,
         ..Default::default()
     };
-    let started_ms = staged
-        .iter()
-        .map(|m| m.staged_since_ms)
-        .filter(|ms| *ms > 0)
-        .min()
-        .map_or_else(now_ms, Ok)?;
+    let started_ms = first_staged_ms(&staged)?;
     let change = RowChange {
         base: Arc::clone(&snap),
         read: read.into_iter().collect(),
@@ -283,6 +274,36 @@ pub(crate) async fn commit_merge(
     )
     .await;
     Ok(done)
+}
+
+/// When the first task started staging (ms since the epoch; now when no task says).
+fn first_staged_ms(staged: &[StagedMessage]) -> Result<i64> {
+    staged
+        .iter()
+        .map(|m| m.staged_since_ms)
+        .filter(|ms| *ms > 0)
+        .min()
+        .map_or_else(now_ms, Ok)
+}
+
+/// The summary of a merge under a write id the latest manifest records already (`None`
+/// without a write id, or when it is not recorded).
+///
+/// # Errors
+/// `InvalidArgument` for a malformed id or weak mode; `Lance` for I/O errors.
+async fn recorded(
+    storage: &Storage,
+    opts: &WriteOptions,
+    strong: bool,
+) -> Result<Option<MergeSummary>> {
+    let Some(id) = &opts.write_id else {
+        return Ok(None);
+    };
+    check_repeatable(id, strong)?;
+    let latest = Snapshot::load(storage, None).await?;
+    Ok(latest
+        .has_write(id)?
+        .then(|| already_committed(latest.version, 1)))
 }
 
 /// Refuses messages of another merge than the one planned as `plan` with `nonce`.
