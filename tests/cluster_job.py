@@ -12,8 +12,10 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -142,6 +144,49 @@ def kill_an_executor_after(spark: SparkSession, seconds: float, killed: list[int
     if pids:
         os.kill(pids[0], signal.SIGKILL)
         killed.append(pids[0])
+
+
+def stream_with_an_executor_killed(
+    spark: SparkSession, options: dict[str, str], uri: str
+) -> dict[str, Any]:
+    """The data source's stream writer taking the rate source's numbers (a micro-batch a
+    second) while one executor is SIGKILLed after the second batch: Spark runs the lost
+    tasks again and the master starts a new executor. Every number of the committed batches
+    lands once (the rate source's batches are deterministic, so they are ``0 .. max``)."""
+    import pyarrow as pa
+
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("k", pa.int64())])
+    spec = lp.PartitionSpec([lp.PartitionField("k", source="k", transform=lp.Identity())])
+    lp.PartitionedNamespace.create(uri, schema, spec, storage_options=options)
+    checkpoint = tempfile.mkdtemp(prefix="lp-cluster-stream-")
+    q = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", 2000)
+        .option("numPartitions", 2)
+        .load()
+        .select(F.col("value").alias("id"), (F.col("value") % 5).alias("k"))
+        .writeStream.format(lps.FORMAT)
+        .option("checkpointLocation", checkpoint)
+        .option("storage_options", json.dumps(options))
+        .trigger(processingTime="1 second")
+        .start(uri)
+    )
+    killed: list[int] = []
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(q.recentProgress) < 2:
+        time.sleep(0.2)
+    pids = executors(spark.sparkContext.applicationId)
+    if pids:
+        os.kill(pids[0], signal.SIGKILL)
+        killed.append(pids[0])
+    after = len(q.recentProgress)
+    while time.monotonic() < deadline and len(q.recentProgress) < after + 4:
+        time.sleep(0.2)
+    q.stop()
+    batches = [p["batchId"] for p in q.recentProgress]
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    got = check(uri, options, 0, 0)
+    return {"pids": killed, "batches": len(set(batches)), **got}
 
 
 def main() -> None:
@@ -285,6 +330,9 @@ def main() -> None:
             )
         ).as_py(),
     }
+
+    # 8. A stream from the rate source into the bucket, an executor SIGKILLed mid-stream.
+    out["stream"] = stream_with_an_executor_killed(spark, options, f"s3://{bucket}/stream")
 
     print("RESULT " + json.dumps(out), flush=True)
     spark.stop()

@@ -1,7 +1,8 @@
 """The ingest pipeline on a real Spark standalone cluster (a master and two workers, each its
 own JVM; executors run Python workers from a venv holding only the installed wheel) writing to
-the S3 server: clustered and one-pass writes, the Data Source writer, pruned reads, and an
-executor SIGKILLed mid-write, and a speculative second attempt of a slow task."""
+the S3 server: clustered and one-pass writes, the Data Source writer, pruned reads, an
+executor SIGKILLed mid-write (and mid-merge, and mid-stream), and a speculative second
+attempt of a slow task."""
 
 from __future__ import annotations
 
@@ -102,6 +103,13 @@ def test_ingest_pipeline_on_a_standalone_cluster(
     assert (merged["inserted"], merged["updated"]) == (1000, n // 4)
     # Every changed row carries its own id's new payload; every other row kept its own.
     assert merged["merged"] == merged["right"] == n // 4 + 1000
+    stream = res["stream"]
+    assert len(stream["pids"]) == 1, "an executor was killed while the stream ran"
+    assert stream["batches"] >= 6, stream
+    # Every number of the committed batches once: 0 .. max, none missing, none twice.
+    assert stream["rows"] == stream["unique"] == stream["max"] + 1, stream
+    assert stream["min"] == 0
+    assert stream["rows"] >= 4000, stream
     # Proof that a speculative copy raced: Spark interrupts the losing attempt when the stage
     # finishes (the SIGKILLed executor of step 5 logs nothing of the kind).
     log = cluster.executor_log()
