@@ -124,6 +124,7 @@ def test_ingest_pipeline_on_a_standalone_cluster(
         "one-pass",
         "data-source",
         "speculative",
+        "stream",
     }
 
 
