@@ -107,6 +107,22 @@ pub fn check_write_id(id: &str) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a caller's write id `id` when it cannot be checked: a malformed id, or weak mode
+/// (whose commits are not atomic, so a repeated write cannot be recognised as a whole).
+///
+/// # Errors
+/// `InvalidArgument`.
+pub fn check_repeatable(id: &str, strong: bool) -> Result<()> {
+    if !strong {
+        return Err(Error::InvalidArgument(
+            "a write id needs strong mode: weak-mode commits are not atomic, so a repeated \
+             write cannot be recognised as a whole (use transaction_mode=\"strong\")"
+                .into(),
+        ));
+    }
+    check_write_id(id)
+}
+
 /// Property of a `table_version` row: the rows that version wrote or deleted.
 pub const ROWS_KEY: &str = "rows";
 

@@ -70,9 +70,10 @@ pub use evolution::{check_field_id_reuse, spec_preparation};
 pub use feature_flags::{READER_FLAGS_KEY, WRITER_FLAGS_KEY};
 pub(crate) use format::required_string as string_column_of;
 pub use format::{
-    base_fields, check_write_id, manifest_schema, parse_props, parse_version, partition_column,
-    props_json, rows_to_batch, spec_of, Row, BASE_OBJECTS, LOCATION, MAX_WRITE_ID_LEN, METADATA,
-    NAMESPACE, OBJECT_ID, OBJECT_TYPE, READ_VERSION, ROWS_KEY, TABLE, TABLE_VERSION, WRITE_ID_KEY,
+    base_fields, check_repeatable, check_write_id, manifest_schema, parse_props, parse_version,
+    partition_column, props_json, rows_to_batch, spec_of, Row, BASE_OBJECTS, LOCATION,
+    MAX_WRITE_ID_LEN, METADATA, NAMESPACE, OBJECT_ID, OBJECT_TYPE, READ_VERSION, ROWS_KEY, TABLE,
+    TABLE_VERSION, WRITE_ID_KEY,
 };
 pub(crate) use format::{required_string, scan_rows};
 pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf};

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
-use crate::ns::manifest::Snapshot;
+use crate::ns::manifest::{check_repeatable, Snapshot};
 use crate::ns::ops::expire::after_commit::expire_if_due;
 use crate::ns::ops::write::distributed::{base_snapshot, merge_messages, WritePlan};
 use crate::ns::txn::cleanup_marks::now_ms;
@@ -40,10 +40,7 @@ use crate::spec::CompiledSpec;
 
 use super::tally::{LeafTally, Tally};
 use super::unmatched::decide_unmatched;
-use super::{
-    already_committed, check_repeatable, decide, stage, Commit, MergeClauses, MergeSource,
-    MergeSummary,
-};
+use super::{already_committed, decide, stage, Commit, MergeClauses, MergeSource, MergeSummary};
 
 /// Version of the [`MergeMessage`] layout.
 const FORMAT: u32 = 1;

@@ -40,7 +40,7 @@ use crate::arrow::datatypes::SchemaRef;
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::infra::touched::TouchedPartition;
-use crate::ns::manifest::{check_write_id, Snapshot};
+use crate::ns::manifest::{check_repeatable, Snapshot};
 use crate::ns::ops::expire::after_commit::expire_if_due;
 use crate::ns::txn::cleanup_marks::now_ms;
 use crate::ns::txn::retry::backoff;
@@ -341,23 +341,6 @@ pub(crate) async fn commit_changes(
         started_ms,
     };
     commit.run(change, &tally, summary).await
-}
-
-/// Refuses write id `id` when it cannot be checked: a malformed id, or weak mode (whose
-/// commits are not atomic, so a repeated change cannot be recognised as a whole).
-///
-/// # Errors
-/// `InvalidArgument`.
-pub(crate) fn check_repeatable(id: &str, strong: bool) -> Result<()> {
-    check_write_id(id)?;
-    if !strong {
-        return Err(Error::InvalidArgument(
-            "a write id needs strong mode: weak-mode commits are not atomic, so a repeated \
-             change cannot be recognised as a whole (use transaction_mode=\"strong\")"
-                .into(),
-        ));
-    }
-    Ok(())
 }
 
 /// The summary of a change whose write id the manifest at `version` records already.

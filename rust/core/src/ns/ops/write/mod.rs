@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::arrow::array::RecordBatch;
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
-use crate::ns::manifest::{check_write_id, Snapshot};
+use crate::ns::manifest::{check_repeatable, Snapshot};
 use crate::ns::ops::expire::after_commit::expire_if_due;
 use crate::ns::txn::{cleanup_marks, hooks, WriteTransaction};
 use crate::ns::write::{
@@ -74,15 +74,13 @@ pub(crate) async fn commit_staged(
             "no staged messages to commit".into(),
         ));
     };
-    if opts.write_id.is_some() && !first.strong {
-        return Err(Error::InvalidArgument(
-            "a write id needs strong mode: weak-mode commits are not atomic, so a repeated \
-             write cannot be recognised as a whole (use transaction_mode=\"strong\")"
-                .into(),
-        ));
-    }
-    let write_id = opts.write_id.clone().unwrap_or_else(|| first.nonce.clone());
-    check_write_id(&write_id)?;
+    let write_id = match &opts.write_id {
+        Some(id) => {
+            check_repeatable(id, first.strong)?;
+            id.clone()
+        }
+        None => first.nonce.clone(),
+    };
     let snap = match distributed::base_snapshot(storage, first.manifest_version).await {
         Ok(s) => Arc::new(s),
         Err(e) => return committed_before(storage, first.strong, &write_id, e).await,
