@@ -169,6 +169,13 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         ["--rows", "10000000"],
         ["--rows", "200000", "--repeat", "1"],
     ),
+    (
+        "stream-ingest",
+        "## Streaming throughput",
+        "stream_ingest.py",
+        [],
+        ["--rows", "50000", "--batches", "3", "--partitions", "5", "--repeat", "0"],
+    ),
 ]
 
 

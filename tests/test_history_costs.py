@@ -11,6 +11,7 @@ from pathlib import Path
 import lance
 import pyarrow as pa
 import pytest
+from races import python_child, resume, wait_for_pause
 
 import lance_partitioned as lp
 
@@ -121,6 +122,90 @@ def test_stream_batches_stay_recognised_after_their_rows_are_trimmed(tmp_path: P
     assert replay.committed("job-1") is not None
     expected = [0, *range(1000, 1300), 5000, 5001, 5002]
     assert ids(lp.PartitionedNamespace.open(str(root)).to_table()) == expected
+
+
+def in_commit_order(root: Path, object_ids: list[str]) -> list[str]:
+    """``object_ids`` ordered by the first manifest version holding each (read by pylance)."""
+    first: dict[str, int] = {}
+    for v in lance.dataset(str(root / "__manifest")).versions():
+        for r in manifest_rows(root, v["version"]):
+            first.setdefault(str(r["object_id"]), v["version"])
+    return sorted(object_ids, key=lambda o: first[o])
+
+
+def test_optimize_trims_the_version_rows_commits_leave(tmp_path: Path) -> None:
+    """A partition no commit touches any more keeps up to twice the limit; optimize() takes
+    it down to the limit, keeping its newest versions and its stream's newest batch."""
+    root = tmp_path / "ns"
+    ns = make(root, **{KEPT: "4", EXTRA: "0"})
+    written = [batch(0, 3)]
+    ns.write(written[-1])
+    dw = ns.distributed_write()
+    written.append(batch(100, 3))
+    dw.commit([dw.stage(written[-1])], write_id="stream:q:0")
+    for i in range(2, 7):
+        written.append(batch(100 * i, 3))
+        ns.write(written[-1])
+    ns.write(batch(9000, 1, p=1))
+    before = in_commit_order(root, version_rows(root, 0))
+    assert len(before) == 7  # under twice the limit: no commit trimmed them
+    stream_row = before[1]
+    want = [stream_row, *before[-4:]]
+    version = ns.version
+
+    dry = ns.optimize(min_files=1000, dry_run=True)
+    assert dry.version_rows_removed == len(before) - len(want)
+    assert ns.version == version
+
+    res = ns.optimize(min_files=1000)
+    assert res.partitions == 0
+    assert res.version_rows_removed == len(before) - len(want)
+    assert in_commit_order(root, version_rows(root, 0)) == want
+    assert res.manifest_version == ns.version == version + 1
+    # Nothing a reader sees changed, the stream's batch is still recognised, writes go on.
+    assert ids(ns.to_table("p = 0")) == ids(pa.concat_tables(written))
+    assert ids(ns.to_table("p = 0", as_of=version)) == ids(pa.concat_tables(written))
+    again = ns.distributed_write()
+    assert again.commit([again.stage(batch(100, 3))], write_id="stream:q:0").already_committed
+    # Nothing left to trim: no commit.
+    assert ns.optimize(min_files=1000).version_rows_removed == 0
+    assert ns.version == version + 1
+    ns.write(batch(7000, 2))
+    assert ids(ns.to_table("p = 0")) == ids(pa.concat_tables([*written, batch(7000, 2)]))
+
+
+WRITE_ONE = (
+    "import sys, pyarrow as pa, lance_partitioned as lp\n"
+    "ns = lp.PartitionedNamespace.open(sys.argv[1])\n"
+    "ns.write(pa.table({'id': pa.array([int(sys.argv[2])], pa.int64()), 'p': [0]}))\n"
+)
+
+
+def test_optimize_trimming_races_a_writer_of_the_partition(tmp_path: Path) -> None:
+    """A writer planned on the untrimmed rows (its commit would trim them itself) pauses
+    before its manifest commit; optimize() trims them; the writer re-plans and commits: no
+    row lost, no version row lost twice, the partition within the limit."""
+    root = tmp_path / "ns"
+    ns = make(root, **{KEPT: "4", EXTRA: "0"})
+    written = [batch(10 * i, 2) for i in range(8)]
+    for t in written:
+        ns.write(t)
+    assert len(version_rows(root, 0)) == 8  # the next commit trims them
+    flag = tmp_path / "paused"
+    p = python_child(["-c", WRITE_ONE, str(root), "999"], f"before_manifest_commit:{flag}")
+    try:
+        wait_for_pause(p, flag)
+        assert ns.optimize(min_files=1000).version_rows_removed == 4
+        resume(p, flag)
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert ids(ns.to_table()) == ids(pa.concat_tables([*written, batch(999, 1)]))
+    assert len(version_rows(root, 0)) == 5
+    assert ns.optimize(min_files=1000).version_rows_removed == 1
 
 
 def test_a_writer_lagging_behind_trimmed_versions_is_rebased(tmp_path: Path) -> None:

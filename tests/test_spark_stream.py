@@ -182,6 +182,49 @@ def test_stream_complete_mode_replaces_the_namespace_each_batch(spark: Any, tmp_
     )
 
 
+def test_update_mode_goes_through_upsert_batch(spark: Any, tmp_path: Path) -> None:
+    """Spark refuses ``update`` output mode for every Python data source (its write builder
+    takes no updates as appends), before any batch; the same aggregation in update mode lands
+    through ``foreachBatch`` with ``upsert_batch`` keyed by the grouping column: the namespace
+    holds the final counts."""
+    from pyspark.sql import functions as F
+
+    folder = tmp_path / "in"
+    expected = input_files(folder)
+    uri = str(tmp_path / "agg")
+    schema = pa.schema([pa.field("country", pa.string()), pa.field("n", pa.int64())])
+    spec = lp.PartitionSpec([lp.PartitionField("c", source="country", transform=lp.Identity())])
+    lp.PartitionedNamespace.create(uri, schema, spec)
+    counts = source(spark, folder).groupBy("country").agg(F.count("*").alias("n"))
+    q = (
+        counts.writeStream.format(lps.FORMAT)
+        .outputMode("update")
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(availableNow=True)
+        .start(uri)
+    )
+    with pytest.raises(Exception, match="does not support Update mode"):
+        q.awaitTermination()
+    assert lp.PartitionedNamespace.open(uri).to_table().num_rows == 0
+
+    def each(batch: Any, epoch: int) -> None:
+        lps.upsert_batch(batch, epoch, uri, on="country")
+
+    q = (
+        counts.writeStream.outputMode("update")
+        .foreachBatch(each)
+        .option("checkpointLocation", str(tmp_path / "cp2"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination()
+    got = lp.PartitionedNamespace.open(uri).to_table()
+    want = expected.group_by("country").aggregate([("id", "count")])
+    assert sorted(zip(got["country"].to_pylist(), got["n"].to_pylist(), strict=True)) == sorted(
+        zip(want["country"].to_pylist(), want["id_count"].to_pylist(), strict=True)
+    )
+
+
 def test_stream_into_a_weak_namespace_is_refused_before_any_batch(
     spark: Any, tmp_path: Path
 ) -> None:

@@ -41,8 +41,10 @@ class Maintenance:
         partition whose files a concurrent commit replaced is compacted again from what is
         there, so nothing is lost or duplicated; readers of older versions (``as_of``) keep
         reading the files they named until :meth:`expire` removes them. Partitions whose leaf
-        table has indices are left alone (``skipped_indexed``). ``dry_run`` only reports what
-        would be compacted.
+        table has indices are left alone (``skipped_indexed``). In strong mode the selected
+        partitions' ``table_version`` rows beyond ``lance_partitioned.manifest.versions_kept``
+        go too, in one more manifest commit (``version_rows_removed``; commits keep up to twice
+        the limit per partition they change). ``dry_run`` only reports what would be done.
         """
         if filter is not None and (not isinstance(filter, str) or not filter.strip()):
             raise InvalidArgumentError("optimize's filter must be a non-empty SQL string or None")

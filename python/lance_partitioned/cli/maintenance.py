@@ -20,7 +20,7 @@ LISTED = 20
 """Items of a list (orphans, versions) a human summary names before "... and K more"."""
 
 OPTIMIZE_KEYS = ("partitions", "files_before", "files_after", "rows", "bytes_written")
-OPTIMIZE_EXTRA = ("skipped_indexed", "rebased", "recompacted", "attempts")
+OPTIMIZE_EXTRA = ("skipped_indexed", "rebased", "recompacted", "attempts", "version_rows_removed")
 EXPIRE_KEYS = ("manifest_versions", "leaf_versions", "leaf_tables", "files", "bytes", "dry_run")
 CLEANUP_KEYS = ("orphans", "stale_versions", "stale_files", "files", "bytes", "removed")
 
@@ -81,6 +81,9 @@ def optimize(
         click.echo(f"manifest version {doc['manifest_version']}")
     if doc.get("skipped_indexed"):
         click.echo(f"skipped {doc['skipped_indexed']:,} partitions with indices")
+    if doc.get("version_rows_removed"):
+        verb = "would remove" if dry_run else "removed"
+        click.echo(f"{verb} {doc['version_rows_removed']:,} old table_version rows")
 
 
 @cli.command(short_help="Remove old manifest and leaf versions.")

@@ -293,6 +293,8 @@ pub struct OptimizeResult {
     pub manifest_version: u64,
     /// Manifest commit attempts.
     pub attempts: u32,
+    /// `table_version` rows removed beyond the retention limit (or that would be).
+    pub version_rows_removed: u64,
     /// Whether this was a dry run.
     pub dry_run: bool,
 }
@@ -327,6 +329,7 @@ impl From<OptimizeSummary> for OptimizeResult {
             recompacted: s.recompacted,
             manifest_version: s.manifest_version,
             attempts: s.attempts,
+            version_rows_removed: s.version_rows_removed,
             dry_run: s.dry_run,
         }
     }

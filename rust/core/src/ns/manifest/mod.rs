@@ -80,7 +80,8 @@ pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf};
 pub use named::{named_tables, NamedTable};
 pub use repair::dropped_columns;
 pub use retention::{
-    trimmed_versions, version_row_id, versions_kept, DEFAULT_VERSIONS_KEPT, VERSIONS_KEPT_KEY,
+    surplus_versions, trimmed_versions, version_row_id, versions_kept, DEFAULT_VERSIONS_KEPT,
+    VERSIONS_KEPT_KEY,
 };
 pub use root::Root;
 pub use stats::{leaf_stats, LeafStats, LeafTotals, LeafVersion};

@@ -58,29 +58,70 @@ pub fn trimmed_versions(latest: &Snapshot, new: &[Row]) -> Result<Vec<String>> {
     if keep == 0 {
         return Ok(Vec::new());
     }
-    let keys = latest.keys()?;
     let mut out = Vec::new();
     for row in new.iter().filter(|r| r.object_type == TABLE_VERSION) {
         let Some((table, _)) = row.object_id.rsplit_once('$') else {
             continue;
         };
-        let Some(recorded) = keys.versions.get(table) else {
-            continue;
-        };
-        if recorded.len() < 2 * keep {
-            continue;
-        }
-        let recorded = latest.table_versions(table)?;
+        // The new row is the newest: keep `keep - 1` more along the chain it extends.
         let base = row.props.get("base_version").and_then(|b| b.parse().ok());
-        let newest = newest_first(&recorded, base, keep - 1);
-        let write_ids = latest.write_ids()?;
-        for v in &recorded {
-            let id = v.props.get(WRITE_ID_KEY).map(String::as_str);
-            if newest.contains(&v.version) || id.is_some_and(|i| write_ids.is_newest_batch(i)) {
-                continue;
-            }
-            out.push(version_row_id(keys, table, v.version));
+        out.extend(trimmed_of_table(latest, table, base, keep - 1, 2 * keep)?);
+    }
+    Ok(out)
+}
+
+/// The object ids of the `table_version` rows of the leaves `leaves` (indices into
+/// `latest.leaves`) beyond the newest [`versions_kept`] along the chain ending at each leaf's
+/// read version: what `optimize()` removes from partitions no commit touches any more (a
+/// commit keeps up to twice the limit, see the module docs). Rows of stream batches that are
+/// their stream's newest stay.
+///
+/// # Errors
+/// As [`trimmed_versions`].
+pub fn surplus_versions(latest: &Snapshot, leaves: &[usize]) -> Result<Vec<String>> {
+    let keep = versions_kept(&latest.root_props.props)?;
+    if keep == 0 {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for &i in leaves {
+        let leaf = &latest.leaves[i];
+        out.extend(trimmed_of_table(
+            latest,
+            &leaf.object_id,
+            leaf.read_version,
+            keep,
+            keep + 1,
+        )?);
+    }
+    Ok(out)
+}
+
+/// The object ids of the rows of `table` a trim removes once it holds `from_rows` rows or
+/// more: all but the `keep` newest along the chain ending at `head` and the newest batch of
+/// each stream.
+fn trimmed_of_table(
+    latest: &Snapshot,
+    table: &str,
+    head: Option<u64>,
+    keep: usize,
+    from_rows: usize,
+) -> Result<Vec<String>> {
+    let keys = latest.keys()?;
+    match keys.versions.get(table) {
+        Some(recorded) if recorded.len() >= from_rows => {}
+        _ => return Ok(Vec::new()),
+    }
+    let recorded = latest.table_versions(table)?;
+    let newest = newest_first(&recorded, head, keep);
+    let write_ids = latest.write_ids()?;
+    let mut out = Vec::new();
+    for v in &recorded {
+        let id = v.props.get(WRITE_ID_KEY).map(String::as_str);
+        if newest.contains(&v.version) || id.is_some_and(|i| write_ids.is_newest_batch(i)) {
+            continue;
         }
+        out.push(version_row_id(keys, table, v.version));
     }
     Ok(out)
 }

@@ -7,6 +7,10 @@
 //! committed on its main line (Lance rebases it over concurrent appends) and the manifest
 //! does not change.
 //!
+//! Last, in strong mode, the selected partitions' `table_version` rows beyond the retention
+//! limit go in one more manifest commit (a commit trims the partitions it changes only once
+//! they hold twice the limit; see `manifest::retention`).
+//!
 //! One leaf's compaction and its Lance commit live in the transaction layer
 //! ([`crate::ns::txn::compaction`]), as does the manifest commit with its rebases over
 //! concurrent appends ([`crate::ns::txn::conflict::optimize`]).
@@ -21,6 +25,7 @@ use crate::ns::scan::{prune, Filter};
 use crate::ns::txn::compaction::{LeafCompaction, LeafOutcome, Rewrite};
 use crate::ns::txn::conflict::optimize::{Compacted, OptimizeUpdate};
 use crate::ns::txn::manifest_commit::commit_manifest;
+use crate::ns::txn::trim_versions::{surplus_of, trim_versions};
 
 /// What `optimize()` is asked to do.
 #[derive(Debug, Clone)]
@@ -64,6 +69,9 @@ pub struct OptimizeSummary {
     pub manifest_version: u64,
     /// Manifest commit attempts.
     pub attempts: u32,
+    /// `table_version` rows removed beyond the retention limit
+    /// (`lance_partitioned.manifest.versions_kept`) from the selected partitions.
+    pub version_rows_removed: u64,
     /// Whether this was a dry run.
     pub dry_run: bool,
 }
@@ -90,7 +98,23 @@ pub(crate) async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Resul
         None => None,
     };
     let selected = prune(&snap, filter.as_ref())?.leaves;
-    compact_leaves(storage, &snap, selected, opts, started_ms).await
+    let ids: Vec<String> = selected
+        .iter()
+        .map(|&i| snap.leaves[i].object_id.clone())
+        .collect();
+    let mut summary = compact_leaves(storage, &snap, selected, opts, started_ms).await?;
+    if !snap.strong_mode(opts.strong)? {
+        return Ok(summary);
+    }
+    // The manifest's own upkeep: version rows of partitions no commit trims any more.
+    if opts.dry_run {
+        summary.version_rows_removed = surplus_of(&snap, &ids)?.len() as u64;
+    } else {
+        let (removed, version) = trim_versions(storage, &ids, opts.max_attempts).await?;
+        summary.version_rows_removed = removed;
+        summary.manifest_version = summary.manifest_version.max(version);
+    }
+    Ok(summary)
 }
 
 /// Compacts the partitions `object_ids` of the latest manifest (those that still exist) with

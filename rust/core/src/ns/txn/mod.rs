@@ -24,6 +24,8 @@
 //! - [`root_commit`]: the retried commit of root properties, on which the operations
 //!   `update_schema` and `evolve` ([`crate::ns::ops`]) plan schema changes and spec
 //!   evolutions.
+//! - [`trim_versions`]: removing the `table_version` rows partitions keep beyond the
+//!   retention limit (`optimize()`).
 //! - [`cleanup_marks`]: when deleting cleanups ran, so commits check their staged files only
 //!   when one could have removed them.
 //! - [`retry`]: what every retried commit shares (outcome, lost races, backoff).
@@ -45,6 +47,7 @@ pub(crate) mod repair;
 pub(crate) mod retry;
 pub(crate) mod root_commit;
 pub(crate) mod row_change;
+pub(crate) mod trim_versions;
 pub(crate) mod write_lock;
 
 use std::sync::Arc;
