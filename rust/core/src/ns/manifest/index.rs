@@ -110,6 +110,8 @@ impl Snapshot {
             leaves,
             keys: Arc::default(),
             write_ids: Arc::default(),
+            recorded: Arc::default(),
+            superseded: Arc::default(),
             light,
             missing_columns,
         };

@@ -109,6 +109,10 @@ pub struct Snapshot {
     keys: Arc<std::sync::OnceLock<Keys>>,
     /// The write ids recorded, see [`Snapshot::write_ids`].
     write_ids: Arc<std::sync::OnceLock<WriteIds>>,
+    /// Where each leaf's recorded totals are, see `stats::Recorded`.
+    recorded: Arc<tokio::sync::OnceCell<stats::Recorded>>,
+    /// Per leaf, the versions this snapshot records that it does not keep (see `stats`).
+    superseded: Arc<tokio::sync::OnceCell<Arc<std::collections::HashMap<String, u64>>>>,
     /// Loaded without the property columns (see [`Snapshot::load_with`]).
     pub light: bool,
     /// Expected manifest columns that are missing (another writer dropped them; see

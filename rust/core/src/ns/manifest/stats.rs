@@ -8,6 +8,7 @@
 //! older releases) are opened and measured from their Lance metadata.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 use lance::dataset::Dataset;
@@ -208,6 +209,52 @@ async fn listed_versions(snap: &Snapshot, location: &str) -> Result<u64> {
         .count() as u64)
 }
 
+/// Where the manifest records each leaf's totals, indexed once per snapshot (snapshots share
+/// it, like their lookups: a repeated `stats()` or read planning on the same version neither
+/// scans the `metadata` column again nor walks its rows).
+#[derive(Debug)]
+pub(crate) struct Recorded {
+    /// The `metadata` column (of `table_version` rows, for a light snapshot).
+    metadata: StringArray,
+    /// Leaf object id -> (its `table_version` rows, the row recording its read version).
+    by_leaf: HashMap<String, (u64, Option<usize>)>,
+}
+
+impl Recorded {
+    async fn index(snap: &Snapshot) -> Result<Self> {
+        let read: HashMap<&str, u64> = snap
+            .leaves
+            .iter()
+            .filter_map(|l| Some((l.object_id.as_str(), l.read_version?)))
+            .collect();
+        let (ids, types, metadata) = version_columns(snap).await?;
+        let mut by_leaf: HashMap<String, (u64, Option<usize>)> = HashMap::with_capacity(read.len());
+        for (r, table, ver) in version_rows(&ids, &types) {
+            let Some(&read_version) = read.get(table) else {
+                continue;
+            };
+            let entry = by_leaf.entry(table.to_string()).or_default();
+            entry.0 += 1;
+            if ver == read_version && !metadata.is_null(r) {
+                entry.1 = Some(r);
+            }
+        }
+        Ok(Self { metadata, by_leaf })
+    }
+
+    /// The totals recorded for `leaf`'s read version, and its recorded rows.
+    fn of(&self, leaf: &str) -> Result<(Option<LeafTotals>, u64)> {
+        let Some(&(rows, at)) = self.by_leaf.get(leaf) else {
+            return Ok((None, 0));
+        };
+        let totals = match at {
+            Some(r) => LeafTotals::recorded(&parse_props(Some(self.metadata.value(r)))?),
+            None => None,
+        };
+        Ok((totals, rows))
+    }
+}
+
 /// The statistics the manifest records for the leaves `idx` at their read versions (`None`
 /// for a leaf whose version row has no totals, and for every leaf in weak mode).
 async fn recorded_stats(
@@ -219,30 +266,18 @@ async fn recorded_stats(
     if idx.is_empty() || !snap.strong_mode(None)? {
         return Ok(out);
     }
-    // Leaf object id -> (position in idx, read version).
-    let mut wanted: HashMap<&str, (usize, u64)> = HashMap::with_capacity(idx.len());
+    let recorded = snap
+        .recorded
+        .get_or_try_init(|| Recorded::index(snap))
+        .await?;
+    let mut rows = vec![0u64; idx.len()];
     for (k, &i) in idx.iter().enumerate() {
-        let leaf = &snap.leaves[i];
-        if let Some(v) = leaf.read_version {
-            wanted.insert(leaf.object_id.as_str(), (k, v));
-        }
-    }
-    let (ids, types, metadata) = version_columns(snap).await?;
-    let mut recorded = vec![0u64; idx.len()];
-    for (r, table, ver) in version_rows(&ids, &types) {
-        let Some(&(k, read_version)) = wanted.get(table) else {
-            continue;
-        };
-        recorded[k] += 1;
-        if ver != read_version || metadata.is_null(r) {
-            continue;
-        }
-        if let Some(totals) = LeafTotals::recorded(&parse_props(Some(metadata.value(r)))?) {
-            out[k] = Some(LeafStats {
-                totals,
-                versions: 0,
-            });
-        }
+        let (totals, n) = recorded.of(&snap.leaves[i].object_id)?;
+        rows[k] = n;
+        out[k] = totals.map(|totals| LeafStats {
+            totals,
+            versions: 0,
+        });
     }
     if versions {
         // Versions recorded by the oldest manifest version other than the one it reads are
@@ -251,7 +286,7 @@ async fn recorded_stats(
         for (k, &i) in idx.iter().enumerate() {
             let gone = expired.get(snap.leaves[i].object_id.as_str()).copied();
             if let Some(s) = out[k].as_mut() {
-                s.versions = recorded[k].saturating_sub(gone.unwrap_or(0));
+                s.versions = rows[k].saturating_sub(gone.unwrap_or(0));
             }
         }
     }
@@ -280,20 +315,31 @@ async fn version_columns(snap: &Snapshot) -> Result<(StringArray, StringArray, S
 /// no kept manifest version reads: what `expire()` removes, all but the version that manifest
 /// version reads and the leaf's latest main-line version (Lance's `latest`). Recorded versions
 /// leave the manifest only with their partition.
-async fn expired_versions(snap: &Snapshot) -> Result<HashMap<String, u64>> {
+async fn expired_versions(snap: &Snapshot) -> Result<Arc<HashMap<String, u64>>> {
     let listed = snap.dataset.version_refs().await?;
     let Some(oldest) = listed.iter().map(|v| v.version).min() else {
-        return Ok(HashMap::new());
+        return Ok(Arc::default());
     };
     if oldest >= snap.version {
-        return Ok(HashMap::new());
+        return Ok(Arc::default());
     }
     let first = match Snapshot::load_with(&snap.storage, Some(oldest), true).await {
         Ok(first) => first,
         // The manifest's first version, written before the namespace's properties.
-        Err(Error::NotFound(_)) => return Ok(HashMap::new()),
+        Err(Error::NotFound(_)) => return Ok(Arc::default()),
         Err(e) => return Err(e),
     };
+    // A function of that version alone: counted once per snapshot (cached snapshots share it).
+    let counted = first
+        .superseded
+        .get_or_try_init(|| async { superseded(&first).map(Arc::new) })
+        .await?;
+    Ok(Arc::clone(counted))
+}
+
+/// Per leaf of `first`, the versions it records other than the one it reads and the newest
+/// main-line one.
+fn superseded(first: &Snapshot) -> Result<HashMap<String, u64>> {
     // Leaf -> (the version read, versions recorded, newest main-line version recorded).
     let mut leaves: HashMap<&str, (u64, u64, Option<u64>)> = first
         .leaves
