@@ -196,6 +196,85 @@ def test_never_true_filters_keep_nothing(tmp_path: Path, sql: str) -> None:
     assert pc.sum(ns.to_table()["x"]).as_py() == 6
 
 
+@pytest.fixture(scope="module")
+def xys(tmp_path_factory: pytest.TempPathFactory) -> tuple[lp.PartitionedNamespace, pa.Table]:
+    """Partitioned by identity on ``x``; ``y`` and ``s`` are not partition sources."""
+    schema = pa.schema([("x", pa.int64()), ("y", pa.int64()), ("s", pa.string())])
+    spec = lp.PartitionSpec([lp.PartitionField("x", "x", lp.Identity())])
+    ns = lp.PartitionedNamespace.create(str(tmp_path_factory.mktemp("xy") / "ns"), schema, spec)
+    table = pa.table(
+        {
+            "x": [i % 4 for i in range(40)],
+            "y": [i - 20 if i % 7 else None for i in range(40)],
+            "s": [chr(ord("a") + i % 5) * (1 + i % 3) for i in range(40)],
+        },
+        schema=schema,
+    )
+    ns.write(table)
+    return ns, table
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "x IN (NULL)",
+        "y IN (NULL)",
+        "y IN (NULL, NULL) OR x IN (CAST(NULL AS BIGINT))",
+        "y > 5 AND y < 3",
+        "y >= 3 AND y < 3",
+        "3 < y AND y <= 3",
+        "y = 1 AND y = 2",
+        "x = 1 AND y > 0 AND y < 10 AND y >= 10",
+        "s > 'b' AND s < 'a'",
+        "s = 'a' AND s = 'b'",
+    ],
+)
+def test_filters_never_true_on_any_column_keep_no_partition(
+    xys: tuple[lp.PartitionedNamespace, pa.Table], sql: str
+) -> None:
+    ns, _ = xys
+    assert ns.partitions(sql, with_rows=False).num_rows == 0
+    assert "kept 0 of 4" in ns.explain(sql)
+    assert ns.to_table(sql).num_rows == 0
+
+
+def test_nulls_in_an_in_list_are_dropped_not_kept(
+    xys: tuple[lp.PartitionedNamespace, pa.Table],
+) -> None:
+    ns, table = xys
+    assert _kept(ns, "x IN (1, NULL)", ["x"]) == {(1,)}
+    got = ns.to_table("x IN (1, NULL) AND y IN (NULL, -19, 5)")
+    want = table.filter(pc.field("x").isin([1]) & pc.field("y").isin([-19, 5]))
+    assert sorted(got["y"].to_pylist()) == sorted(want["y"].to_pylist()) == [-19, 5]
+    # Not a comparison: TRUE where y is NULL.
+    got = ns.to_table("y IS NOT DISTINCT FROM NULL")
+    assert got.num_rows == pc.sum(pc.is_null(table["y"])).as_py() > 0
+
+
+_BOUND = st.tuples(st.sampled_from(["<", "<=", ">", ">=", "="]), st.integers(-25, 25))
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(bounds=st.lists(_BOUND, min_size=1, max_size=4), on_x=st.booleans())
+def test_bounds_on_any_column_never_change_an_answer(
+    xys: tuple[lp.PartitionedNamespace, pa.Table], bounds: list[tuple[str, int]], on_x: bool
+) -> None:
+    """Random conjunctions of bounds (satisfiable or not) read exactly the rows pyarrow's
+    kernels keep, on a partition source and on another column."""
+    ns, table = xys
+    column = "x" if on_x else "y"
+    ops = {**_COMPARE, "=": pc.equal}
+    mask = None
+    for op, v in bounds:
+        m = ops[op](table[column], pa.scalar(v, pa.int64()))
+        mask = m if mask is None else pc.and_kleene(mask, m)
+    want = sorted(table.filter(mask)["y"].to_pylist(), key=str)
+    sql = " AND ".join(f"{column} {op} {v}" for op, v in bounds)
+    assert sorted(ns.to_table(sql)["y"].to_pylist(), key=str) == want, sql
+
+
 def test_date_part_prunes_on_the_field_it_equals(tmp_path: Path) -> None:
     schema = pa.schema([("ts", pa.timestamp("us", tz="UTC"))])
     spec = lp.PartitionSpec(

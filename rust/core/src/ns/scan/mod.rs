@@ -9,6 +9,7 @@
 //! - `read`: the streaming read of the kept leaves.
 
 mod display;
+mod never_true;
 mod prune;
 mod prune_expr;
 pub(crate) use prune_expr::other_zero;

@@ -5,7 +5,8 @@
 //! month/day/hour are not monotone on their own, so a range prunes on the longest chain
 //! year[, month[, day[, hour]]] of fields over the same source, compared as a tuple. A strict
 //! bound on the first (last) value of a period excludes that period (`ts < '2021-01-01'` keeps
-//! 2020, not 2021); a filter that is never TRUE keeps nothing.
+//! 2020, not 2021); a filter that is never TRUE keeps nothing (`never_true`: an `IN` of
+//! NULLs, contradictory bounds on any column).
 
 use std::collections::HashMap;
 
@@ -18,6 +19,7 @@ use crate::expr::session;
 use crate::ns::infra::filter::{evaluate_mask, plain, Filter};
 use crate::ns::manifest::{partition_column, Snapshot};
 
+use super::never_true::{contradictory, only_nulls, without_nulls};
 use super::prune_expr::{
     as_column, as_literal, binary, date_part, exact_cast, flatten_and, flip, ident,
     identity_compare, lit, neighbor, other_zero,
@@ -93,6 +95,9 @@ impl Deriver<'_> {
             Expr::BinaryExpr(b) if b.op == Operator::And => {
                 let mut conj = Vec::new();
                 flatten_and(e, &mut conj);
+                if contradictory(&conj) {
+                    return Some(lit(ScalarValue::Boolean(Some(false))));
+                }
                 let mut parts: Vec<Expr> = conj.iter().filter_map(|c| self.derive(c)).collect();
                 parts.extend(self.multi_source_equalities(&conj));
                 parts.into_iter().reduce(|a, b| a.and(b))
@@ -122,6 +127,20 @@ impl Deriver<'_> {
                         _ => return None,
                     },
                 };
+                let comparison = matches!(
+                    op,
+                    Operator::Eq
+                        | Operator::NotEq
+                        | Operator::Lt
+                        | Operator::LtEq
+                        | Operator::Gt
+                        | Operator::GtEq
+                );
+                if v.is_null() && comparison {
+                    // A comparison with NULL is never TRUE (`x IN (NULL)` simplifies to one;
+                    // `IS [NOT] DISTINCT FROM NULL` is not a comparison).
+                    return Some(lit(ScalarValue::Boolean(Some(false))));
+                }
                 self.compare(&c, op, &v)
             }
             Expr::Between(bt) if !bt.negated => {
@@ -129,7 +148,13 @@ impl Deriver<'_> {
                 let hi = binary((*bt.expr).clone(), Operator::LtEq, (*bt.high).clone());
                 self.derive(&lo.and(hi))
             }
-            Expr::InList(il) if !il.negated => self.derive_in_list(&il.expr, &il.list),
+            // NULLs in the list never make it TRUE; only NULLs: it never is.
+            Expr::InList(il) if !il.negated && only_nulls(&il.list) => {
+                Some(lit(ScalarValue::Boolean(Some(false))))
+            }
+            Expr::InList(il) if !il.negated => {
+                self.derive_in_list(&il.expr, &without_nulls(&il.list))
+            }
             Expr::IsNull(inner) => self.derive_null(inner, true),
             Expr::IsNotNull(inner) => self.derive_null(inner, false),
             _ => None,
