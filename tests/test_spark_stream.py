@@ -155,38 +155,9 @@ def test_stream_lands_every_row_once_and_a_replayed_batch_commits_nothing(
     assert not plans.exists() or not list(plans.iterdir())
 
 
-def test_stream_complete_mode_replaces_the_namespace_each_batch(spark: Any, tmp_path: Path) -> None:
-    """``complete`` output mode (an aggregation re-emitted whole every batch) commits as
-    overwrite_all: the namespace holds exactly the last result."""
-    from pyspark.sql import functions as F
-
-    folder, checkpoint = tmp_path / "in", tmp_path / "cp"
-    expected = input_files(folder)
-    uri = str(tmp_path / "agg")
-    schema = pa.schema([pa.field("country", pa.string()), pa.field("n", pa.int64())])
-    spec = lp.PartitionSpec([lp.PartitionField("c", source="country", transform=lp.Identity())])
-    lp.PartitionedNamespace.create(uri, schema, spec)
-    counts = source(spark, folder).groupBy("country").agg(F.count("*").alias("n"))
-    q = (
-        counts.writeStream.format(lps.FORMAT)
-        .outputMode("complete")
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start(uri)
-    )
-    q.awaitTermination()
-    got = lp.PartitionedNamespace.open(uri).to_table()
-    want = expected.group_by("country").aggregate([("id", "count")])
-    assert sorted(zip(got["country"].to_pylist(), got["n"].to_pylist(), strict=True)) == sorted(
-        zip(want["country"].to_pylist(), want["id_count"].to_pylist(), strict=True)
-    )
-
-
-def test_update_mode_goes_through_upsert_batch(spark: Any, tmp_path: Path) -> None:
-    """Spark refuses ``update`` output mode for every Python data source (its write builder
-    takes no updates as appends), before any batch; the same aggregation in update mode lands
-    through ``foreachBatch`` with ``upsert_batch`` keyed by the grouping column: the namespace
-    holds the final counts."""
+def counts_by_country(spark: Any, tmp_path: Path) -> tuple[str, Any, pa.Table]:
+    """A namespace for rows counted per country (identity on ``country``), the streaming
+    aggregation that counts the input files' rows per country, and the input rows."""
     from pyspark.sql import functions as F
 
     folder = tmp_path / "in"
@@ -196,6 +167,40 @@ def test_update_mode_goes_through_upsert_batch(spark: Any, tmp_path: Path) -> No
     spec = lp.PartitionSpec([lp.PartitionField("c", source="country", transform=lp.Identity())])
     lp.PartitionedNamespace.create(uri, schema, spec)
     counts = source(spark, folder).groupBy("country").agg(F.count("*").alias("n"))
+    return uri, counts, expected
+
+
+def check_counts(uri: str, expected: pa.Table) -> None:
+    """The namespace holds pyarrow's count of ``expected``'s rows per country."""
+    got = lp.PartitionedNamespace.open(uri).to_table()
+    want = expected.group_by("country").aggregate([("id", "count")])
+    assert sorted(zip(got["country"].to_pylist(), got["n"].to_pylist(), strict=True)) == sorted(
+        zip(want["country"].to_pylist(), want["id_count"].to_pylist(), strict=True)
+    )
+
+
+def test_stream_complete_mode_replaces_the_namespace_each_batch(spark: Any, tmp_path: Path) -> None:
+    """``complete`` output mode (an aggregation re-emitted whole every batch) commits as
+    overwrite_all: the namespace holds exactly the last result."""
+    checkpoint = tmp_path / "cp"
+    uri, counts, expected = counts_by_country(spark, tmp_path)
+    q = (
+        counts.writeStream.format(lps.FORMAT)
+        .outputMode("complete")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start(uri)
+    )
+    q.awaitTermination()
+    check_counts(uri, expected)
+
+
+def test_update_mode_goes_through_upsert_batch(spark: Any, tmp_path: Path) -> None:
+    """Spark refuses ``update`` output mode for every Python data source (its write builder
+    takes no updates as appends), before any batch; the same aggregation in update mode lands
+    through ``foreachBatch`` with ``upsert_batch`` keyed by the grouping column: the namespace
+    holds the final counts."""
+    uri, counts, expected = counts_by_country(spark, tmp_path)
     q = (
         counts.writeStream.format(lps.FORMAT)
         .outputMode("update")
@@ -218,11 +223,7 @@ def test_update_mode_goes_through_upsert_batch(spark: Any, tmp_path: Path) -> No
         .start()
     )
     q.awaitTermination()
-    got = lp.PartitionedNamespace.open(uri).to_table()
-    want = expected.group_by("country").aggregate([("id", "count")])
-    assert sorted(zip(got["country"].to_pylist(), got["n"].to_pylist(), strict=True)) == sorted(
-        zip(want["country"].to_pylist(), want["id_count"].to_pylist(), strict=True)
-    )
+    check_counts(uri, expected)
 
 
 def test_stream_into_a_weak_namespace_is_refused_before_any_batch(

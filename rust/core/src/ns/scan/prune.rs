@@ -127,16 +127,8 @@ impl Deriver<'_> {
                         _ => return None,
                     },
                 };
-                let comparison = matches!(
-                    op,
-                    Operator::Eq
-                        | Operator::NotEq
-                        | Operator::Lt
-                        | Operator::LtEq
-                        | Operator::Gt
-                        | Operator::GtEq
-                );
-                if v.is_null() && comparison {
+                // The operators that flip are the comparisons.
+                if v.is_null() && flip(op).is_some() {
                     // A comparison with NULL is never TRUE (`x IN (NULL)` simplifies to one;
                     // `IS [NOT] DISTINCT FROM NULL` is not a comparison).
                     return Some(lit(ScalarValue::Boolean(Some(false))));
