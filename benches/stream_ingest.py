@@ -26,9 +26,9 @@ new directory with a new checkpoint. Writers:
   sink that every PySpark-side sink makes: the "Python limit" the shares are of).
 
 Reported per writer: rows per second of processing (the rows of the batches over the sum of
-their trigger durations, from Spark's own progress reports; the best query), the query's wall
-time first call / best, peak RSS of the driver and its JVM, the files a partition holds at the
-end (most, and in all), and the ratio to Spark's Parquet sink.
+their trigger durations, from Spark's own progress reports; the last query, a warm one), the
+query's wall time first call / best, peak RSS of the driver and its JVM, the files a partition
+holds at the end (most, and in all), and the ratio to Spark's Parquet sink.
 
     python benches/stream_ingest.py [--rows 500000] [--batches 20] [--partitions 20 200]
         [--tasks 2] [--max-extra 8] [--repeat 1] [--write BENCHMARKS.md]
@@ -270,7 +270,7 @@ def main() -> None:
         results = [r for p in a.partitions for r in _cells(a, p, writers, work)]
     finally:
         discard(work)
-    arrow_limit = limits[2][3]["busy"]
+    python_limit = limits[2][3]["busy"]
     parts = " and ".join(str(p) for p in a.partitions)
     lines = [
         f"`python benches/stream_ingest.py --rows {a.rows} --batches {a.batches} "
@@ -279,8 +279,8 @@ def main() -> None:
         f"of {a.rows:,} rows per batch in {a.tasks} tasks at 1-second triggers, partitioned by "
         f"`country` ({parts} values), stopped after {a.batches} batches; each writer a fresh "
         "process and Spark session; M rows/s = the batches' rows over the sum of their trigger "
-        "durations (Spark's progress reports), of the best query; of the Python limit = this "
-        "row's share of the M rows/s of a Python data source sink that drops what it gets; "
+        "durations (Spark's progress reports), of the last query (warm); of the Python limit = "
+        "this row's share of the M rows/s of a Python data source sink that drops what it gets; "
         "wall = the query until its last batch, "
         "first call / best; files per partition at the end, most and in all (ours compacts a "
         f"partition above {a.max_extra} extra fragments); peak RSS of the driver and its JVM):",
@@ -293,16 +293,12 @@ def main() -> None:
     for partitions, writer, cell, got in [*limits, *results]:
         parquet = next((g for p, w, _, g in results if w == "parquet" and p == partitions), None)
         shown = "-" if writer in LIMITS else str(partitions)
+        vs = f"{parquet['busy'] / got['busy']:.2f}x" if parquet else "-"
         lines.append(
-            f"| {shown} | {labels[writer]} | {got['rows'] / got['busy'] / 1e6:.2f} | "
-            f"{parquet['busy'] / got['busy']:.2f}x | "
-            f"{100 * arrow_limit / got['busy']:.0f}% | {seconds(cell.first)} | "
+            f"| {shown} | {labels[writer]} | {got['rows'] / got['busy'] / 1e6:.2f} | {vs} | "
+            f"{100 * python_limit / got['busy']:.0f}% | {seconds(cell.first)} | "
             f"{seconds(cell.best)} | {cell.peak_mib:.0f} | {got.get('files_max', '-')} | "
             f"{got.get('files', '-')} |"
-            if parquet
-            else f"| {shown} | {labels[writer]} | {got['rows'] / got['busy'] / 1e6:.2f} | - | "
-            f"{100 * arrow_limit / got['busy']:.0f}% | {seconds(cell.first)} | "
-            f"{seconds(cell.best)} | {cell.peak_mib:.0f} | - | - |"
         )
     text = "\n".join(lines)
     print(text)
