@@ -123,7 +123,9 @@ class Snapshot:
         return table.drop_columns(["location", "read_version", "spec_id", "fragments"])
 
     def explain(self, filter: Filter = None, *, check_sizes: bool = True) -> str:
-        """The manifest predicate built per spec version and how many partitions were kept.
+        """The manifest predicate built per spec version and how many partitions were kept,
+        with how many of those the partition values kept were then skipped by the column
+        statistics their commits recorded (bounds that rule the filter out).
 
         With ``check_sizes`` (and at least ``TINY_CHECK_MIN_PARTITIONS`` kept partitions), the
         row counts of up to ``TINY_CHECK_SAMPLE`` kept partitions are read; a warning line is
@@ -135,16 +137,18 @@ class Snapshot:
         native = native_filter(filter)
         plan, _ = self._s.partitions(native, False)
         lines = [f"filter: {filter!s}" if filter is not None else "filter: (none)"]
-        kept = total = 0
+        kept = total = by_stats = 0
         for p in plan:
             kept += p["kept"]
             total += p["total"]
+            by_stats += p["skipped_by_stats"]
             pred = p["predicate"] or "TRUE (nothing to prune on)"
             lines.append(
                 f"  v{p['spec_id']}: object_id LIKE 'v{p['spec_id']}$%' AND object_type = 'table'"
                 f" AND {pred}  -> kept {p['kept']} of {p['total']} partitions"
+                + _stats_note(p["skipped_by_stats"])
             )
-        lines.append(f"total: kept {kept} of {total} partitions")
+        lines.append(f"total: kept {kept} of {total} partitions" + _stats_note(by_stats))
         if check_sizes and kept >= TINY_CHECK_MIN_PARTITIONS:
             lines.extend(self._tiny_partition_warning(native))
         return "\n".join(lines)
@@ -212,6 +216,10 @@ class Snapshot:
         """Runtime properties of a namespace: ``["v1"]`` gives ``partition_spec``;
         ``["v1", "<id>", ...]`` gives ``partition.<field_id>`` of that level."""
         return dict(self._s.describe_namespace(list(path)))
+
+
+def _stats_note(skipped: int) -> str:
+    return f" ({skipped} more skipped by column statistics)" if skipped else ""
 
 
 def _observed(reader: pa.RecordBatchReader, run: LineageRun) -> Iterator[pa.RecordBatch]:

@@ -320,6 +320,7 @@ def explain(
                 "plan": plan,
                 "kept": sum(int(p["kept"]) for p in plan),
                 "total": sum(int(p["total"]) for p in plan),
+                "skipped_by_stats": sum(int(p["skipped_by_stats"]) for p in plan),
                 "text": text,
             }
         )

@@ -94,7 +94,7 @@ pub fn join_prepare(
             batch_size,
             allow_shuffle,
         };
-        Namespace::join(l, r, request)
+        block_on(Namespace::join(l, r, request))
     })?;
     Ok(Join {
         inner: Arc::new(prepared),

@@ -248,7 +248,7 @@ impl ManifestSnapshot {
             only: only.map(|o| o.into_iter().collect()),
         };
         let (iter, pruned) = run(py, || {
-            let (iter, pruned) = scan::scan(snap, &opts)?;
+            let (iter, pruned) = block_on(scan::scan(snap, &opts))?;
             let iter = match split {
                 Some((k, n)) => iter.with_split(k, n)?,
                 None => iter,
@@ -271,7 +271,7 @@ fn prune(
     let f = filter
         .map(|f| scan::Filter::from_input(&f.0, &schema))
         .transpose()?;
-    scan::prune(snap, f.as_ref())
+    block_on(scan::prune(snap, f.as_ref()))
 }
 
 fn plan_to_py<'py>(py: Python<'py>, plan: &[scan::SpecPlan]) -> PyResult<Bound<'py, PyAny>> {
@@ -282,6 +282,7 @@ fn plan_to_py<'py>(py: Python<'py>, plan: &[scan::SpecPlan]) -> PyResult<Bound<'
         d.set_item("predicate", p.predicate.clone())?;
         d.set_item("total", p.total)?;
         d.set_item("kept", p.kept)?;
+        d.set_item("skipped_by_stats", p.skipped_by_stats)?;
         out.append(d)?;
     }
     Ok(out.into_any())

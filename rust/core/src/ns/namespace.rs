@@ -385,11 +385,11 @@ impl Namespace {
     ///
     /// # Errors
     /// As [`PreparedJoin::new`].
-    pub fn join(
+    pub async fn join(
         left: Arc<Snapshot>,
         right: Arc<Snapshot>,
         request: JoinRequest,
     ) -> Result<PreparedJoin> {
-        PreparedJoin::new(left, right, request)
+        PreparedJoin::new(left, right, request).await
     }
 }

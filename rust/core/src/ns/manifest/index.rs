@@ -112,6 +112,7 @@ impl Snapshot {
             write_ids: Arc::default(),
             recorded: Arc::default(),
             superseded: Arc::default(),
+            column_stats: Arc::default(),
             light,
             missing_columns,
         };

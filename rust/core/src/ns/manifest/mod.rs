@@ -25,6 +25,8 @@
 //!   ([`spec_preparation`]);
 //! - `repair`: rebuilding manifest columns another tool dropped ([`dropped_columns`]; the
 //!   transaction layer's `txn::repair` persists them);
+//! - `column_stats`: per-column bounds and counts of a leaf version ([`LeafColumnStats`]),
+//!   recorded by writes and read by pruning;
 //! - `stats`: per-partition statistics, recorded by every commit ([`LeafTotals`]) or read from
 //!   Lance metadata ([`leaf_stats`]);
 //! - `named`: the tables and versions one manifest version names ([`named_tables`]).
@@ -45,6 +47,7 @@ use crate::spec::PartitionSpec;
 
 mod auto_expire;
 mod cache;
+mod column_stats;
 mod compact;
 mod evolution;
 mod feature_flags;
@@ -62,6 +65,7 @@ pub use auto_expire::{
     auto_expire, AutoExpire, DEFAULT_EXPIRE_INTERVAL, DEFAULT_EXPIRE_OLDER_THAN,
     EXPIRE_INTERVAL_KEY, EXPIRE_OLDER_THAN_KEY, EXPIRE_RETAIN_KEY,
 };
+pub use column_stats::{ColumnStats, LeafColumnStats, COLUMN_STATS_KEY, PREFIX_BYTES};
 pub use compact::{
     leaf_max_fragments, max_fragments, too_fragmented, DEFAULT_LEAF_MAX_FRAGMENTS,
     DEFAULT_MAX_FRAGMENTS, LEAF_MAX_FRAGMENTS_KEY, MAX_FRAGMENTS_KEY,
@@ -84,7 +88,7 @@ pub use retention::{
     VERSIONS_KEPT_KEY,
 };
 pub use root::Root;
-pub use stats::{leaf_stats, LeafStats, LeafTotals, LeafVersion};
+pub use stats::{leaf_column_stats, leaf_stats, LeafStats, LeafTotals, LeafVersion};
 pub use versions::{TableVersion, VersionRow};
 pub use write_ids::{stream_batch, WriteIds, STREAM_PREFIX};
 // Kept at its old path; field ids live in `crate::field_ids`.
@@ -113,6 +117,8 @@ pub struct Snapshot {
     recorded: Arc<tokio::sync::OnceCell<stats::Recorded>>,
     /// Per leaf, the versions this snapshot records that it does not keep (see `stats`).
     superseded: Arc<tokio::sync::OnceCell<Arc<std::collections::HashMap<String, u64>>>>,
+    /// Per leaf, its recorded column statistics (see [`leaf_column_stats`]).
+    column_stats: Arc<tokio::sync::OnceCell<Arc<Vec<Option<LeafColumnStats>>>>>,
     /// Loaded without the property columns (see [`Snapshot::load_with`]).
     pub light: bool,
     /// Expected manifest columns that are missing (another writer dropped them; see

@@ -17,6 +17,7 @@ use lance_table::format::is_detached_version;
 use crate::arrow::array::{Array, StringArray};
 use crate::error::{Error, Result};
 
+use super::column_stats::LeafColumnStats;
 use super::format::{required_string, scan_rows, version_rows};
 use super::{parse_props, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE, TABLE_VERSION};
 
@@ -244,15 +245,46 @@ impl Recorded {
 
     /// The totals recorded for `leaf`'s read version, and its recorded rows.
     fn of(&self, leaf: &str) -> Result<(Option<LeafTotals>, u64)> {
-        let Some(&(rows, at)) = self.by_leaf.get(leaf) else {
-            return Ok((None, 0));
-        };
-        let totals = match at {
-            Some(r) => LeafTotals::recorded(&parse_props(Some(self.metadata.value(r)))?),
-            None => None,
-        };
+        let rows = self.by_leaf.get(leaf).map_or(0, |e| e.0);
+        let totals = self.props(leaf)?.and_then(|p| LeafTotals::recorded(&p));
         Ok((totals, rows))
     }
+
+    /// The properties of the row recording `leaf`'s read version.
+    fn props(&self, leaf: &str) -> Result<Option<HashMap<String, String>>> {
+        match self.by_leaf.get(leaf) {
+            Some(&(_, Some(r))) => Ok(Some(parse_props(Some(self.metadata.value(r)))?)),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// The column statistics recorded for every leaf of `snap` at its read version, by leaf
+/// index (`None` for a leaf without: weak mode, versions written by other tools, older
+/// releases or operations that do not record them). Parsed once per snapshot.
+///
+/// # Errors
+/// `Lance` when the manifest's properties cannot be read; `Corrupt` for a malformed one.
+pub async fn leaf_column_stats(snap: &Snapshot) -> Result<Arc<Vec<Option<LeafColumnStats>>>> {
+    let parsed = snap
+        .column_stats
+        .get_or_try_init(|| async {
+            if snap.leaves.is_empty() || !snap.strong_mode(None)? {
+                return Ok::<_, Error>(Arc::new(vec![None; snap.leaves.len()]));
+            }
+            let recorded = snap
+                .recorded
+                .get_or_try_init(|| Recorded::index(snap))
+                .await?;
+            let mut out = Vec::with_capacity(snap.leaves.len());
+            for l in &snap.leaves {
+                let props = recorded.props(&l.object_id)?;
+                out.push(props.and_then(|p| LeafColumnStats::recorded(&p)));
+            }
+            Ok(Arc::new(out))
+        })
+        .await?;
+    Ok(Arc::clone(parsed))
 }
 
 /// The statistics the manifest records for the leaves `idx` at their read versions (`None`

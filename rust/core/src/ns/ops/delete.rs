@@ -228,7 +228,7 @@ async fn plan_actions(
     strong: bool,
 ) -> Result<Vec<Action>> {
     let ns_schema = snap.schema();
-    let pruned = prune(snap, Some(filter))?;
+    let pruned = prune(snap, Some(filter)).await?;
     let mut whole = Vec::new();
     let mut partial = Vec::new();
     for &i in &pruned.leaves {

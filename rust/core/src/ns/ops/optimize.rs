@@ -97,7 +97,7 @@ pub(crate) async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Resul
         Some(sql) => Some(Filter::parse(sql, &snap.schema())?),
         None => None,
     };
-    let selected = prune(&snap, filter.as_ref())?.leaves;
+    let selected = prune(&snap, filter.as_ref()).await?.leaves;
     let ids: Vec<String> = selected
         .iter()
         .map(|&i| snap.leaves[i].object_id.clone())

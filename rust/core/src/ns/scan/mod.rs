@@ -6,6 +6,7 @@
 //!
 //! - `prune`: the user filter as one manifest predicate per spec version (`display`: its
 //!   text, literals in their string form);
+//! - `stats_prune`: then skipping kept leaves whose column statistics rule the filter out;
 //! - `read`: the streaming read of the kept leaves.
 
 mod display;
@@ -14,6 +15,7 @@ mod prune;
 mod prune_expr;
 pub(crate) use prune_expr::other_zero;
 mod read;
+mod stats_prune;
 
 pub use crate::ns::infra::filter::{evaluate_mask, Filter, FilterInput};
 pub use prune::{prune, Pruned, SpecPlan};

@@ -26,6 +26,8 @@ use super::prune_expr::{
 };
 use crate::spec::{fields_by_id, CompiledSpec, PartitionSpec};
 
+use super::stats_prune::skip_by_stats;
+
 /// The pruning of one spec version.
 #[derive(Debug, Clone)]
 pub struct SpecPlan {
@@ -37,6 +39,8 @@ pub struct SpecPlan {
     pub total: usize,
     /// Leaves kept.
     pub kept: usize,
+    /// Leaves the partition values kept that their column statistics skip (not in `kept`).
+    pub skipped_by_stats: usize,
 }
 
 /// The result of pruning.
@@ -433,11 +437,31 @@ impl Deriver<'_> {
     }
 }
 
-/// Prunes the leaves of `snap` with `filter`.
+/// Prunes the leaves of `snap` with `filter`: by partition values through the manifest, then
+/// by the column statistics recorded for the leaves kept.
 ///
 /// # Errors
-/// `Expression` when the derived predicate cannot be evaluated (a bug).
-pub fn prune(snap: &Snapshot, filter: Option<&Filter>) -> Result<Pruned> {
+/// `Expression` when the derived predicate cannot be evaluated (a bug); `Lance` when the
+/// manifest's recorded statistics cannot be read.
+pub async fn prune(snap: &Snapshot, filter: Option<&Filter>) -> Result<Pruned> {
+    let mut pruned = by_partition_values(snap, filter)?;
+    let Some(filter) = filter else {
+        return Ok(pruned);
+    };
+    let skipped = skip_by_stats(snap, filter, &mut pruned.leaves).await?;
+    for s in &mut pruned.specs {
+        let n = skipped
+            .iter()
+            .filter(|&&i| snap.leaves[i].spec_id == s.spec_id)
+            .count();
+        s.kept -= n;
+        s.skipped_by_stats = n;
+    }
+    Ok(pruned)
+}
+
+/// Prunes the leaves of `snap` with `filter` by their partition values.
+fn by_partition_values(snap: &Snapshot, filter: Option<&Filter>) -> Result<Pruned> {
     let schema = snap.schema();
     let sources: HashMap<Vec<String>, (i32, DataType)> = fields_by_id(&schema)?
         .into_iter()
@@ -482,6 +506,7 @@ pub fn prune(snap: &Snapshot, filter: Option<&Filter>) -> Result<Pruned> {
             predicate: predicate.as_ref().map(super::display::predicate_text),
             total: members.len(),
             kept: selected.len(),
+            skipped_by_stats: 0,
         });
         kept.extend(selected);
     }

@@ -206,14 +206,14 @@ impl ScanIter {
 ///
 /// # Errors
 /// `Expression` for a bad filter; `InvalidArgument` for unknown columns.
-pub fn scan(snap: Arc<Snapshot>, opts: &ScanOptions) -> Result<(ScanIter, Pruned)> {
+pub async fn scan(snap: Arc<Snapshot>, opts: &ScanOptions) -> Result<(ScanIter, Pruned)> {
     let schema = snap.schema();
     let filter = opts
         .filter
         .as_ref()
         .map(|f| Filter::from_input(f, &schema))
         .transpose()?;
-    let mut pruned = prune(&snap, filter.as_ref())?;
+    let mut pruned = prune(&snap, filter.as_ref()).await?;
     if let Some(only) = &opts.only {
         pruned
             .leaves

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::ns::infra::session::session;
 use crate::ns::infra::storage::Storage;
 use crate::ns::leaf_io::{op_fragments, read_adapted, write_params, Schemas};
-use crate::ns::manifest::{LeafVersion, Snapshot};
+use crate::ns::manifest::{LeafColumnStats, LeafVersion, Snapshot};
 use crate::ns::txn::new_leaf::NewLeafCommit;
 use crate::ns::write::staged::StagedPart;
 use crate::ns::write::target::Target;
@@ -80,6 +80,8 @@ pub(crate) struct Pending {
     pub(crate) rewritten: bool,
     /// The fragments we wrote (for rebasing).
     pub(crate) fragments: Vec<Fragment>,
+    /// Column statistics of the rows we wrote (`None`: unknown).
+    pub(crate) stats: Option<LeafColumnStats>,
 }
 
 impl Pending {
@@ -166,6 +168,7 @@ async fn commit_new_leaf(
         operation: "create",
         rewritten: false,
         fragments: part.fragments,
+        stats: part.stats,
         committed: LeafVersion::of(&ds).await?,
     })
 }
@@ -236,6 +239,7 @@ async fn commit_existing_leaf(
         operation: if part.rewrite { "overwrite" } else { "append" },
         rewritten: part.rewrite && !leaf.replaces,
         fragments: part.fragments,
+        stats: part.stats,
         committed: LeafVersion::of(&committed).await?,
     })
 }
@@ -267,6 +271,13 @@ pub(crate) async fn rewrite_old_rows(
     let ds = base_dataset(storage, &part, location, *base).await?;
     let old: Vec<RecordBatch> = read_adapted(&ds, schemas, &HashSet::new()).await?;
     if !old.is_empty() {
+        // The version holds the old rows too: widen the statistics by theirs.
+        let old_stats = old.iter().map(LeafColumnStats::of_batch);
+        let old_stats = old_stats.reduce(|a, b| LeafColumnStats::merge(&a, &b));
+        part.stats = match (old_stats, part.stats) {
+            (Some(o), Some(n)) => Some(LeafColumnStats::merge(&o, &n)),
+            _ => None,
+        };
         let txn = InsertBuilder::new(Arc::clone(&ds))
             .with_params(&write_params(storage, WriteMode::Overwrite)?)
             .execute_uncommitted(old)

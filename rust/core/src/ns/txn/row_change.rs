@@ -265,9 +265,9 @@ impl ExistingLeaf<'_> {
         };
         let read_version = ds.version().version;
         let rows = deletions.map(|d| d.rows).unwrap_or_default();
-        let (new_fragments, rewrite) = match part {
-            Some(p) => (p.fragments, p.rewrite),
-            None => (Vec::new(), false),
+        let (new_fragments, rewrite, stats) = match part {
+            Some(p) => (p.fragments, p.rewrite, p.stats),
+            None => (Vec::new(), false, None),
         };
         let added: u64 = new_fragments
             .iter()
@@ -283,6 +283,7 @@ impl ExistingLeaf<'_> {
             added,
             deleted: rows.len() as u64,
             fragments: new_fragments.clone(),
+            stats,
         };
         if added == 0 && ds.count_rows(None).await? as u64 <= rows.len() as u64 {
             return Ok(out); // every row goes: the partition is dropped

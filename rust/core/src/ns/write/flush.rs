@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::leaf_io::read_rules::leaf_is_current;
 use crate::ns::leaf_io::{op_fragments, write_params, Schemas};
+use crate::ns::manifest::LeafColumnStats;
 use crate::ns::write::target::Target;
 
 /// What the flushes of one partition produced, shared with the flush tasks.
@@ -30,12 +31,19 @@ pub(crate) struct PartOutput {
     /// written under an older schema (decided by the first flush; the transaction then
     /// rewrites the old rows).
     pub(crate) rewrite: OnceCell<bool>,
+    /// Column statistics of the rows flushed so far.
+    pub(crate) stats: Mutex<Option<LeafColumnStats>>,
 }
 
 impl PartOutput {
     /// Takes the fragments written so far.
     pub(crate) fn take_fragments(&self) -> Vec<Fragment> {
         std::mem::take(&mut *self.fragments.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Takes the column statistics of the rows flushed so far.
+    pub(crate) fn take_stats(&self) -> Option<LeafColumnStats> {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     /// The Lance schema of the fragments (new or replaced leaves).
@@ -62,6 +70,10 @@ pub(crate) async fn flush(
         let one = concat_batches(&batches[0].schema(), &batches)?;
         batches = vec![one];
     }
+    let stats = batches
+        .iter()
+        .map(LeafColumnStats::of_batch)
+        .reduce(|a, b| LeafColumnStats::merge(&a, &b));
     let (fragments, schema) = match &target {
         Target::New { location, .. } => {
             // A new leaf has a fresh random location, so nothing can exist there: write its
@@ -111,6 +123,13 @@ pub(crate) async fn flush(
         .extend(fragments);
     if let Some(s) = schema {
         *out.schema.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+    }
+    if let Some(new) = stats {
+        let mut held = out.stats.lock().unwrap_or_else(|e| e.into_inner());
+        *held = Some(match held.take() {
+            Some(old) => LeafColumnStats::merge(&old, &new),
+            None => new,
+        });
     }
     Ok(())
 }

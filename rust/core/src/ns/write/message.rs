@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::arrow::datatypes::Schema;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
+use crate::ns::manifest::LeafColumnStats;
 use crate::ns::write::options::Mode;
 use crate::ns::write::staged::StagedPart;
 use crate::ns::write::target::Target;
@@ -36,6 +37,9 @@ pub struct MessagePart {
     pub fragments: Vec<Fragment>,
     /// Rows in them.
     pub rows: u64,
+    /// Column statistics of those rows, in their recorded form (absent: not taken).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column_stats: Option<String>,
 }
 
 impl MessagePart {
@@ -56,6 +60,7 @@ impl MessagePart {
             rewrite: p.rewrite,
             fragments: p.fragments,
             rows: p.rows,
+            column_stats: p.stats.as_ref().map(LeafColumnStats::to_json),
         })
     }
 
@@ -82,6 +87,10 @@ impl MessagePart {
             rewrite: self.rewrite,
             fragments: self.fragments.clone(),
             rows: self.rows,
+            stats: self
+                .column_stats
+                .as_deref()
+                .and_then(LeafColumnStats::from_json),
             dataset: None,
         })
     }

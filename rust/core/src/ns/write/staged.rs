@@ -8,6 +8,7 @@ use lance::table::format::Fragment;
 
 use crate::datafusion::scalar::ScalarValue;
 use crate::ns::leaf_io::data_files;
+use crate::ns::manifest::LeafColumnStats;
 use crate::ns::write::target::Target;
 
 /// One partition's uncommitted rows.
@@ -24,6 +25,8 @@ pub struct StagedPart {
     pub fragments: Vec<Fragment>,
     /// Rows in them.
     pub rows: u64,
+    /// Column statistics of those rows (`None`: not taken).
+    pub stats: Option<LeafColumnStats>,
     /// The existing leaf at the version written against, when the writer already opened it
     /// (saves the transaction opening it again).
     pub dataset: Option<Arc<Dataset>>,

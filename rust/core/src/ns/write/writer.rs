@@ -184,6 +184,7 @@ impl PartitionWriter {
                 rewrite: overwrite || p.out.rewrite.get().copied().unwrap_or(false),
                 fragments: p.out.take_fragments(),
                 rows: p.total_rows,
+                stats: p.out.take_stats(),
                 dataset: p.out.dataset.get().cloned(),
             });
         }

@@ -65,7 +65,7 @@ impl PreparedJoin {
     /// # Errors
     /// `InvalidArgument` for unknown or mistyped keys or columns; `Expression` for bad
     /// filters; `IncompatibleJoin` when the partitions do not align and `allow_shuffle` is off.
-    pub(crate) fn new(
+    pub(crate) async fn new(
         left: Arc<Snapshot>,
         right: Arc<Snapshot>,
         request: JoinRequest,
@@ -96,8 +96,8 @@ impl PreparedJoin {
         let left_filter = parse_filter(lsql.as_deref(), &lschema, "left")?;
         let right_filter = parse_filter(rsql.as_deref(), &rschema, "right")?;
         let plan = plan_join(&JoinSide::of(&left)?, &JoinSide::of(&right)?, &request.on)?;
-        let left_kept = kept(&left, left_filter.as_ref())?;
-        let right_kept = kept(&right, right_filter.as_ref())?;
+        let left_kept = kept(&left, left_filter.as_ref()).await?;
+        let right_kept = kept(&right, right_filter.as_ref()).await?;
         let groups = if plan.compatible {
             restrict(&plan.groups, &left_kept, &right_kept, request.how)
         } else if request.allow_shuffle {
@@ -342,8 +342,9 @@ fn parse_filter(sql: Option<&str>, schema: &Schema, side: &str) -> Result<Option
 }
 
 /// Object id -> leaf index of the leaves `filter` keeps.
-fn kept(snap: &Snapshot, filter: Option<&Filter>) -> Result<HashMap<String, usize>> {
-    Ok(prune(snap, filter)?
+async fn kept(snap: &Snapshot, filter: Option<&Filter>) -> Result<HashMap<String, usize>> {
+    Ok(prune(snap, filter)
+        .await?
         .leaves
         .into_iter()
         .map(|i| (snap.leaves[i].object_id.clone(), i))

@@ -33,7 +33,7 @@ pub(crate) struct Candidates {
 /// # Errors
 /// `Spec`/`Expression` when partition values of the source cannot be computed; `Corrupt`
 /// for a manifest that does not index.
-pub(crate) fn candidates(
+pub(crate) async fn candidates(
     snap: &Snapshot,
     source: &Source,
     keys: &[KeyPath],
@@ -62,7 +62,7 @@ pub(crate) fn candidates(
         }
     }
     if !plan.by_source.is_empty() {
-        let (reached, why) = by_source(snap, plan)?;
+        let (reached, why) = by_source(snap, plan).await?;
         chosen.extend(reached);
         matching.push(why);
     }
@@ -122,14 +122,14 @@ fn by_key(
 }
 
 /// The leaves a not-matched-by-source delete can reach, and why.
-pub(crate) fn by_source(snap: &Snapshot, plan: &Plan) -> Result<(BTreeSet<usize>, String)> {
+pub(crate) async fn by_source(snap: &Snapshot, plan: &Plan) -> Result<(BTreeSet<usize>, String)> {
     let Some(filters) = &plan.by_source_filter else {
         let why = "not matched by source: a delete without condition reads every partition";
         return Ok(((0..snap.leaves.len()).collect(), why.into()));
     };
     let mut reached = BTreeSet::new();
     for f in filters {
-        reached.extend(prune(snap, Some(f))?.leaves);
+        reached.extend(prune(snap, Some(f)).await?.leaves);
     }
     let why = format!(
         "not matched by source: the delete condition reaches {} of {} partition(s)",

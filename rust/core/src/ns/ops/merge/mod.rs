@@ -164,7 +164,7 @@ pub(crate) async fn decide(
         src,
         plan,
         chosen,
-    } = prepare(snap, source, clauses, report_matched)?;
+    } = prepare(snap, source, clauses, report_matched).await?;
     let inputs = Inputs {
         storage,
         ns: &ns,
@@ -214,7 +214,7 @@ struct Prepared {
 
 /// Prepares `source` and `clauses` on `snap`; see [`Prepared`]. The partitions that can
 /// hold the source's keys are read when a clause acts on matches, or `report_matched`.
-fn prepare(
+async fn prepare(
     snap: &Snapshot,
     source: &MergeSource,
     clauses: &MergeClauses,
@@ -235,7 +235,7 @@ fn prepare(
     )?;
     let plan = sql::plan(clauses, &keys, src.batch.schema().as_ref(), &ns)?;
     let matching = report_matched || !clauses.matched.is_empty() || !clauses.not_matched.is_empty();
-    let chosen = candidates::candidates(snap, &src, &keys, &plan, matching)?;
+    let chosen = candidates::candidates(snap, &src, &keys, &plan, matching).await?;
     Ok(Prepared {
         ns,
         encoder,
@@ -258,7 +258,7 @@ pub(crate) async fn explain(
 ) -> Result<MergeExplain> {
     clauses.check()?;
     let snap = Snapshot::load(storage, None).await?;
-    let chosen = prepare(&snap, source, clauses, false)?.chosen;
+    let chosen = prepare(&snap, source, clauses, false).await?.chosen;
     let values = snap.keys()?;
     let read = chosen
         .leaves

@@ -55,7 +55,7 @@ pub(crate) async fn decide_unmatched(
         ..Default::default()
     };
     let plan = sql::plan(&only, &keys, &sql::conformed(&ns, &ns), &ns)?;
-    let (reached, why) = by_source(snap, &plan)?;
+    let (reached, why) = by_source(snap, &plan).await?;
     let none = HashSet::new();
     let (ns, plan) = (&ns, &plan);
     let deletions: Vec<Deletions> = stream::iter(reached.iter().map(|&i| {

@@ -89,7 +89,7 @@ async fn update_once(
     let started_ms = crate::ns::txn::cleanup_marks::now_ms()?;
     let ns = snap.schema();
     let up = plan(set, filter_sql, &ns)?;
-    let pruned = prune(&snap, up.filter.as_ref())?;
+    let pruned = prune(&snap, up.filter.as_ref()).await?;
     let results: Vec<LeafChanges> = stream::iter(
         pruned
             .leaves

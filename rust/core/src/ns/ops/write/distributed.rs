@@ -18,7 +18,7 @@ use crate::arrow::array::RecordBatch;
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
-use crate::ns::manifest::Snapshot;
+use crate::ns::manifest::{LeafColumnStats, Snapshot};
 use crate::ns::write::message::{StagedMessage, WriteIdentity};
 use crate::ns::write::options::WriteOptions;
 use crate::ns::write::stage_all;
@@ -189,6 +189,10 @@ fn merge(
                 m.rewrite |= part.rewrite;
                 m.fragments.extend(part.fragments);
                 m.rows += part.rows;
+                m.stats = match (m.stats.take(), part.stats) {
+                    (Some(a), Some(b)) => Some(LeafColumnStats::merge(&a, &b)),
+                    _ => None,
+                };
             }
             None => {
                 merged.insert(part.key.clone(), part);

@@ -14,4 +14,4 @@ pub(crate) mod optimize;
 pub(crate) mod row_change;
 pub(crate) mod write;
 
-pub(crate) use write::version_row;
+pub(crate) use write::{carried_stats, version_row};

@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{LeafVersion, Snapshot};
 use crate::ns::txn::compaction::{commit_rewrite, LeafCompaction, LeafOutcome, Rewrite};
-use crate::ns::txn::conflict::version_row;
+use crate::ns::txn::conflict::{carried_stats, version_row};
 use crate::ns::txn::leaf::Written;
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
 
@@ -80,12 +80,14 @@ impl OptimizeUpdate<'_> {
             change
                 .read_versions
                 .insert(c.object_id.clone(), c.committed.version);
+            let base = Some(c.rewrite.base);
+            let stats = carried_stats(latest, &c.object_id, base, (None, 0))?;
             change.rows.push(version_row(
                 &c.object_id,
                 &c.committed,
-                "compact",
-                Some(c.rewrite.base),
+                ("compact", base),
                 c.rewrite.rows,
+                stats.as_ref(),
             ));
             kept.push(c);
         }

@@ -12,10 +12,10 @@ use lance::table::format::Fragment;
 
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
-use crate::ns::manifest::{describe_key, LeafVersion, Snapshot};
+use crate::ns::manifest::{describe_key, LeafColumnStats, LeafVersion, Snapshot};
 use crate::ns::txn::conflict::delete::{drop_empty_namespaces, drop_partition};
-use crate::ns::txn::conflict::version_row;
 use crate::ns::txn::conflict::write::{tag_version_rows, NewPartition};
+use crate::ns::txn::conflict::{carried_stats, version_row};
 use crate::ns::txn::leaf::{Pending, Written};
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
 
@@ -46,6 +46,8 @@ pub(crate) struct LeafCommit {
     pub(crate) added: u64,
     pub(crate) deleted: u64,
     pub(crate) fragments: Vec<Fragment>,
+    /// Column statistics of the added rows (`None`: unknown).
+    pub(crate) stats: Option<LeafColumnStats>,
 }
 
 /// A row-level change's manifest change; see the module docs.
@@ -123,12 +125,14 @@ impl RowChangeUpdate<'_> {
                 Some(c) if self.strong => {
                     change.copy_rows.push(k1.row_by_id[&l.object_id]);
                     change.read_versions.insert(l.object_id.clone(), c.version);
+                    let added = (l.stats.as_ref(), l.added);
+                    let stats = carried_stats(latest, &l.object_id, l.base, added)?;
                     change.rows.push(version_row(
                         &l.object_id,
                         c,
-                        self.operation,
-                        l.base,
+                        (self.operation, l.base),
                         l.added + l.deleted,
+                        stats.as_ref(),
                     ));
                 }
                 Some(_) => {}

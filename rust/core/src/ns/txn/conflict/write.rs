@@ -25,8 +25,8 @@ use crate::ns::infra::storage::Storage;
 use crate::ns::infra::values;
 use crate::ns::leaf_io::{op_fragments, write_params};
 use crate::ns::manifest::{
-    describe_key, LeafVersion, Row, Snapshot, NAMESPACE, ROWS_KEY, TABLE, TABLE_VERSION,
-    WRITE_ID_KEY,
+    describe_key, LeafColumnStats, LeafVersion, Row, Snapshot, NAMESPACE, ROWS_KEY, TABLE,
+    TABLE_VERSION, WRITE_ID_KEY,
 };
 use crate::ns::txn::leaf::{rewritten_under_another_schema, Pending, Written};
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
@@ -201,13 +201,17 @@ impl WriteUpdate<'_> {
             self.rebase(latest, i, &oid, current).await?;
         }
         let p = &self.pending[i];
+        let stats = match p.operation {
+            "append" => carried_stats(latest, &oid, p.base, (p.stats.as_ref(), p.rows()))?,
+            _ => p.stats.clone(),
+        };
         change.copy_rows.push(row);
         change.rows.push(version_row(
             &oid,
             &p.committed,
-            p.operation,
-            p.base,
+            (p.operation, p.base),
             p.rows(),
+            stats.as_ref(),
         ));
         Ok(())
     }
@@ -349,7 +353,14 @@ impl NewPartition<'_> {
                 .collect(),
         });
         if self.strong {
-            rows.push(version_row(&oid, &p.committed, "create", None, p.rows()));
+            let (op, rows_written) = (("create", None), p.rows());
+            rows.push(version_row(
+                &oid,
+                &p.committed,
+                op,
+                rows_written,
+                p.stats.as_ref(),
+            ));
         }
         Ok(oid)
     }
@@ -403,20 +414,23 @@ fn plan_namespaces(
 }
 
 /// The `table_version` row recording `version` of `table`, made by `operation` from `base`;
-/// `rows` are the rows it wrote (appended, rewritten) or deleted, for `history()`, and
-/// `totals` what the version holds, for `stats()`.
+/// `rows` are the rows it wrote (appended, rewritten) or deleted, for `history()`, `totals`
+/// what the version holds, for `stats()`, and `stats` its column statistics, for pruning.
 pub(crate) fn version_row(
     table: &str,
     leaf: &LeafVersion,
-    operation: &str,
-    base: Option<u64>,
+    (operation, base): (&str, Option<u64>),
     rows: u64,
+    stats: Option<&LeafColumnStats>,
 ) -> Row {
     let mut props = HashMap::from([
         ("operation".to_string(), operation.to_string()),
         (ROWS_KEY.to_string(), rows.to_string()),
     ]);
     leaf.totals.record(&mut props);
+    if let Some(s) = stats {
+        s.record(&mut props);
+    }
     if let Some(b) = base {
         props.insert("base_version".into(), b.to_string());
     }
@@ -428,6 +442,36 @@ pub(crate) fn version_row(
         read_version: Some(leaf.version),
         values: Vec::new(),
     }
+}
+
+/// The column statistics of a version of `table` made from its version `base` (as `latest`
+/// records it) by a change that removed rows or added `added` (their statistics, `None` when
+/// unknown, and their count): the base's, widened by the added rows'. `None` when the base has
+/// none recorded or the added rows' are unknown.
+///
+/// # Errors
+/// `Corrupt` for a malformed `table_version` row.
+pub(crate) fn carried_stats(
+    latest: &Snapshot,
+    table: &str,
+    base: Option<u64>,
+    (added, added_rows): (Option<&LeafColumnStats>, u64),
+) -> Result<Option<LeafColumnStats>> {
+    let Some(base) = base else {
+        return Ok(None);
+    };
+    let recorded = latest.table_versions(table)?;
+    let Some(prev) = recorded
+        .iter()
+        .find(|t| t.version == base)
+        .and_then(|t| LeafColumnStats::recorded(&t.props))
+    else {
+        return Ok(None);
+    };
+    if added_rows == 0 {
+        return Ok(Some(prev));
+    }
+    Ok(added.map(|a| LeafColumnStats::merge(&prev, a)))
 }
 
 /// Every version between `base` (exclusive) and `current` of the leaf at `location` must be an

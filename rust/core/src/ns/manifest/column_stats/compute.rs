@@ -1,0 +1,291 @@
+//! The statistics of Arrow data: what a write records for the rows it adds. Strings and binary
+//! values are bounded by a prefix of at most [`PREFIX_BYTES`] bytes: the lower bound is the
+//! prefix of the least value, the upper bound the prefix of the greatest with its last
+//! character (byte) incremented, so it still sorts after every value (none when no character
+//! can be incremented). Floating point bounds are unknown when there is a NaN, and a bound of
+//! zero is widened to both zeros (SQL and Arrow's total order disagree on `-0.0 < 0.0`).
+
+use std::collections::BTreeMap;
+
+use crate::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use crate::arrow::datatypes::{DataType, Field, Float32Type, Float64Type};
+use crate::datafusion::functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
+use crate::datafusion::logical_expr::Accumulator;
+use crate::datafusion::scalar::ScalarValue;
+use crate::field_ids::{field_id, LEAF_FIELD_ID_KEY};
+
+use super::{ColumnStats, LeafColumnStats};
+
+/// Longest string or binary bound recorded, in bytes.
+pub const PREFIX_BYTES: usize = 64;
+
+impl LeafColumnStats {
+    /// The statistics of `batch`, a batch of a leaf or namespace schema (columns are matched
+    /// by their field id; columns without one, and of types without an order, are left out).
+    #[must_use]
+    pub fn of_batch(batch: &RecordBatch) -> Self {
+        let mut columns = BTreeMap::new();
+        for (f, a) in batch.schema().fields().iter().zip(batch.columns()) {
+            if let (Some(id), Some(s)) = (namespace_field_id(f), of_array(a)) {
+                columns.insert(id, s);
+            }
+        }
+        Self {
+            rows: batch.num_rows() as u64,
+            columns,
+        }
+    }
+}
+
+fn namespace_field_id(f: &Field) -> Option<i32> {
+    match f.metadata().get(LEAF_FIELD_ID_KEY) {
+        Some(id) => id.trim().parse().ok(),
+        None => field_id(f),
+    }
+}
+
+/// Whether statistics are taken for columns of type `ty`.
+fn ordered(ty: &DataType) -> bool {
+    use DataType as D;
+    matches!(
+        ty,
+        D::Boolean
+            | D::Int8
+            | D::Int16
+            | D::Int32
+            | D::Int64
+            | D::UInt8
+            | D::UInt16
+            | D::UInt32
+            | D::UInt64
+            | D::Float32
+            | D::Float64
+            | D::Decimal128(..)
+            | D::Date32
+            | D::Date64
+            | D::Time32(_)
+            | D::Time64(_)
+            | D::Timestamp(..)
+            | D::Duration(_)
+            | D::Utf8
+            | D::LargeUtf8
+            | D::Utf8View
+            | D::Binary
+            | D::LargeBinary
+            | D::BinaryView
+    )
+}
+
+fn of_array(a: &ArrayRef) -> Option<ColumnStats> {
+    let ty = a.data_type();
+    if !ordered(ty) {
+        return None;
+    }
+    let nulls = a.logical_null_count() as u64;
+    let (min, max, nans) = match ty {
+        DataType::Float32 => {
+            let (lo, hi, nans) = float_bounds(a.as_primitive::<Float32Type>().iter().flatten());
+            let f = |v: Option<f32>| v.map(|v| ScalarValue::Float32(Some(v)));
+            (f(lo), f(hi), nans)
+        }
+        DataType::Float64 => {
+            let (lo, hi, nans) = float_bounds(a.as_primitive::<Float64Type>().iter().flatten());
+            let f = |v: Option<f64>| v.map(|v| ScalarValue::Float64(Some(v)));
+            (f(lo), f(hi), nans)
+        }
+        _ => {
+            let (lo, hi) = extremes(a).ok()?;
+            (lo.and_then(lower_prefix), hi.and_then(upper_prefix), 0)
+        }
+    };
+    Some(ColumnStats {
+        data_type: ty.clone(),
+        min,
+        max,
+        nulls,
+        nans,
+    })
+}
+
+/// The least and greatest non-NULL values (`None` when every value is NULL).
+fn extremes(
+    a: &ArrayRef,
+) -> crate::datafusion::error::Result<(Option<ScalarValue>, Option<ScalarValue>)> {
+    let mut lo = MinAccumulator::try_new(a.data_type())?;
+    let mut hi = MaxAccumulator::try_new(a.data_type())?;
+    lo.update_batch(std::slice::from_ref(a))?;
+    hi.update_batch(std::slice::from_ref(a))?;
+    let some = |v: ScalarValue| (!v.is_null()).then_some(v);
+    Ok((some(lo.evaluate()?), some(hi.evaluate()?)))
+}
+
+/// Bounds of the non-NaN values (both unknown when there is a NaN) and the NaN count.
+fn float_bounds<F: num_like::Float>(
+    values: impl Iterator<Item = F>,
+) -> (Option<F>, Option<F>, u64) {
+    let (mut lo, mut hi, mut nans) = (None::<F>, None::<F>, 0u64);
+    for v in values {
+        if v.is_nan() {
+            nans += 1;
+            continue;
+        }
+        lo = Some(match lo {
+            Some(l) if l.le(v) => l,
+            _ => v,
+        });
+        hi = Some(match hi {
+            Some(h) if h.ge(v) => h,
+            _ => v,
+        });
+    }
+    if nans > 0 {
+        return (None, None, nans);
+    }
+    (lo.map(F::widen_down), hi.map(F::widen_up), 0)
+}
+
+/// The float operations [`float_bounds`] needs, for `f32` and `f64`.
+mod num_like {
+    pub trait Float: Copy {
+        fn is_nan(self) -> bool;
+        fn le(self, o: Self) -> bool;
+        fn ge(self, o: Self) -> bool;
+        /// `-0.0` for either zero, else itself.
+        fn widen_down(self) -> Self;
+        /// `0.0` for either zero, else itself.
+        fn widen_up(self) -> Self;
+    }
+    macro_rules! float {
+        ($t:ty) => {
+            impl Float for $t {
+                fn is_nan(self) -> bool {
+                    <$t>::is_nan(self)
+                }
+                fn le(self, o: Self) -> bool {
+                    self <= o
+                }
+                fn ge(self, o: Self) -> bool {
+                    self >= o
+                }
+                fn widen_down(self) -> Self {
+                    if self == 0.0 {
+                        -0.0
+                    } else {
+                        self
+                    }
+                }
+                fn widen_up(self) -> Self {
+                    if self == 0.0 {
+                        0.0
+                    } else {
+                        self
+                    }
+                }
+            }
+        };
+    }
+    float!(f32);
+    float!(f64);
+}
+
+/// A lower bound of `v` at most [`PREFIX_BYTES`] long (its prefix).
+fn lower_prefix(v: ScalarValue) -> Option<ScalarValue> {
+    use ScalarValue as S;
+    Some(match v {
+        S::Utf8(Some(s)) => S::Utf8(Some(str_prefix(&s).to_string())),
+        S::LargeUtf8(Some(s)) => S::LargeUtf8(Some(str_prefix(&s).to_string())),
+        S::Utf8View(Some(s)) => S::Utf8View(Some(str_prefix(&s).to_string())),
+        S::Binary(Some(b)) => S::Binary(Some(b[..b.len().min(PREFIX_BYTES)].to_vec())),
+        S::LargeBinary(Some(b)) => S::LargeBinary(Some(b[..b.len().min(PREFIX_BYTES)].to_vec())),
+        S::BinaryView(Some(b)) => S::BinaryView(Some(b[..b.len().min(PREFIX_BYTES)].to_vec())),
+        other => other,
+    })
+}
+
+/// An upper bound of `v` at most [`PREFIX_BYTES`] long: `v` itself when short enough, else its
+/// prefix with the last character (byte) that can be incremented incremented.
+fn upper_prefix(v: ScalarValue) -> Option<ScalarValue> {
+    use ScalarValue as S;
+    Some(match v {
+        S::Utf8(Some(s)) => S::Utf8(Some(str_upper(s)?)),
+        S::LargeUtf8(Some(s)) => S::LargeUtf8(Some(str_upper(s)?)),
+        S::Utf8View(Some(s)) => S::Utf8View(Some(str_upper(s)?)),
+        S::Binary(Some(b)) => S::Binary(Some(bytes_upper(b)?)),
+        S::LargeBinary(Some(b)) => S::LargeBinary(Some(bytes_upper(b)?)),
+        S::BinaryView(Some(b)) => S::BinaryView(Some(bytes_upper(b)?)),
+        other => other,
+    })
+}
+
+fn str_prefix(s: &str) -> &str {
+    let mut end = s.len().min(PREFIX_BYTES);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+fn str_upper(s: String) -> Option<String> {
+    if s.len() <= PREFIX_BYTES {
+        return Some(s);
+    }
+    let mut chars: Vec<char> = str_prefix(&s).chars().collect();
+    while let Some(c) = chars.pop() {
+        let next = match c as u32 {
+            0xD7FF => Some('\u{E000}'),
+            n => char::from_u32(n + 1),
+        };
+        if let Some(n) = next {
+            chars.push(n);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+fn bytes_upper(b: Vec<u8>) -> Option<Vec<u8>> {
+    if b.len() <= PREFIX_BYTES {
+        return Some(b);
+    }
+    let mut p = b[..PREFIX_BYTES].to_vec();
+    while let Some(last) = p.pop() {
+        if last < u8::MAX {
+            p.push(last + 1);
+            return Some(p);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_strings_are_bounded_by_prefixes_that_still_bound_them() {
+        let long = "a".repeat(PREFIX_BYTES) + "zzz";
+        assert_eq!(str_prefix(&long), "a".repeat(PREFIX_BYTES));
+        let up = str_upper(long.clone()).expect("bound");
+        assert!(
+            up.len() <= PREFIX_BYTES && up.as_str() > long.as_str(),
+            "{up}"
+        );
+        // A multi-byte character straddling the cut is dropped, not split.
+        let wide = "é".repeat(PREFIX_BYTES);
+        assert!(str_prefix(&wide).len() <= PREFIX_BYTES);
+        assert!(str_upper(wide.clone()).expect("bound").as_str() > wide.as_str());
+        // Nothing can be incremented: no upper bound.
+        assert_eq!(str_upper("\u{10FFFF}".repeat(PREFIX_BYTES)), None);
+        assert_eq!(bytes_upper(vec![0xff; PREFIX_BYTES + 1]), None);
+        let b = [vec![1u8; PREFIX_BYTES - 1], vec![0xff, 0xff]].concat();
+        assert!(bytes_upper(b.clone()).expect("bound") > b);
+    }
+
+    #[test]
+    fn nan_makes_float_bounds_unknown_and_zeros_widen() {
+        let (lo, hi, nans) = float_bounds([1.0f64, f64::NAN, 2.0].into_iter());
+        assert_eq!((lo, hi, nans), (None, None, 1));
+        let (lo, hi, _) = float_bounds([0.0f64, 0.0].into_iter());
+        assert!(lo.expect("lo").is_sign_negative() && hi.expect("hi").is_sign_positive());
+    }
+}
