@@ -169,10 +169,8 @@ _FILTER = st.recursive(
 def _key(t: pa.Table) -> list[tuple[Any, ...]]:
     """The rows as sortable tuples (NaN made comparable by its text)."""
     cols = [t[c].to_pylist() for c in SCHEMA.names]
-    return sorted(
-        (tuple(repr(v) if isinstance(v, float) else v for v in row) for row in zip(*cols)),
-        key=repr,
-    )
+    rows = zip(*cols, strict=True)
+    return sorted((tuple(repr(v) if isinstance(v, float) else v for v in r) for r in rows), key=repr)
 
 
 @settings(
@@ -273,9 +271,11 @@ def test_the_recorded_bounds_hold_every_value(
     assert len(recorded) == 5
     for p in range(5):
         stats = recorded[str(p)]
-        ids = [v for v, q in zip(whole["i"].to_pylist(), whole["p"].to_pylist()) if q == p]
+        pairs = zip(whole["i"].to_pylist(), whole["p"].to_pylist(), strict=True)
+        ids = [v for v, q in pairs if q == p]
         col = stats["columns"][field["i"]]
-        assert int(col["min"]) <= min(ids) and max(ids) <= int(col["max"]), (p, col)
+        assert int(col["min"]) <= min(ids), (p, col)
+        assert max(ids) <= int(col["max"]), (p, col)
         assert stats["rows"] >= len(ids)
         assert col["nulls"] == 0
 
