@@ -170,7 +170,8 @@ def _key(t: pa.Table) -> list[tuple[Any, ...]]:
     """The rows as sortable tuples (NaN made comparable by its text)."""
     cols = [t[c].to_pylist() for c in SCHEMA.names]
     rows = zip(*cols, strict=True)
-    return sorted((tuple(repr(v) if isinstance(v, float) else v for v in r) for r in rows), key=repr)
+    keyed = (tuple(repr(v) if isinstance(v, float) else v for v in r) for r in rows)
+    return sorted(keyed, key=repr)
 
 
 @settings(
