@@ -21,6 +21,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from races import python_child, resume, wait_for_pause
 
 import lance_partitioned as lp
 
@@ -295,6 +296,105 @@ def test_leaves_without_statistics_are_read(tmp_path: Path) -> None:
         value = json.dumps(props).replace("'", "''")
         manifest.update({"metadata": f"'{value}'"}, where=f"object_id = '{r['object_id']}'")
     fresh = lp.PartitionedNamespace.open(str(tmp_path / "ns"))
-    plan = fresh.snapshot().plan("i = 205")
-    assert (sum(p["kept"] for p in plan), sum(p["skipped_by_stats"] for p in plan)) == (3, 0)
+    assert _kept_skipped(fresh, "i = 205") == (3, 0)
     assert fresh.to_table(filter="i = 205")["i"].to_pylist() == [205]
+    # optimize() reads them once and records theirs: later reads skip again.
+    assert fresh.optimize(min_files=1000, dry_run=True).stats_recorded == 3
+    assert _kept_skipped(fresh, "i = 205") == (3, 0)
+    assert fresh.optimize(min_files=1000).stats_recorded == 3
+    assert _kept_skipped(fresh, "i = 205") == (1, 2)
+    assert fresh.to_table(filter="i = 205")["i"].to_pylist() == [205]
+    assert fresh.optimize(min_files=1000).stats_recorded == 0
+
+
+def _kept_skipped(ns: lp.PartitionedNamespace, sql: str) -> tuple[int, int]:
+    plan = ns.snapshot().plan(sql)
+    return sum(p["kept"] for p in plan), sum(p["skipped_by_stats"] for p in plan)
+
+
+def test_recording_can_be_turned_off(tmp_path: Path) -> None:
+    key = "lance_partitioned.column_stats"
+    with pytest.raises(lp.InvalidArgumentError, match=key):
+        lp.PartitionedNamespace.create(str(tmp_path / "bad"), SCHEMA, SPEC, properties={key: "1"})
+    ns = lp.PartitionedNamespace.create(
+        str(tmp_path / "ns"), SCHEMA, SPEC, properties={key: "false"}
+    )
+    ns.write(pa.concat_tables([_rows(p, 0, 10) for p in range(3)]))
+    ns.write(_rows(1, 20, 5))
+    assert _kept_skipped(ns, "i = 205") == (3, 0)
+    assert ns.optimize(min_files=1000).stats_recorded == 0
+    assert ns.to_table(filter="i = 205")["i"].to_pylist() == [205]
+
+
+def test_evolved_columns_keep_pruning_by_their_field_ids(tmp_path: Path) -> None:
+    """Bounds recorded under an older schema keep pruning after the column is widened
+    (int32 -> int64) and renamed; a column added later has no statistics in the partitions
+    written before it (they are kept), and its own in those written after."""
+    schema = pa.schema([("p", pa.int32()), ("i", pa.int32()), ("s", pa.string())])
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema, SPEC)
+
+    def rows(p: int, ids: list[int], **extra: list[Any]) -> pa.Table:
+        strings = ns.schema.names[2]  # "s", renamed "s2" later
+        cols = {"p": [p] * len(ids), "i": ids, strings: [f"x{v}" for v in ids], **extra}
+        return pa.table(cols, schema=ns.schema)
+
+    ns.write(pa.concat_tables([rows(0, list(range(10))), rows(1, list(range(100, 110)))]))
+    ns.alter_column("i", pa.int64())
+    ns.rename_column("s", "s2")
+    ns.add_columns([pa.field("z", pa.float64())])
+    big = 5_000_000_000  # beyond int32: only the widened type holds it
+    ns.write(rows(1, [big], z=[1.5]))
+    ns.write(rows(2, list(range(200, 210)), z=[float(v) for v in range(10)]))
+    oracle = lance.write_dataset(ns.to_table(), str(tmp_path / "oracle"))
+    cases = {
+        f"i = {big}": (1, 2),
+        "i = 5": (1, 2),
+        "i > 150": (2, 1),
+        "s2 = 'x105'": (2, 1),  # partition 0's bounds are 'x0'..'x9': kept
+        "s2 < 'x1'": (1, 2),
+        "z > 5.0": (2, 1),  # partition 0 never had z: kept (no statistics); 1 ruled out
+        "z IS NULL": (2, 1),
+    }
+    for sql, expected in cases.items():
+        assert _key_rows(ns.to_table(filter=sql)) == _key_rows(oracle.to_table(filter=sql)), sql
+        assert _kept_skipped(ns, sql) == expected, sql
+
+
+def _key_rows(t: pa.Table) -> list[str]:
+    return sorted(repr(r) for r in t.to_pylist())
+
+
+def test_an_append_rebased_over_a_concurrent_one_widens_the_bounds_by_both(
+    tmp_path: Path,
+) -> None:
+    """A writer pauses before its manifest commit; another append to the same partition
+    commits meanwhile; the first is rebased on top of it. The version it records must bound
+    the rows of both appends (bounds taken from the version it was first written against
+    would lose the other's rows to pruning)."""
+    root = tmp_path / "ns"
+    ns = lp.PartitionedNamespace.create(str(root), SCHEMA, SPEC)
+    ns.write(_rows(0, 0, 10))
+    flag = tmp_path / "paused"
+    code = (
+        "import sys, lance_partitioned as lp\n"
+        "sys.path.insert(0, sys.argv[2])\n"
+        "from test_column_stats import _rows\n"
+        "ns = lp.PartitionedNamespace.open(sys.argv[1])\n"
+        "print(ns.write(_rows(0, 5000, 3)).rebased)\n"
+    )
+    here = str(Path(__file__).parent)
+    p = python_child(["-c", code, str(root), here], f"before_manifest_commit:{flag}")
+    try:
+        wait_for_pause(p, flag)
+        ns.write(_rows(0, 9000, 3))
+        resume(p, flag)
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert out.strip() == "1"  # it was rebased
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    ns.refresh()
+    for sql, n in [("i = 9001", 1), ("i = 5001", 1), ("i = 3", 1), ("i > 4000", 6)]:
+        assert ns.to_table(filter=sql).num_rows == n, sql

@@ -44,7 +44,10 @@ class Maintenance:
         table has indices are left alone (``skipped_indexed``). In strong mode the selected
         partitions' ``table_version`` rows beyond ``lance_partitioned.manifest.versions_kept``
         go too, in one more manifest commit (``version_rows_removed``; commits keep up to twice
-        the limit per partition they change). ``dry_run`` only reports what would be done.
+        the limit per partition they change), and the selected partitions whose read version
+        has no column statistics (written by another tool or an older release) are read once
+        and get them, in one more manifest commit (``stats_recorded``), so reads can skip
+        them. ``dry_run`` only reports what would be done.
         """
         if filter is not None and (not isinstance(filter, str) or not filter.strip()):
             raise InvalidArgumentError("optimize's filter must be a non-empty SQL string or None")

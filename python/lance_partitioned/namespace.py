@@ -30,6 +30,7 @@ from lance_partitioned import _native
 from lance_partitioned._arguments import typed_class
 from lance_partitioned._input import arrow_stream
 from lance_partitioned.changes import RowChanges
+from lance_partitioned.dataset_view import NamespaceDataset
 from lance_partitioned.distributed import DistributedWrite
 from lance_partitioned.exceptions import ArgumentTypeError, InvalidArgumentError
 from lance_partitioned.hive.exporter import ExportResult
@@ -506,6 +507,13 @@ class PartitionedNamespace(Maintenance, RowChanges, Tags):
     ) -> pa.Table:
         """:meth:`scan` collected into a table."""
         return self.snapshot(as_of).to_table(filter, columns, lineage_job=lineage_job)
+
+    def to_pyarrow_dataset(self, *, as_of: AsOf = None) -> NamespaceDataset:
+        """The latest snapshot (or manifest version ``as_of``) as a ``pyarrow.dataset.Dataset``
+        whose scans are this namespace's pruned scans: DuckDB (``duckdb.sql("SELECT ... FROM
+        ds WHERE ...")``), polars (``pl.scan_pyarrow_dataset(ds)``) and pyarrow push their
+        projections and filters into it. See :mod:`lance_partitioned.dataset_view`."""
+        return NamespaceDataset(self.snapshot(as_of))
 
     def partitions(
         self, filter: Filter = None, *, as_of: AsOf = None, with_rows: bool = True

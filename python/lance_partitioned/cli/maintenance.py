@@ -20,7 +20,14 @@ LISTED = 20
 """Items of a list (orphans, versions) a human summary names before "... and K more"."""
 
 OPTIMIZE_KEYS = ("partitions", "files_before", "files_after", "rows", "bytes_written")
-OPTIMIZE_EXTRA = ("skipped_indexed", "rebased", "recompacted", "attempts", "version_rows_removed")
+OPTIMIZE_EXTRA = (
+    "skipped_indexed",
+    "rebased",
+    "recompacted",
+    "attempts",
+    "version_rows_removed",
+    "stats_recorded",
+)
 EXPIRE_KEYS = ("manifest_versions", "leaf_versions", "leaf_tables", "files", "bytes", "dry_run")
 CLEANUP_KEYS = ("orphans", "stale_versions", "stale_files", "files", "bytes", "removed")
 
@@ -84,6 +91,9 @@ def optimize(
     if doc.get("version_rows_removed"):
         verb = "would remove" if dry_run else "removed"
         click.echo(f"{verb} {doc['version_rows_removed']:,} old table_version rows")
+    if doc.get("stats_recorded"):
+        verb = "would record" if dry_run else "recorded"
+        click.echo(f"{verb} column statistics of {doc['stats_recorded']:,} partitions")
 
 
 @cli.command(short_help="Remove old manifest and leaf versions.")

@@ -295,6 +295,8 @@ pub struct OptimizeResult {
     pub attempts: u32,
     /// `table_version` rows removed beyond the retention limit (or that would be).
     pub version_rows_removed: u64,
+    /// Selected partitions whose column statistics were recorded (or would be).
+    pub stats_recorded: u64,
     /// Whether this was a dry run.
     pub dry_run: bool,
 }
@@ -330,6 +332,7 @@ impl From<OptimizeSummary> for OptimizeResult {
             manifest_version: s.manifest_version,
             attempts: s.attempts,
             version_rows_removed: s.version_rows_removed,
+            stats_recorded: s.stats_recorded,
             dry_run: s.dry_run,
         }
     }

@@ -65,7 +65,10 @@ pub use auto_expire::{
     auto_expire, AutoExpire, DEFAULT_EXPIRE_INTERVAL, DEFAULT_EXPIRE_OLDER_THAN,
     EXPIRE_INTERVAL_KEY, EXPIRE_OLDER_THAN_KEY, EXPIRE_RETAIN_KEY,
 };
-pub use column_stats::{ColumnStats, LeafColumnStats, COLUMN_STATS_KEY, PREFIX_BYTES};
+pub use column_stats::{
+    column_stats_enabled, ColumnStats, LeafColumnStats, COLUMN_STATS_ENABLED_KEY, COLUMN_STATS_KEY,
+    PREFIX_BYTES,
+};
 pub use compact::{
     leaf_max_fragments, max_fragments, too_fragmented, DEFAULT_LEAF_MAX_FRAGMENTS,
     DEFAULT_MAX_FRAGMENTS, LEAF_MAX_FRAGMENTS_KEY, MAX_FRAGMENTS_KEY,

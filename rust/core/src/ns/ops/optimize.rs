@@ -7,8 +7,10 @@
 //! committed on its main line (Lance rebases it over concurrent appends) and the manifest
 //! does not change.
 //!
-//! Last, in strong mode, the selected partitions' `table_version` rows beyond the retention
-//! limit go in one more manifest commit (a commit trims the partitions it changes only once
+//! Then, in strong mode, the selected partitions whose read version has no column statistics
+//! get them, read from their rows, in one more manifest commit
+//! ([`crate::ns::txn::record_stats`]). Last, the selected partitions' `table_version` rows
+//! beyond the retention limit go in one more manifest commit (a commit trims the partitions it changes only once
 //! they hold twice the limit; see `manifest::retention`).
 //!
 //! One leaf's compaction and its Lance commit live in the transaction layer
@@ -25,6 +27,7 @@ use crate::ns::scan::{prune, Filter};
 use crate::ns::txn::compaction::{LeafCompaction, LeafOutcome, Rewrite};
 use crate::ns::txn::conflict::optimize::{Compacted, OptimizeUpdate};
 use crate::ns::txn::manifest_commit::commit_manifest;
+use crate::ns::txn::record_stats::record_missing_stats;
 use crate::ns::txn::trim_versions::{surplus_of, trim_versions};
 
 /// What `optimize()` is asked to do.
@@ -72,6 +75,9 @@ pub struct OptimizeSummary {
     /// `table_version` rows removed beyond the retention limit
     /// (`lance_partitioned.manifest.versions_kept`) from the selected partitions.
     pub version_rows_removed: u64,
+    /// Selected partitions whose column statistics were recorded (their read version had
+    /// none: written by another tool or an older release).
+    pub stats_recorded: u64,
     /// Whether this was a dry run.
     pub dry_run: bool,
 }
@@ -105,6 +111,13 @@ pub(crate) async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Resul
     let mut summary = compact_leaves(storage, &snap, selected, opts, started_ms).await?;
     if !snap.strong_mode(opts.strong)? {
         return Ok(summary);
+    }
+    // Statistics for the partitions that have none, so later reads can skip them.
+    let (recorded, version) =
+        record_missing_stats(storage, &ids, opts.max_attempts, opts.dry_run).await?;
+    summary.stats_recorded = recorded;
+    if !opts.dry_run {
+        summary.manifest_version = summary.manifest_version.max(version);
     }
     // The manifest's own upkeep: version rows of partitions no commit trims any more.
     if opts.dry_run {

@@ -13,8 +13,8 @@ use crate::field_ids::{assign_field_ids, max_field_id, LAST_FIELD_ID_KEY};
 use crate::ns::infra::session::session;
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{
-    auto_expire, leaf_max_fragments, manifest_schema, max_fragments, rows_to_batch, versions_kept,
-    Row, NAMESPACE,
+    auto_expire, column_stats_enabled, leaf_max_fragments, manifest_schema, max_fragments,
+    rows_to_batch, versions_kept, Row, NAMESPACE,
 };
 use crate::ns::{MANIFEST_DIR, SCHEMA_KEY, SCRATCH_DIR, SPEC_KEY_PREFIX};
 use crate::spec::{CompiledSpec, PartitionSpec};
@@ -37,6 +37,7 @@ pub async fn create(
     // The history policies are checked here, not first at the commit they shape.
     max_fragments(extra_props)?;
     leaf_max_fragments(extra_props)?;
+    column_stats_enabled(extra_props)?;
     versions_kept(extra_props)?;
     auto_expire(extra_props)?;
     let schema = assign_field_ids(&crate::types::storage_schema(schema), 0)?;

@@ -24,6 +24,8 @@
 //! - [`root_commit`]: the retried commit of root properties, on which the operations
 //!   `update_schema` and `evolve` ([`crate::ns::ops`]) plan schema changes and spec
 //!   evolutions.
+//! - [`record_stats`]: recording the column statistics of partitions whose read version has
+//!   none (`optimize()`).
 //! - [`trim_versions`]: removing the `table_version` rows partitions keep beyond the
 //!   retention limit (`optimize()`).
 //! - [`cleanup_marks`]: when deleting cleanups ran, so commits check their staged files only
@@ -43,6 +45,7 @@ pub(crate) mod manifest_commit;
 pub(crate) mod manifest_compact;
 pub(crate) mod new_leaf;
 pub(crate) mod prepare_spec;
+pub(crate) mod record_stats;
 pub(crate) mod repair;
 pub(crate) mod retry;
 pub(crate) mod root_commit;

@@ -31,6 +31,8 @@ pub(crate) struct PartOutput {
     /// written under an older schema (decided by the first flush; the transaction then
     /// rewrites the old rows).
     pub(crate) rewrite: OnceCell<bool>,
+    /// Whether to take the column statistics of the rows.
+    pub(crate) take_stats: bool,
     /// Column statistics of the rows flushed so far.
     pub(crate) stats: Mutex<Option<LeafColumnStats>>,
 }
@@ -70,10 +72,13 @@ pub(crate) async fn flush(
         let one = concat_batches(&batches[0].schema(), &batches)?;
         batches = vec![one];
     }
-    let stats = batches
-        .iter()
-        .map(LeafColumnStats::of_batch)
-        .reduce(|a, b| LeafColumnStats::merge(&a, &b));
+    let stats = match out.take_stats {
+        true => batches
+            .iter()
+            .map(LeafColumnStats::of_batch)
+            .reduce(|a, b| LeafColumnStats::merge(&a, &b)),
+        false => None,
+    };
     let (fragments, schema) = match &target {
         Target::New { location, .. } => {
             // A new leaf has a fresh random location, so nothing can exist there: write its

@@ -17,7 +17,7 @@ use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::leaf_io::{check_fresh_schema, fresh_lance_schema, leaf_schema, Schemas};
-use crate::ns::manifest::{describe_key, Snapshot};
+use crate::ns::manifest::{column_stats_enabled, describe_key, Snapshot};
 use crate::ns::write::align::align;
 use crate::ns::write::flush::{flush, PartOutput};
 use crate::ns::write::options::WriteOptions;
@@ -59,6 +59,8 @@ pub struct PartitionWriter {
     peak_held_bytes: usize,
     new_parts: usize,
     rows: u64,
+    /// Whether flushes take the column statistics of their rows.
+    column_stats: bool,
     /// Leaves the caller has open already (by object id), reused when a write targets one at
     /// the version it is open at instead of opening it again.
     opened: HashMap<String, Arc<Dataset>>,
@@ -79,6 +81,7 @@ impl PartitionWriter {
         let ns = snap.schema();
         let spec = snap.current_spec().clone();
         let compiled = CompiledSpec::compile(&spec, &ns, false)?;
+        let column_stats = column_stats_enabled(&snap.root_props.props)?;
         Ok(Self {
             storage: storage.clone(),
             schemas: Schemas {
@@ -99,6 +102,7 @@ impl PartitionWriter {
             peak_held_bytes: 0,
             new_parts: 0,
             opened: HashMap::new(),
+            column_stats,
             rows: 0,
         })
     }
@@ -237,6 +241,7 @@ impl PartitionWriter {
             }
             let out = PartOutput {
                 dataset: OnceCell::new_with(self.open_leaf(&target)),
+                take_stats: self.column_stats,
                 ..Default::default()
             };
             let part = PartBuffer {

@@ -21,6 +21,7 @@ use serde_json::{json, Map, Value};
 
 use crate::arrow::datatypes::DataType;
 use crate::datafusion::scalar::ScalarValue;
+use crate::error::{Error, Result};
 
 mod compute;
 mod text;
@@ -29,6 +30,24 @@ pub use compute::PREFIX_BYTES;
 
 /// The `table_version` property holding a leaf version's column statistics (JSON).
 pub const COLUMN_STATS_KEY: &str = "column_stats";
+
+/// Root property: whether writes record column statistics (`true`, the default, or `false`).
+/// Without them the versions a write makes have none, and reads open those leaves.
+pub const COLUMN_STATS_ENABLED_KEY: &str = "lance_partitioned.column_stats";
+
+/// Whether the root properties `props` let writes record column statistics.
+///
+/// # Errors
+/// `InvalidArgument` when the property is neither `true` nor `false`.
+pub fn column_stats_enabled(props: &HashMap<String, String>) -> Result<bool> {
+    match props.get(COLUMN_STATS_ENABLED_KEY).map(|v| v.trim()) {
+        None | Some("true") => Ok(true),
+        Some("false") => Ok(false),
+        Some(v) => Err(Error::InvalidArgument(format!(
+            "{COLUMN_STATS_ENABLED_KEY} must be true or false, not {v:?}"
+        ))),
+    }
+}
 
 /// Version of the recorded form; other versions are ignored (read as no statistics).
 const FORMAT: u64 = 1;

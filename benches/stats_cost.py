@@ -1,0 +1,107 @@
+"""What recording column statistics costs an ingest: the same write with the namespace property
+``lance_partitioned.column_stats`` on and off, alternating in one run.
+
+Each round writes the synthetic events (``events.py``: date/country/bucket partitions, ten
+columns of ints, floats, strings and timestamps) into a fresh namespace once with statistics
+and once without, each in a fresh process (``cells.py``: first call, then best of
+``--repeat``), so drift of a shared machine lands on both alike. The table reports the median
+over the rounds of each side's best and first call, and on/off (the goal: at most 1.05).
+
+    python benches/stats_cost.py --rows 5000000 --rounds 5 --write BENCHMARKS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cells import Cell, fresh_dirs, measure
+from events import SPEC, events
+from report import update_section
+from scratch import scratch
+
+import lance_partitioned as lp
+
+KEY = "lance_partitioned.column_stats"
+
+
+def _write(enabled: bool) -> Callable[..., Any]:
+    def case(rows: int, work: str) -> Any:
+        table = events(rows)
+        fresh = fresh_dirs(work, "on" if enabled else "off")
+
+        def prepare() -> Path:
+            root = fresh()
+            props = {KEY: "true" if enabled else "false"}
+            lp.PartitionedNamespace.create(str(root), table.schema, SPEC, properties=props)
+            return root
+
+        def write(root: Path) -> Path:
+            lp.PartitionedNamespace.open(str(root)).write(table)
+            return root
+
+        def answer(root: Path) -> str:
+            ns = lp.PartitionedNamespace.open(str(root))
+            return f"{ns.to_table(columns=['id']).num_rows} rows"
+
+        return prepare, write, answer
+
+    return case
+
+
+CASES: dict[str, Callable[..., Any]] = {"on": _write(True), "off": _write(False)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--write", type=Path, default=None)
+    args = ap.parse_args()
+    work = scratch("lp-stats-cost-")
+    got: dict[str, list[Cell]] = {"on": [], "off": []}
+    for r in range(args.rounds):
+        print(f"round {r + 1}/{args.rounds}", flush=True)
+        for side in ("on", "off"):
+            params = {"rows": args.rows, "work": str(work)}
+            got[side].append(measure("stats_cost", side, params, args.repeat))
+    answers = {c.answer for cells in got.values() for c in cells}
+    if len(answers) != 1:
+        raise SystemExit(f"the two sides wrote different data: {answers}")
+
+    def med(side: str, pick: Callable[[Cell], float]) -> float:
+        return statistics.median(pick(c) for c in got[side])
+
+    lines = [
+        f"{args.rows:,} synthetic events into a fresh namespace, {args.rounds} alternating "
+        f"rounds, each side a fresh process per round (first call, then best of "
+        f"{args.repeat}); medians over the rounds.",
+        "",
+        "| column statistics | first call s | best s | peak MiB |",
+        "|---|---:|---:|---:|",
+    ]
+    for side in ("on", "off"):
+        lines.append(
+            f"| {side} | {med(side, lambda c: c.first):.3f} | {med(side, lambda c: c.best):.3f}"
+            f" | {med(side, lambda c: c.peak_mib):.0f} |"
+        )
+    best = med("on", lambda c: c.best) / med("off", lambda c: c.best)
+    first = med("on", lambda c: c.first) / med("off", lambda c: c.first)
+    lines += [
+        "",
+        f"on/off: **{best:.3f}** (best), {first:.3f} (first call); the goal is at most 1.05. "
+        f"Command: `python benches/stats_cost.py --rows {args.rows} --rounds {args.rounds} "
+        f"--repeat {args.repeat}`.",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        update_section(args.write, "column-stats-cost", text, "## Column statistics: ingest cost")
+
+
+if __name__ == "__main__":
+    main()
