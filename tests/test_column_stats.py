@@ -398,3 +398,21 @@ def test_an_append_rebased_over_a_concurrent_one_widens_the_bounds_by_both(
     ns.refresh()
     for sql, n in [("i = 9001", 1), ("i = 5001", 1), ("i = 3", 1), ("i > 4000", 6)]:
         assert ns.to_table(filter=sql).num_rows == n, sql
+
+
+@pytest.mark.spark
+def test_spark_reads_skip_leaves_by_statistics(spark: Any, tmp_path: Path) -> None:
+    """`lps.read` with a filter on a non-partition column, and the data source with a Spark
+    filter pushed, plan one task per leaf the statistics keep."""
+    import lance_partitioned.spark as lps
+
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    table = pa.concat_tables([_rows(p, 0, 10) for p in range(5)])
+    ns.write(table)
+    df = lps.read(spark, ns.root, "i = 205", columns=["i"])
+    assert df.rdd.getNumPartitions() == 1
+    assert [r["i"] for r in df.collect()] == [205]
+    pushed = spark.read.format("lance-partitioned").load(ns.root).where("i > 390")
+    assert pushed.rdd.getNumPartitions() == 1
+    want = sorted(v for v in table["i"].to_pylist() if v > 390)
+    assert sorted(r["i"] for r in pushed.select("i").collect()) == want

@@ -57,7 +57,7 @@ def _options(kwargs: dict[str, Any]) -> int | None:
     return int(size) if size is not None else None
 
 
-class NamespaceScanner(pads.Scanner):  # type: ignore[misc]
+class NamespaceScanner(pads.Scanner):
     """A pruned scan of a namespace snapshot, with ``pyarrow.dataset.Scanner``'s read methods."""
 
     def __init__(
@@ -111,7 +111,7 @@ class NamespaceScanner(pads.Scanner):  # type: ignore[misc]
         return [self._snapshot.schema.names[0]]
 
 
-class NamespaceDataset(pads.Dataset):  # type: ignore[misc]
+class NamespaceDataset(pads.Dataset):
     """A namespace snapshot as a ``pyarrow.dataset.Dataset`` (see the module docs); made by
     :meth:`lance_partitioned.PartitionedNamespace.to_pyarrow_dataset`."""
 
@@ -127,7 +127,7 @@ class NamespaceDataset(pads.Dataset):  # type: ignore[misc]
         """The manifest version the view reads."""
         return self._snapshot.version
 
-    def scanner(
+    def scanner(  # type: ignore[override]  # column names and a filter, as documented
         self,
         columns: Sequence[str] | dict[str, Any] | None = None,
         filter: pc.Expression | None = None,
@@ -144,20 +144,24 @@ class NamespaceDataset(pads.Dataset):  # type: ignore[misc]
     def to_reader(self, columns: Any = None, filter: Any = None, **kwargs: Any) -> Any:
         return self.scanner(columns, filter, **kwargs).to_reader()
 
-    def to_batches(
+    def to_batches(  # type: ignore[override]
         self, columns: Any = None, filter: Any = None, **kwargs: Any
     ) -> Iterator[pa.RecordBatch]:
         return self.scanner(columns, filter, **kwargs).to_batches()
 
-    def to_table(self, columns: Any = None, filter: Any = None, **kwargs: Any) -> pa.Table:
+    def to_table(  # type: ignore[override]
+        self, columns: Any = None, filter: Any = None, **kwargs: Any
+    ) -> pa.Table:
         return self.scanner(columns, filter, **kwargs).to_table()
 
-    def head(
+    def head(  # type: ignore[override]
         self, num_rows: int, columns: Any = None, filter: Any = None, **kwargs: Any
     ) -> pa.Table:
         return self.scanner(columns, filter, **kwargs).head(num_rows)
 
-    def count_rows(self, filter: Any = None, **kwargs: Any) -> int:
+    def count_rows(  # type: ignore[override]
+        self, filter: Any = None, **kwargs: Any
+    ) -> int:
         return self.scanner(None, filter, **kwargs).count_rows()
 
     def get_fragments(self, filter: Any = None) -> Any:

@@ -31,6 +31,16 @@ pub(super) async fn skip_by_stats(
     if kept.is_empty() {
         return Ok(none());
     }
+    let fields: HashMap<String, (i32, DataType)> = snap
+        .schema()
+        .fields()
+        .iter()
+        .filter_map(|f| Some((f.name().clone(), (field_id(f)?, f.data_type().clone()))))
+        .collect();
+    if only_partition_sources(snap, filter, &fields) {
+        // Partition pruning has done what statistics could: no need to read them.
+        return Ok(none());
+    }
     let schema = Arc::new(plain(&snap.schema()));
     // A filter the rewrite cannot use (or that needs no column) prunes nothing here.
     let Ok(expr) = filter.physical(&schema) else {
@@ -51,12 +61,6 @@ pub(super) async fn skip_by_stats(
     if with.is_empty() {
         return Ok(none());
     }
-    let fields = snap
-        .schema()
-        .fields()
-        .iter()
-        .filter_map(|f| Some((f.name().clone(), (field_id(f)?, f.data_type().clone()))))
-        .collect();
     let view = Containers {
         leaves: with.iter().filter_map(|&i| recorded[i].as_ref()).collect(),
         fields,
@@ -72,6 +76,24 @@ pub(super) async fn skip_by_stats(
         .collect();
     kept.retain(|i| !skipped.contains(i));
     Ok(skipped)
+}
+
+/// Whether every column `filter` reads is a source of a partition field (of any spec version).
+fn only_partition_sources(
+    snap: &Snapshot,
+    filter: &Filter,
+    fields: &HashMap<String, (i32, DataType)>,
+) -> bool {
+    let sources: HashSet<i32> = snap
+        .root_props
+        .specs
+        .values()
+        .flat_map(|s| s.fields.iter().flat_map(|f| f.source_ids.iter().copied()))
+        .collect();
+    filter
+        .columns()
+        .iter()
+        .all(|c| fields.get(c).is_some_and(|(id, _)| sources.contains(id)))
 }
 
 /// The candidate leaves' statistics as DataFusion's pruning reads them: one container per

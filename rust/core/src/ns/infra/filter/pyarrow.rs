@@ -280,6 +280,9 @@ fn call(frame: Frame, df: &DFSchema) -> Result<Arg> {
         _ => {}
     }
     let mut a: Vec<Expr> = args.into_iter().map(Arg::into_expr).collect();
+    if let ("if_else", [c, x, y]) = (name.as_str(), a.as_slice()) {
+        return Ok(Arg::Expr(if_else(c, x, y)?));
+    }
     let e = match (a.pop(), a.pop(), a.is_empty()) {
         (Some(y), Some(x), true) => binary(&name, x, y, df)?,
         (Some(x), None, true) => unary(&name, x, options.as_ref(), df)?,
@@ -458,6 +461,47 @@ fn is_in(x: Expr, set: Option<ArrayRef>, behavior: Option<ArrayRef>) -> Result<E
         }
         other => return Err(bad(format!("is_in null_matching_behavior {other}"))),
     })
+}
+
+/// pyarrow's `if_else(c, x, y)`: NULL when `c` is NULL (SQL's `CASE` would take `y`). DuckDB
+/// sends an `IN` as `if_else(is_valid(col), is_in(col, ...), null)`: when `x` is a comparison or
+/// an `IN` of that column with literals (NULL whenever the column is), that is `x` itself,
+/// which pruning understands.
+fn if_else(c: &Expr, x: &Expr, y: &Expr) -> Result<Expr> {
+    if let (Expr::IsNotNull(col), Expr::Literal(v, _)) = (c, y) {
+        if v.is_null() {
+            if let Some(e) = null_when_null(col, x) {
+                return Ok(e);
+            }
+        }
+    }
+    Ok(when(c.clone(), x.clone())
+        .when(Expr::Not(Box::new(c.clone())), y.clone())
+        .end()?)
+}
+
+/// `x` for a non-NULL `col`, when that is NULL whenever `col` is: a comparison or an `IN` list
+/// of `col` with non-NULL literals (the `is_in` translation's NULL guard dropped).
+fn null_when_null(col: &Expr, x: &Expr) -> Option<Expr> {
+    let guarded = |e: &Expr, op: Operator, guard: Expr| match e {
+        Expr::BinaryExpr(b) if b.op == op && *b.left == guard => Some(b.right.as_ref().clone()),
+        _ => None,
+    };
+    let inner = guarded(x, Operator::And, col.clone().is_not_null())
+        .or_else(|| guarded(x, Operator::Or, col.clone().is_null()))
+        .unwrap_or_else(|| x.clone());
+    let literal = |e: &Expr| matches!(e, Expr::Literal(v, _) if !v.is_null());
+    let plain = match &inner {
+        Expr::InList(l) => *l.expr == *col && !l.negated && l.list.iter().all(literal),
+        Expr::BinaryExpr(b) => {
+            use Operator::{Eq, Gt, GtEq, Lt, LtEq, NotEq};
+            matches!(b.op, Eq | NotEq | Lt | LtEq | Gt | GtEq)
+                && ((*b.left == *col && literal(&b.right))
+                    || (*b.right == *col && literal(&b.left)))
+        }
+        _ => false,
+    };
+    plain.then_some(inner)
 }
 
 /// pyarrow's safe `cast` (every `allow_*` false); unsafe casts have no faithful translation.
