@@ -176,6 +176,20 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         [],
         ["--rows", "50000", "--batches", "3", "--partitions", "5", "--repeat", "0"],
     ),
+    (
+        "column-stats-cost",
+        "## Column statistics: ingest cost",
+        "stats_cost.py",
+        ["--rows", "5000000", "--rounds", "7"],
+        ["--rows", "100000", "--rounds", "1", "--repeat", "1"],
+    ),
+    (
+        "engines-view",
+        "## Other engines through the dataset view",
+        "engines_view.py",
+        ["--rows", "5000000"],
+        ["--rows", "100000", "--repeat", "1"],
+    ),
 ]
 
 

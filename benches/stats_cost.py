@@ -4,7 +4,8 @@
 Each round writes the synthetic events (``events.py``: date/country/bucket partitions, ten
 columns of ints, floats, strings and timestamps) into a fresh namespace once with statistics
 and once without, each in a fresh process (``cells.py``: first call, then best of
-``--repeat``), so drift of a shared machine lands on both alike. The table reports the median
+``--repeat``; the file system synced before each call, so one call's write-back does not
+land on the next), so drift of a shared machine lands on both alike. The table reports the median
 over the rounds of each side's best and first call, and on/off (the goal: at most 1.05).
 
     python benches/stats_cost.py --rows 5000000 --rounds 5 --write BENCHMARKS.md
@@ -68,7 +69,7 @@ def main() -> None:
         print(f"round {r + 1}/{args.rounds}", flush=True)
         for side in ("on", "off"):
             params = {"rows": args.rows, "work": str(work)}
-            got[side].append(measure("stats_cost", side, params, args.repeat))
+            got[side].append(measure("stats_cost", side, params, args.repeat, sync=True))
     answers = {c.answer for cells in got.values() for c in cells}
     if len(answers) != 1:
         raise SystemExit(f"the two sides wrote different data: {answers}")

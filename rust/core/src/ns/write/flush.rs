@@ -1,6 +1,7 @@
 //! Writing one partition's buffered rows as uncommitted Lance fragments (the leaf I/O helpers
 //! the writer shares with the transaction are in [`crate::ns::leaf_io`]).
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use lance::dataset::fragment::write::FragmentCreateBuilder;
@@ -33,6 +34,9 @@ pub(crate) struct PartOutput {
     pub(crate) rewrite: OnceCell<bool>,
     /// Whether to take the column statistics of the rows.
     pub(crate) take_stats: bool,
+    /// Columns (field ids) left out of the statistics: sources of identity partition fields,
+    /// constant in a partition and bounded by its values already.
+    pub(crate) stats_skip: Arc<HashSet<i32>>,
     /// Column statistics of the rows flushed so far.
     pub(crate) stats: Mutex<Option<LeafColumnStats>>,
 }
@@ -72,13 +76,17 @@ pub(crate) async fn flush(
         let one = concat_batches(&batches[0].schema(), &batches)?;
         batches = vec![one];
     }
-    let stats = match out.take_stats {
-        true => batches
-            .iter()
-            .map(LeafColumnStats::of_batch)
-            .reduce(|a, b| LeafColumnStats::merge(&a, &b)),
-        false => None,
-    };
+    // The statistics are taken on a blocking thread while Lance writes the same batches: CPU
+    // work on this task would hold up the runtime's workers (and the write's I/O) meanwhile.
+    let stats = out.take_stats.then(|| {
+        let (batches, skip) = (batches.clone(), Arc::clone(&out.stats_skip));
+        tokio::task::spawn_blocking(move || {
+            batches
+                .iter()
+                .map(|b| LeafColumnStats::of_batch_except(b, &skip))
+                .reduce(|a, b| LeafColumnStats::merge(&a, &b))
+        })
+    });
     let (fragments, schema) = match &target {
         Target::New { location, .. } => {
             // A new leaf has a fresh random location, so nothing can exist there: write its
@@ -129,6 +137,12 @@ pub(crate) async fn flush(
     if let Some(s) = schema {
         *out.schema.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
     }
+    let stats = match stats {
+        Some(task) => task
+            .await
+            .map_err(|e| Error::Internal(format!("column statistics task: {e}")))?,
+        None => None,
+    };
     if let Some(new) = stats {
         let mut held = out.stats.lock().unwrap_or_else(|e| e.into_inner());
         *held = Some(match held.take() {

@@ -4,7 +4,7 @@
 //! full or the memory budget asks for it; [`PartitionWriter::close`] writes what is left and
 //! yields one [`StagedPart`] per partition for a transaction to commit.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use lance::dataset::Dataset;
@@ -61,6 +61,8 @@ pub struct PartitionWriter {
     rows: u64,
     /// Whether flushes take the column statistics of their rows.
     column_stats: bool,
+    /// The columns they leave out (sources of identity partition fields).
+    stats_skip: Arc<HashSet<i32>>,
     /// Leaves the caller has open already (by object id), reused when a write targets one at
     /// the version it is open at instead of opening it again.
     opened: HashMap<String, Arc<Dataset>>,
@@ -82,6 +84,11 @@ impl PartitionWriter {
         let spec = snap.current_spec().clone();
         let compiled = CompiledSpec::compile(&spec, &ns, false)?;
         let column_stats = column_stats_enabled(&snap.root_props.props)?;
+        let identity = spec
+            .fields
+            .iter()
+            .filter(|f| f.transform.as_ref().is_some_and(|t| t.kind == "identity"));
+        let stats_skip = Arc::new(identity.flat_map(|f| f.source_ids.clone()).collect());
         Ok(Self {
             storage: storage.clone(),
             schemas: Schemas {
@@ -103,6 +110,7 @@ impl PartitionWriter {
             new_parts: 0,
             opened: HashMap::new(),
             column_stats,
+            stats_skip,
             rows: 0,
         })
     }
@@ -242,6 +250,7 @@ impl PartitionWriter {
             let out = PartOutput {
                 dataset: OnceCell::new_with(self.open_leaf(&target)),
                 take_stats: self.column_stats,
+                stats_skip: Arc::clone(&self.stats_skip),
                 ..Default::default()
             };
             let part = PartBuffer {
