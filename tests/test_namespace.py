@@ -513,7 +513,8 @@ def test_pyarrow_expression_prunes_on_identity_columns(ns: lp.PartitionedNamespa
     )
     mixed = (pc.field("country") == "FR") & (pc.field("amount") > 300)
     fr = ns.partitions("country = 'FR'", with_rows=False).num_rows
-    assert ns.partitions(mixed, with_rows=False).num_rows == fr < total
+    same = ns.partitions("country = 'FR' AND amount > 300", with_rows=False).num_rows
+    assert 0 < ns.partitions(mixed, with_rows=False).num_rows == same <= fr < total
     assert sorted(ns.to_table(mixed)["id"].to_pylist()) == sorted(
         data.filter(mixed)["id"].to_pylist()
     )

@@ -114,7 +114,7 @@ def test_rows_equal_pyarrows_own_filter(
         (F("country").isin(["US", "JP"]), "country IN ('US', 'JP')"),
         (F("ts") >= T0, "ts >= TIMESTAMP '2025-03-01T00:00:00Z'"),
         ((F("id") == 7) | (F("id") == 9), "id = 7 OR id = 9"),
-        ((F("country") == "FR") & (F("x") > 0.0), "country = 'FR'"),
+        ((F("country") == "FR") & (F("x") > 0.0), "country = 'FR' AND x > 0.0"),
     ],
 )
 def test_expressions_prune_like_sql_on_every_transform(

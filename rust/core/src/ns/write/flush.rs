@@ -76,17 +76,7 @@ pub(crate) async fn flush(
         let one = concat_batches(&batches[0].schema(), &batches)?;
         batches = vec![one];
     }
-    // The statistics are taken on a blocking thread while Lance writes the same batches: CPU
-    // work on this task would hold up the runtime's workers (and the write's I/O) meanwhile.
-    let stats = out.take_stats.then(|| {
-        let (batches, skip) = (batches.clone(), Arc::clone(&out.stats_skip));
-        tokio::task::spawn_blocking(move || {
-            batches
-                .iter()
-                .map(|b| LeafColumnStats::of_batch_except(b, &skip))
-                .reduce(|a, b| LeafColumnStats::merge(&a, &b))
-        })
-    });
+    let stats = start_stats(&out, &batches);
     let (fragments, schema) = match &target {
         Target::New { location, .. } => {
             // A new leaf has a fresh random location, so nothing can exist there: write its
@@ -137,12 +127,38 @@ pub(crate) async fn flush(
     if let Some(s) = schema {
         *out.schema.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
     }
-    let stats = match stats {
-        Some(task) => task
-            .await
-            .map_err(|e| Error::Internal(format!("column statistics task: {e}")))?,
-        None => None,
+    add_stats(&out, stats).await
+}
+
+/// Starts taking the column statistics of `batches` (when the write takes them) on a
+/// blocking thread, while Lance writes the same batches: CPU work on the flush task would
+/// hold up the runtime's workers (and the write's I/O) meanwhile.
+fn start_stats(
+    out: &PartOutput,
+    batches: &[RecordBatch],
+) -> Option<tokio::task::JoinHandle<Option<LeafColumnStats>>> {
+    out.take_stats.then(|| {
+        let (batches, skip) = (batches.to_vec(), Arc::clone(&out.stats_skip));
+        tokio::task::spawn_blocking(move || {
+            batches
+                .iter()
+                .map(|b| LeafColumnStats::of_batch_except(b, &skip))
+                .reduce(|a, b| LeafColumnStats::merge(&a, &b))
+        })
+    })
+}
+
+/// Waits for [`start_stats`]'s statistics and adds them to the partition's.
+async fn add_stats(
+    out: &PartOutput,
+    task: Option<tokio::task::JoinHandle<Option<LeafColumnStats>>>,
+) -> Result<()> {
+    let Some(task) = task else {
+        return Ok(());
     };
+    let stats = task
+        .await
+        .map_err(|e| Error::Internal(format!("column statistics task: {e}")))?;
     if let Some(new) = stats {
         let mut held = out.stats.lock().unwrap_or_else(|e| e.into_inner());
         *held = Some(match held.take() {
