@@ -68,13 +68,14 @@ def _parquet_answer(root: Path) -> str:
     return _answer(pads.dataset(str(root), format="parquet").count_rows(), root)
 
 
-def ours(rows: int, work: str) -> Case:
+def ours(rows: int, work: str, properties: dict[str, str] | None = None) -> Case:
+    """Our write into a fresh namespace (created with ``properties``)."""
     table = events(rows)
     fresh = fresh_dirs(work, "ours")
 
     def prepare() -> Path:
         root = fresh()
-        lp.PartitionedNamespace.create(str(root), table.schema, SPEC)
+        lp.PartitionedNamespace.create(str(root), table.schema, SPEC, properties=properties)
         return root
 
     def write(root: Path) -> Path:

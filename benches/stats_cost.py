@@ -14,43 +14,24 @@ over the rounds of each side's best and first call, and on/off (the goal: at mos
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cells import Cell, fresh_dirs, measure
-from events import SPEC, events
+import ingest
+from cells import Cell, measure
 from report import update_section
 from scratch import scratch
-
-import lance_partitioned as lp
 
 KEY = "lance_partitioned.column_stats"
 
 
 def _write(enabled: bool) -> Callable[..., Any]:
-    def case(rows: int, work: str) -> Any:
-        table = events(rows)
-        fresh = fresh_dirs(work, "on" if enabled else "off")
-
-        def prepare() -> Path:
-            root = fresh()
-            props = {KEY: "true" if enabled else "false"}
-            lp.PartitionedNamespace.create(str(root), table.schema, SPEC, properties=props)
-            return root
-
-        def write(root: Path) -> Path:
-            lp.PartitionedNamespace.open(str(root)).write(table)
-            return root
-
-        def answer(root: Path) -> str:
-            ns = lp.PartitionedNamespace.open(str(root))
-            return f"{ns.to_table(columns=['id']).num_rows} rows"
-
-        return prepare, write, answer
-
-    return case
+    """``ingest.py``'s case of our write, into a namespace with statistics on or off."""
+    props = {KEY: "true" if enabled else "false"}
+    return lambda rows, work: ingest.ours(rows, work, props)
 
 
 CASES: dict[str, Callable[..., Any]] = {"on": _write(True), "off": _write(False)}
@@ -70,9 +51,15 @@ def main() -> None:
         for side in ("on", "off"):
             params = {"rows": args.rows, "work": str(work)}
             got[side].append(measure("stats_cost", side, params, args.repeat, sync=True))
-    answers = {c.answer for cells in got.values() for c in cells}
+
+    def written(c: Cell) -> tuple[int, int]:
+        a = json.loads(c.answer)
+        return a["rows"], a["partitions"]
+
+    answers = {written(c) for cells in got.values() for c in cells}
     if len(answers) != 1:
         raise SystemExit(f"the two sides wrote different data: {answers}")
+    size = {side: json.loads(got[side][-1].answer)["bytes"] for side in got}
 
     def med(side: str, pick: Callable[[Cell], float]) -> float:
         return statistics.median(pick(c) for c in got[side])
@@ -82,13 +69,13 @@ def main() -> None:
         f"rounds, each side a fresh process per round (first call, then best of "
         f"{args.repeat}); medians over the rounds.",
         "",
-        "| column statistics | first call s | best s | peak MiB |",
-        "|---|---:|---:|---:|",
+        "| column statistics | first call s | best s | peak MiB | bytes written |",
+        "|---|---:|---:|---:|---:|",
     ]
     for side in ("on", "off"):
         lines.append(
             f"| {side} | {med(side, lambda c: c.first):.3f} | {med(side, lambda c: c.best):.3f}"
-            f" | {med(side, lambda c: c.peak_mib):.0f} |"
+            f" | {med(side, lambda c: c.peak_mib):.0f} | {size[side]:,} |"
         )
     best = med("on", lambda c: c.best) / med("off", lambda c: c.best)
     first = med("on", lambda c: c.first) / med("off", lambda c: c.first)

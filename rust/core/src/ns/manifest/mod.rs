@@ -66,8 +66,8 @@ pub use auto_expire::{
     EXPIRE_INTERVAL_KEY, EXPIRE_OLDER_THAN_KEY, EXPIRE_RETAIN_KEY,
 };
 pub use column_stats::{
-    column_stats_enabled, ColumnStats, LeafColumnStats, COLUMN_STATS_ENABLED_KEY, COLUMN_STATS_KEY,
-    PREFIX_BYTES,
+    cast_bound, column_stats_enabled, ColumnStats, LeafColumnStats, COLUMN_STATS_ENABLED_KEY,
+    COLUMN_STATS_KEY, PREFIX_BYTES,
 };
 pub use compact::{
     leaf_max_fragments, max_fragments, too_fragmented, DEFAULT_LEAF_MAX_FRAGMENTS,

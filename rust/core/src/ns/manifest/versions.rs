@@ -38,18 +38,28 @@ impl Snapshot {
         let Some(rows) = self.keys()?.versions.get(table) else {
             return Ok(Vec::new());
         };
-        let metadata = string_column(&self.batch, METADATA)?;
-        rows.iter()
-            .map(|v| {
-                let props = match &metadata {
-                    Some(m) if !m.is_null(v.row) => parse_props(Some(m.value(v.row)))?,
-                    _ => HashMap::new(),
-                };
-                Ok(TableVersion {
-                    version: v.version,
-                    props,
-                })
-            })
-            .collect()
+        rows.iter().map(|v| self.table_version_at(*v)).collect()
+    }
+
+    /// The recorded version `version` of table `table` with its properties, parsing that row
+    /// only (`None` when it is not recorded).
+    ///
+    /// # Errors
+    /// As [`Snapshot::table_versions`].
+    pub fn table_version(&self, table: &str, version: u64) -> Result<Option<TableVersion>> {
+        let rows = self.keys()?.versions.get(table);
+        let found = rows.and_then(|r| r.iter().find(|v| v.version == version));
+        found.map(|v| self.table_version_at(*v)).transpose()
+    }
+
+    fn table_version_at(&self, v: VersionRow) -> Result<TableVersion> {
+        let props = match string_column(&self.batch, METADATA)? {
+            Some(m) if !m.is_null(v.row) => parse_props(Some(m.value(v.row)))?,
+            _ => HashMap::new(),
+        };
+        Ok(TableVersion {
+            version: v.version,
+            props,
+        })
     }
 }

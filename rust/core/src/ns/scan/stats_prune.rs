@@ -15,7 +15,7 @@ use crate::datafusion::scalar::ScalarValue;
 use crate::error::Result;
 use crate::field_ids::field_id;
 use crate::ns::infra::filter::{plain, Filter};
-use crate::ns::manifest::{leaf_column_stats, ColumnStats, LeafColumnStats, Snapshot};
+use crate::ns::manifest::{cast_bound, leaf_column_stats, ColumnStats, LeafColumnStats, Snapshot};
 
 /// Removes from `kept` (indexes into the snapshot's leaves) the leaves whose statistics prove
 /// that no row satisfies `filter`; returns those removed.
@@ -110,13 +110,16 @@ impl Containers<'_> {
     fn per_leaf(
         &self,
         column: &Column,
-        pick: impl Fn(ColumnStats) -> Option<ScalarValue>,
+        pick: impl Fn(&ColumnStats) -> Option<&ScalarValue>,
     ) -> Option<ArrayRef> {
         let (id, ty) = self.fields.get(column.name())?;
         let null = ScalarValue::try_from(ty).ok()?;
         let values = self.leaves.iter().map(|s| {
-            let stats = s.columns.get(id).and_then(|c| c.cast_to(ty));
-            stats.and_then(&pick).unwrap_or_else(|| null.clone())
+            // A bound recorded under an older type (a widened column) is cast to this one.
+            let bound = s.columns.get(id).and_then(&pick);
+            bound
+                .and_then(|b| cast_bound(b, ty))
+                .unwrap_or_else(|| null.clone())
         });
         ScalarValue::iter_to_array(values).ok()
     }
@@ -124,11 +127,11 @@ impl Containers<'_> {
 
 impl PruningStatistics for Containers<'_> {
     fn min_values(&self, column: &Column) -> Option<ArrayRef> {
-        self.per_leaf(column, |c| c.min)
+        self.per_leaf(column, |c| c.min.as_ref())
     }
 
     fn max_values(&self, column: &Column) -> Option<ArrayRef> {
-        self.per_leaf(column, |c| c.max)
+        self.per_leaf(column, |c| c.max.as_ref())
     }
 
     fn num_containers(&self) -> usize {

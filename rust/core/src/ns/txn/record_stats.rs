@@ -37,9 +37,8 @@ impl ManifestUpdate for RecordStats {
         Box::pin(async move {
             let mut rows = Vec::new();
             for m in &self.measured {
-                let versions = latest.table_versions(&m.object_id)?;
                 // Gone (trimmed, or the partition dropped), or recorded meanwhile: leave it.
-                let Some(entry) = versions.into_iter().find(|t| t.version == m.version) else {
+                let Some(entry) = latest.table_version(&m.object_id, m.version)? else {
                     continue;
                 };
                 if LeafColumnStats::recorded(&entry.props).is_some() {
@@ -80,7 +79,7 @@ async fn without_stats(snap: &Snapshot, object_ids: &[String]) -> Result<Vec<usi
         let Some(v) = snap.leaves[i].read_version else {
             continue;
         };
-        let has_row = snap.table_versions(oid)?.iter().any(|t| t.version == v);
+        let has_row = snap.table_version(oid, v)?.is_some();
         if has_row && recorded[i].is_none() {
             out.push(i);
         }

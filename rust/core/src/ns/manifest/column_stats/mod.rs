@@ -70,19 +70,14 @@ pub struct ColumnStats {
 impl ColumnStats {
     /// These statistics with bounds of type `to` (an evolved column type); `None` when a bound
     /// does not convert exactly.
-    #[must_use]
-    pub fn cast_to(&self, to: &DataType) -> Option<Self> {
+    fn cast_to(&self, to: &DataType) -> Option<Self> {
         if &self.data_type == to {
             return Some(self.clone());
         }
         let cast = |b: &Option<ScalarValue>| -> Option<Option<ScalarValue>> {
             match b {
                 None => Some(None),
-                Some(v) => {
-                    let c = v.cast_to(to).ok()?;
-                    // A cast that loses the value (overflow to NULL) cannot bound anything.
-                    (!c.is_null()).then_some(Some(c))
-                }
+                Some(v) => Some(Some(cast_bound(v, to)?)),
             }
         };
         Some(Self {
@@ -93,6 +88,16 @@ impl ColumnStats {
             nans: self.nans,
         })
     }
+}
+
+/// The bound `v` as type `to` (a column's type after a widening); `None` when it does not
+/// convert (a cast that loses the value to NULL cannot bound anything).
+#[must_use]
+pub fn cast_bound(v: &ScalarValue, to: &DataType) -> Option<ScalarValue> {
+    if &v.data_type() == to {
+        return Some(v.clone());
+    }
+    v.cast_to(to).ok().filter(|c| !c.is_null())
 }
 
 /// Statistics of the columns of one leaf version, by namespace field id.

@@ -353,14 +353,8 @@ impl NewPartition<'_> {
                 .collect(),
         });
         if self.strong {
-            let (op, rows_written) = (("create", None), p.rows());
-            rows.push(version_row(
-                &oid,
-                &p.committed,
-                op,
-                rows_written,
-                p.stats.as_ref(),
-            ));
+            let (stats, create) = (p.stats.as_ref(), ("create", None));
+            rows.push(version_row(&oid, &p.committed, create, p.rows(), stats));
         }
         Ok(oid)
     }
@@ -460,12 +454,9 @@ pub(crate) fn carried_stats(
     let Some(base) = base else {
         return Ok(None);
     };
-    let recorded = latest.table_versions(table)?;
-    let Some(prev) = recorded
-        .iter()
-        .find(|t| t.version == base)
-        .and_then(|t| LeafColumnStats::recorded(&t.props))
-    else {
+    // One row parsed, not the partition's every version row: this runs on every commit.
+    let recorded = latest.table_version(table, base)?;
+    let Some(prev) = recorded.and_then(|t| LeafColumnStats::recorded(&t.props)) else {
         return Ok(None);
     };
     if added_rows == 0 {
