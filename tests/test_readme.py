@@ -55,6 +55,7 @@ NAMESPACE_TOUR: tuple[Key, ...] = (
     (NAMESPACES, "Create and open"),
     (WRITES, "Writing"),
     (READS, "Scanning"),
+    (READS, "Indexes"),
     (READS, "Other engines"),
     (NAMESPACES, "Snapshots and time travel"),
     (WRITES, "Deletes"),

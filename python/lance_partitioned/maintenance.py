@@ -40,14 +40,18 @@ class Maintenance:
         manifest commit. A concurrent append to a partition being compacted is rebased, and a
         partition whose files a concurrent commit replaced is compacted again from what is
         there, so nothing is lost or duplicated; readers of older versions (``as_of``) keep
-        reading the files they named until :meth:`expire` removes them. Partitions whose leaf
-        table has indices are left alone (``skipped_indexed``). In strong mode the selected
+        reading the files they named until :meth:`expire` removes them. A partition carrying
+        the namespace's declared indexes is compacted and its indexes built again over the new
+        files; one whose leaf table has indexes the namespace does not declare (made by another
+        tool) is left alone (``skipped_indexed``). In strong mode the selected
         partitions' ``table_version`` rows beyond ``lance_partitioned.manifest.versions_kept``
         go too, in one more manifest commit (``version_rows_removed``; commits keep up to twice
         the limit per partition they change), and the selected partitions whose read version
         has no column statistics (written by another tool or an older release) are read once
         and get them, in one more manifest commit (``stats_recorded``), so reads can skip
-        them. ``dry_run`` only reports what would be done.
+        them. The declared indexes (:meth:`create_index`) of the selected partitions that are
+        missing or do not cover every row are built again, in one more manifest commit
+        (``indexes_refreshed``). ``dry_run`` only reports what would be done.
         """
         if filter is not None and (not isinstance(filter, str) or not filter.strip()):
             raise InvalidArgumentError("optimize's filter must be a non-empty SQL string or None")

@@ -34,6 +34,7 @@ from lance_partitioned.dataset_view import NamespaceDataset
 from lance_partitioned.distributed import DistributedWrite
 from lance_partitioned.exceptions import ArgumentTypeError, InvalidArgumentError
 from lance_partitioned.hive.exporter import ExportResult
+from lance_partitioned.indexes import Indexes
 from lance_partitioned.lineage import datasets as lineage_datasets
 from lance_partitioned.lineage.run import Job, operation
 from lance_partitioned.maintenance import Maintenance
@@ -63,6 +64,8 @@ __all__ = [
     "DeleteResult",
     "ExpireResult",
     "ExportResult",
+    "IndexInfo",
+    "IndexResult",
     "OptimizeResult",
     "PartitionedNamespace",
     "Snapshot",
@@ -76,11 +79,13 @@ WriteResult = _native.WriteResult
 DeleteResult = _native.DeleteResult
 CleanupResult = _native.CleanupResult
 OptimizeResult = _native.OptimizeResult
+IndexResult = _native.IndexResult
+IndexInfo = _native.IndexInfo
 ExpireResult = _native.ExpireResult
 
 
 @typed_class
-class PartitionedNamespace(Maintenance, RowChanges, Tags):
+class PartitionedNamespace(Maintenance, RowChanges, Tags, Indexes):
     """A Lance partitioned namespace rooted at a directory or an object-store URI
     (``s3://``, ``gs://``, ``az://``, ...; see ``storage_options``)."""
 
@@ -525,11 +530,15 @@ class PartitionedNamespace(Maintenance, RowChanges, Tags):
         """Per-partition statistics from Lance metadata; see :meth:`Snapshot.stats`."""
         return self.snapshot(as_of).stats(filter)
 
+    def indexes(self, *, as_of: AsOf = None) -> list[_native.IndexInfo]:
+        """Every declared index and how much of it is current; see :meth:`Snapshot.indexes`."""
+        return self.snapshot(as_of).indexes()
+
     def history(self, limit: int | None = None) -> pa.Table:
         """The manifest versions, newest first (the last ``limit`` of them): ``version``,
         ``timestamp`` (UTC), ``operation`` (``create_namespace``, ``create`` (new partitions),
         ``append``, ``overwrite``,
-        ``delete``, ``compact``, ``drop``, ``evolve``, ``schema``; joined with ``+`` when a
+        ``delete``, ``compact``, ``drop``, ``evolve``, ``schema``, ``index``; joined with ``+`` when a
         commit did several), ``partitions`` changed and ``rows`` written or deleted (NULL
         when not recorded). Read from the difference of each version to the one before, so
         the oldest version :meth:`expire` kept shows as ``unknown``."""

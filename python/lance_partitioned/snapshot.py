@@ -122,6 +122,13 @@ class Snapshot:
         table = pa.Table.from_batches([self._s.leaf_stats(native_filter(filter))])
         return table.drop_columns(["location", "read_version", "spec_id", "fragments"])
 
+    def indexes(self) -> list[_native.IndexInfo]:
+        """Every declared index (:meth:`PartitionedNamespace.create_index`) and how much of
+        it is current at this version: the partitions holding its column and their rows, and
+        how many of those its index covers (``partitions_indexed``, ``rows_indexed``; rows
+        outside it are read without it). Opens every partition's Lance table."""
+        return self._s.indexes()
+
     def explain(self, filter: Filter = None, *, check_sizes: bool = True) -> str:
         """The manifest predicate built per spec version and how many partitions were kept,
         with how many of those the partition values kept were then skipped by the column

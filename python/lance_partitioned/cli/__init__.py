@@ -1,6 +1,7 @@
 """The ``lance-partitioned`` command line (click + rich): inspect, query and maintain
 partitioned namespaces. Commands: ``info``, ``partitions``, ``tree``, ``explain``,
 ``history``, ``scan``, ``skew``, ``optimize``, ``expire``, ``cleanup``, ``repair``, ``tag``,
+``index``,
 ``import-hive``, ``export-hive``; see docs/cli.md.
 
 Run it as ``lance-partitioned ...`` or ``python -m lance_partitioned.cli ...``; in-process,
@@ -10,7 +11,7 @@ Modules: ``app`` (the click group, shared options, error handling), ``params`` (
 types), ``output`` (JSON, tables, numbers, spinners), ``keys`` (partitions as shown),
 ``inspect`` (info, partitions, explain, history), ``tree``, ``scan``, ``skew`` with the pure
 ``skew_stats`` and the PNG ``histogram``, ``maintenance`` (optimize, expire, cleanup,
-repair), ``tags`` (tag), ``hive`` (import-hive, export-hive).
+repair), ``tags`` (tag), ``indexes`` (index), ``hive`` (import-hive, export-hive).
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 # Importing the command modules registers their commands on the group.
-from lance_partitioned.cli import hive, inspect, maintenance, scan, skew, tags, tree  # noqa: F401
+from lance_partitioned.cli import (  # noqa: F401
+    hive,
+    indexes,
+    inspect,
+    maintenance,
+    scan,
+    skew,
+    tags,
+    tree,
+)
 from lance_partitioned.cli.app import cli, run
 
 __all__ = ["cli", "main"]

@@ -27,6 +27,7 @@ OPTIMIZE_EXTRA = (
     "attempts",
     "version_rows_removed",
     "stats_recorded",
+    "indexes_refreshed",
 )
 EXPIRE_KEYS = ("manifest_versions", "leaf_versions", "leaf_tables", "files", "bytes", "dry_run")
 CLEANUP_KEYS = ("orphans", "stale_versions", "stale_files", "files", "bytes", "removed")
@@ -94,6 +95,9 @@ def optimize(
     if doc.get("stats_recorded"):
         verb = "would record" if dry_run else "recorded"
         click.echo(f"{verb} column statistics of {doc['stats_recorded']:,} partitions")
+    if doc.get("indexes_refreshed"):
+        verb = "would build" if dry_run else "built"
+        click.echo(f"{verb} the indexes of {doc['indexes_refreshed']:,} partitions again")
 
 
 @cli.command(short_help="Remove old manifest and leaf versions.")

@@ -11,6 +11,7 @@ mod args;
 mod distributed_merge;
 mod errors;
 mod ffi;
+mod indexes;
 mod join;
 mod kernels;
 mod lineage;
@@ -108,6 +109,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::DeleteResult>()?;
     m.add_class::<results::CleanupResult>()?;
     m.add_class::<results::OptimizeResult>()?;
+    m.add_class::<indexes::IndexResult>()?;
+    m.add_class::<indexes::IndexInfo>()?;
     m.add_class::<results::ExpireResult>()?;
     m.add_class::<results::TouchedPartition>()?;
     m.add_class::<merge::MergeResult>()?;

@@ -8,9 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lance_partitioned_core::ns::infra::storage::Storage;
+use lance_partitioned_core::ns::manifest::IndexKind;
 use lance_partitioned_core::ns::manifest::Snapshot;
 use lance_partitioned_core::ns::namespace::Namespace as CoreNamespace;
-use lance_partitioned_core::ns::ops::{ExpireOptions, OptimizeOptions, DEFAULT_MAX_ATTEMPTS};
+use lance_partitioned_core::ns::ops::{
+    CreateIndexOptions, ExpireOptions, OptimizeOptions, DEFAULT_MAX_ATTEMPTS,
+};
 use lance_partitioned_core::spec::PartitionSpec;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
@@ -18,6 +21,7 @@ use pyo3::types::PyType;
 use crate::args::{ArrowSchema, WriteMode};
 use crate::errors::{invalid_arg, run, to_py};
 use crate::ffi::BatchInput;
+use crate::indexes::IndexResult;
 use crate::merge::{self, ClausesArg, MergePlan, MergeResult};
 use crate::results::{CleanupResult, DeleteResult, ExpireResult, OptimizeResult, WriteResult};
 use crate::runtime::block_on;
@@ -322,6 +326,37 @@ impl Namespace {
         };
         let s = run(py, || block_on(self.inner.optimize(&opts)))?;
         Ok(OptimizeResult::from(s))
+    }
+
+    /// Declares a scalar index on `column` and builds it on every partition.
+    #[pyo3(signature = (column, *, kind, name, replace, concurrency))]
+    fn create_index(
+        &self,
+        py: Python<'_>,
+        column: String,
+        kind: &str,
+        name: Option<String>,
+        replace: bool,
+        concurrency: usize,
+    ) -> PyResult<IndexResult> {
+        let opts = CreateIndexOptions {
+            column,
+            kind: IndexKind::parse(kind).map_err(to_py)?,
+            name,
+            replace,
+            concurrency,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+        };
+        let (name, r) = run(py, || block_on(self.inner.create_index(&opts)))?;
+        Ok(IndexResult::of(name, &r))
+    }
+
+    /// Removes index `name`: its declaration and its indexes on every partition.
+    fn drop_index(&self, py: Python<'_>, name: String) -> PyResult<IndexResult> {
+        let r = run(py, || {
+            block_on(self.inner.drop_index(&name, DEFAULT_MAX_ATTEMPTS))
+        })?;
+        Ok(IndexResult::of(name, &r))
     }
 
     /// Removes old manifest versions and what only they read.

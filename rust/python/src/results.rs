@@ -91,6 +91,8 @@ pub struct WriteResult {
     pub compacted: u64,
     /// Old manifest versions the namespace's automatic expiry removed after the commit.
     pub expired: u64,
+    /// Partitions whose declared indexes were built again after the commit.
+    pub indexed: u64,
 }
 
 #[pymethods]
@@ -127,6 +129,7 @@ impl WriteResult {
             touched: Vec::new(),
             compacted: 0,
             expired: 0,
+            indexed: 0,
         }
     }
 
@@ -176,6 +179,7 @@ impl From<&WriteSummary> for WriteResult {
             touched: touched_list(&s.touched),
             compacted: s.compacted,
             expired: s.expired,
+            indexed: s.indexed,
         }
     }
 }
@@ -283,7 +287,8 @@ pub struct OptimizeResult {
     pub rows: u64,
     /// Bytes written (0 for a dry run).
     pub bytes_written: u64,
-    /// Partitions left alone because their leaf table has indices.
+    /// Partitions left alone because their leaf table has indices the namespace does not
+    /// declare (made by another tool).
     pub skipped_indexed: u64,
     /// Compactions rebased over a concurrent append.
     pub rebased: u64,
@@ -297,6 +302,8 @@ pub struct OptimizeResult {
     pub version_rows_removed: u64,
     /// Selected partitions whose column statistics were recorded (or would be).
     pub stats_recorded: u64,
+    /// Selected partitions whose declared indexes were built again (or would be).
+    pub indexes_refreshed: u64,
     /// Whether this was a dry run.
     pub dry_run: bool,
 }
@@ -333,6 +340,7 @@ impl From<OptimizeSummary> for OptimizeResult {
             attempts: s.attempts,
             version_rows_removed: s.version_rows_removed,
             stats_recorded: s.stats_recorded,
+            indexes_refreshed: s.indexes_refreshed,
             dry_run: s.dry_run,
         }
     }

@@ -193,6 +193,13 @@ impl ManifestSnapshot {
         })
     }
 
+    /// Every declared index and how much of it is current at this version.
+    fn indexes(&self, py: Python<'_>) -> PyResult<Vec<crate::indexes::IndexInfo>> {
+        let snap = self.full(py)?;
+        let got = run(py, || block_on(CoreNamespace::index_coverage(&snap)))?;
+        Ok(got.into_iter().map(Into::into).collect())
+    }
+
     /// The last `limit` manifest versions, newest first, with what each commit did.
     #[pyo3(signature = (limit = None))]
     fn history(&self, py: Python<'_>, limit: Option<usize>) -> PyResult<ArrowBatch> {

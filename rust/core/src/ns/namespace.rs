@@ -19,10 +19,10 @@ use crate::ns::manifest::Snapshot;
 use crate::ns::ops::join::{plan_join, JoinSide};
 use crate::ns::ops::write::{distributed, shared_plan};
 use crate::ns::ops::{
-    cleanup, delete, evolve, expire, history, merge, optimize, repair, tags, update_schema, write,
-    CleanupSummary, DeleteSummary, ExpireOptions, ExpireSummary, JoinPlan, JoinRequest,
-    MergeClauses, MergeExplain, MergeMessage, MergeSource, MergeSummary, OptimizeOptions,
-    OptimizeSummary, PreparedJoin, WritePlan,
+    cleanup, delete, evolve, expire, history, index, merge, optimize, repair, tags, update_schema,
+    write, CleanupSummary, CreateIndexOptions, DeleteSummary, ExpireOptions, ExpireSummary,
+    IndexCoverage, IndexRefresh, JoinPlan, JoinRequest, MergeClauses, MergeExplain, MergeMessage,
+    MergeSource, MergeSummary, OptimizeOptions, OptimizeSummary, PreparedJoin, WritePlan,
 };
 use crate::ns::write::{StagedMessage, WriteOptions, WriteSummary};
 use crate::spec::PartitionSpec;
@@ -317,6 +317,31 @@ impl Namespace {
     /// As [`optimize::optimize`].
     pub async fn optimize(&self, opts: &OptimizeOptions) -> Result<OptimizeSummary> {
         optimize::optimize(&self.storage, opts).await
+    }
+
+    /// Declares a scalar index on a column and builds it on every partition; returns its name
+    /// and what the build did.
+    ///
+    /// # Errors
+    /// As [`index::create_index`].
+    pub async fn create_index(&self, opts: &CreateIndexOptions) -> Result<(String, IndexRefresh)> {
+        index::create_index(&self.storage, opts).await
+    }
+
+    /// Removes index `name`: its declaration and its indexes on every partition.
+    ///
+    /// # Errors
+    /// As [`index::drop_index`].
+    pub async fn drop_index(&self, name: &str, max_attempts: u32) -> Result<IndexRefresh> {
+        index::drop_index(&self.storage, name, max_attempts).await
+    }
+
+    /// How much of each declared index is current at `snap`.
+    ///
+    /// # Errors
+    /// As [`index::coverage::index_coverage`].
+    pub async fn index_coverage(snap: &Snapshot) -> Result<Vec<IndexCoverage>> {
+        index::coverage::index_coverage(snap).await
     }
 
     /// Removes old manifest versions and the leaf versions and files only they read.

@@ -21,6 +21,7 @@
 //! - `versions`: the `table_version` rows by table ([`TableVersion`]);
 //! - `write_ids`: the write ids recorded, stream batches by their stream ([`WriteIds`]);
 //! - `index`: the leaves and the writers' lookups ([`Keys`]), and the queries on them;
+//! - `indexes`: the scalar indexes the namespace declares ([`IndexDef`]);
 //! - `evolution`: the rules and manifest columns of a new partition spec version
 //!   ([`spec_preparation`]);
 //! - `repair`: rebuilding manifest columns another tool dropped ([`dropped_columns`]; the
@@ -53,6 +54,7 @@ mod evolution;
 mod feature_flags;
 mod format;
 mod index;
+mod indexes;
 mod named;
 mod repair;
 mod retention;
@@ -84,6 +86,10 @@ pub use format::{
 };
 pub(crate) use format::{required_string, scan_rows};
 pub use index::{count_rows, describe_key, leaf_sizes, Keys, Leaf};
+pub use indexes::{
+    check_index_name, declared_indexes, indexes_on_write, IndexDef, IndexKind,
+    INDEXES_ON_WRITE_KEY, INDEX_KEY_PREFIX,
+};
 pub use named::{named_tables, NamedTable};
 pub use repair::dropped_columns;
 pub use retention::{

@@ -13,6 +13,8 @@
 //!   may do), committed as a root property change.
 //! - [`evolve`]: add a partition spec version.
 //! - [`repair`]: add back manifest columns another tool dropped.
+//! - [`index`]: scalar indexes per partition (`create_index`, `drop_index`), kept current by
+//!   writes and `optimize()`.
 //! - [`history`]: what each manifest version's commit did.
 //! - [`tags`]: names for manifest versions, which `expire()` keeps.
 //! - [`merge`]: row-level changes by key (`merge_insert`): update, delete, insert, in one
@@ -27,6 +29,7 @@ pub(crate) mod delete;
 pub(crate) mod evolve;
 pub(crate) mod expire;
 pub(crate) mod history;
+pub(crate) mod index;
 pub(crate) mod join;
 pub(crate) mod merge;
 pub(crate) mod optimize;
@@ -38,6 +41,7 @@ pub(crate) mod write;
 pub use cleanup::{CleanupSummary, RETENTION_FLOOR};
 pub use delete::DeleteSummary;
 pub use expire::{ExpireOptions, ExpireSummary};
+pub use index::{CreateIndexOptions, IndexCoverage, IndexRefresh};
 pub use join::{JoinGroup, JoinHow, JoinPlan, JoinRequest, JoinStream, PreparedJoin};
 pub use merge::{
     MergeClauses, MergeExplain, MergeMessage, MergeSource, MergeSummary, MergedPartition,

@@ -9,7 +9,9 @@
 //!
 //! Then, in strong mode, the selected partitions whose read version has no column statistics
 //! get them, read from their rows, in one more manifest commit
-//! ([`crate::ns::txn::record_stats`]). Last, the selected partitions' `table_version` rows
+//! ([`crate::ns::txn::record_stats`]), and the declared indexes of the selected partitions
+//! that are missing or do not cover every row are built again, in one more
+//! ([`crate::ns::ops::index::refresh`]). Last, the selected partitions' `table_version` rows
 //! beyond the retention limit go in one more manifest commit (a commit trims the partitions it changes only once
 //! they hold twice the limit; see `manifest::retention`).
 //!
@@ -22,10 +24,12 @@ use lance::dataset::optimize::{CompactionMode, CompactionOptions};
 
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
-use crate::ns::manifest::Snapshot;
+use crate::ns::manifest::{declared_indexes, Snapshot};
+use crate::ns::ops::index::refresh::{refresh_indexes, RefreshOptions};
 use crate::ns::scan::{prune, Filter};
 use crate::ns::txn::compaction::{LeafCompaction, LeafOutcome, Rewrite};
 use crate::ns::txn::conflict::optimize::{Compacted, OptimizeUpdate};
+use crate::ns::txn::leaf_index::LeafIndexing;
 use crate::ns::txn::manifest_commit::commit_manifest;
 use crate::ns::txn::record_stats::record_missing_stats;
 use crate::ns::txn::trim_versions::{surplus_of, trim_versions};
@@ -62,7 +66,8 @@ pub struct OptimizeSummary {
     pub rows: u64,
     /// Bytes written.
     pub bytes_written: u64,
-    /// Partitions left alone because their leaf has indices.
+    /// Partitions left alone because their leaf has indices the namespace does not declare
+    /// (made by another tool).
     pub skipped_indexed: u64,
     /// Partitions whose compaction was rebased over a concurrent append.
     pub rebased: u64,
@@ -78,6 +83,9 @@ pub struct OptimizeSummary {
     /// Selected partitions whose column statistics were recorded (their read version had
     /// none: written by another tool or an older release).
     pub stats_recorded: u64,
+    /// Selected partitions whose declared indexes were built again (missing, or not covering
+    /// every row).
+    pub indexes_refreshed: u64,
     /// Whether this was a dry run.
     pub dry_run: bool,
 }
@@ -109,6 +117,22 @@ pub(crate) async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Resul
         .map(|&i| snap.leaves[i].object_id.clone())
         .collect();
     let mut summary = compact_leaves(storage, &snap, selected, opts, started_ms).await?;
+    // The declared indexes of the selected partitions, over the rows written since.
+    let refreshed = refresh_indexes(
+        storage,
+        &RefreshOptions {
+            only: Some(ids.clone()),
+            dropped: Vec::new(),
+            concurrency: opts.concurrency,
+            max_attempts: opts.max_attempts,
+            dry_run: opts.dry_run,
+        },
+    )
+    .await?;
+    summary.indexes_refreshed = refreshed.partitions;
+    if !opts.dry_run {
+        summary.manifest_version = summary.manifest_version.max(refreshed.manifest_version);
+    }
     if !snap.strong_mode(opts.strong)? {
         return Ok(summary);
     }
@@ -170,6 +194,15 @@ async fn compact_leaves(
         min_files: opts.min_files,
         strong,
         dry_run: opts.dry_run,
+        indexing: LeafIndexing {
+            defs: declared_indexes(&snap.root_props.props)?
+                .into_values()
+                .collect(),
+            dropped: Vec::new(),
+            schema: snap.schema(),
+            strong,
+            dry_run: opts.dry_run,
+        },
     };
     let outcomes: Vec<(usize, LeafOutcome)> = stream::iter(selected.into_iter().map(|i| {
         let (leaf, compaction) = (&snap.leaves[i], &compaction);

@@ -1,6 +1,9 @@
 //! Compaction of one leaf table: Lance's compaction planner picks the small fragments, each
 //! task rewrites a run of them into new files, and one `Rewrite` commit (detached in strong
-//! mode) replaces them. Nothing here touches the manifest.
+//! mode) replaces them. A leaf whose indexes are all declared by the namespace is compacted
+//! too, and its indexes are then built again over the new files (a `Rewrite` moves the rows
+//! they point at), on top of the `Rewrite` version; a leaf with other indexes is left alone.
+//! Nothing here touches the manifest.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,6 +17,7 @@ use lance::table::format::Fragment;
 use crate::error::Result;
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::LeafVersion;
+use crate::ns::txn::leaf_index::{IndexOutcome, LeafIndexing};
 use crate::ns::txn::retry::is_retryable;
 
 /// Leaf commits tried again in weak mode when a concurrent commit conflicts (a row delete of a
@@ -25,7 +29,8 @@ const WEAK_ATTEMPTS: u32 = 5;
 pub(crate) enum LeafOutcome {
     /// Nothing to compact (fewer than `min_files` small files).
     Unchanged,
-    /// The leaf has indices, whose row addresses a rewrite would move: left alone.
+    /// The leaf has indices the namespace does not declare (so cannot build again), whose
+    /// row addresses a rewrite would move: left alone.
     Indexed,
     /// The compaction a dry run would do.
     Planned(Rewrite),
@@ -60,6 +65,8 @@ pub(crate) struct LeafCompaction {
     pub(crate) min_files: usize,
     pub(crate) strong: bool,
     pub(crate) dry_run: bool,
+    /// The namespace's declared indexes, built again after compacting a leaf carrying them.
+    pub(crate) indexing: LeafIndexing,
 }
 
 impl LeafCompaction {
@@ -90,7 +97,9 @@ impl LeafCompaction {
 
     /// Plans, rewrites and commits `ds`.
     pub(crate) async fn compact(&self, ds: Arc<Dataset>) -> Result<LeafOutcome> {
-        if !ds.load_indices().await?.is_empty() {
+        let indices = ds.load_indices().await?;
+        let declared = |name: &String| self.indexing.defs.iter().any(|d| &d.name == name);
+        if !indices.iter().all(|m| declared(&m.name)) {
             return Ok(LeafOutcome::Indexed);
         }
         let plan = plan_compaction(&ds, &self.options).await?;
@@ -127,8 +136,30 @@ impl LeafCompaction {
         }
         let mut rewrite = Rewrite::of(base, groups);
         rewrite.bytes = written_bytes(&ds, &rewrite.groups).await?;
-        let committed = commit_rewrite(ds, &rewrite.groups, self.strong).await?;
+        let committed = self.commit(ds, &rewrite.groups).await?;
         Ok(LeafOutcome::Committed { rewrite, committed })
+    }
+
+    /// Commits `groups` on top of `ds` (see [`commit_rewrite`]), then builds the leaf's
+    /// indexes again on top of that when it has any; returns the last version.
+    ///
+    /// # Errors
+    /// `Lance` for I/O errors or an index Lance cannot build.
+    pub(crate) async fn commit(
+        &self,
+        ds: Arc<Dataset>,
+        groups: &[RewriteGroup],
+    ) -> Result<LeafVersion> {
+        let indexed = !ds.load_indices().await?.is_empty();
+        let committed = commit_rewrite(Arc::clone(&ds), groups, self.strong).await?;
+        if !indexed {
+            return Ok(committed);
+        }
+        let rewritten = Arc::new(ds.checkout_version(committed.version).await?);
+        match self.indexing.refresh(rewritten).await? {
+            IndexOutcome::Built { committed, .. } => Ok(committed),
+            _ => Ok(committed),
+        }
     }
 }
 

@@ -13,8 +13,8 @@ use crate::field_ids::{assign_field_ids, max_field_id, LAST_FIELD_ID_KEY};
 use crate::ns::infra::session::session;
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{
-    auto_expire, column_stats_enabled, leaf_max_fragments, manifest_schema, max_fragments,
-    rows_to_batch, versions_kept, Row, NAMESPACE,
+    auto_expire, column_stats_enabled, indexes_on_write, leaf_max_fragments, manifest_schema,
+    max_fragments, rows_to_batch, versions_kept, Row, INDEX_KEY_PREFIX, NAMESPACE,
 };
 use crate::ns::{MANIFEST_DIR, SCHEMA_KEY, SCRATCH_DIR, SPEC_KEY_PREFIX};
 use crate::spec::{CompiledSpec, PartitionSpec};
@@ -38,6 +38,12 @@ pub async fn create(
     max_fragments(extra_props)?;
     leaf_max_fragments(extra_props)?;
     column_stats_enabled(extra_props)?;
+    indexes_on_write(extra_props)?;
+    if let Some(k) = extra_props.keys().find(|k| k.starts_with(INDEX_KEY_PREFIX)) {
+        return Err(Error::InvalidArgument(format!(
+            "property {k:?}: indexes are declared with create_index(), not as properties"
+        )));
+    }
     versions_kept(extra_props)?;
     auto_expire(extra_props)?;
     let schema = assign_field_ids(&crate::types::storage_schema(schema), 0)?;

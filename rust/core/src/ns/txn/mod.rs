@@ -10,7 +10,8 @@
 //!
 //! - [`leaf`]: per-leaf checks and commits (a delete's and a compaction's leaf transactions
 //!   too: [`leaf::commit_leaf_transaction`]); [`compaction`]: one leaf's compaction and its
-//!   `Rewrite` commit.
+//!   `Rewrite` commit; [`leaf_index`]: one leaf's declared scalar indexes brought up to
+//!   date and their `CreateIndex` commit.
 //! - [`conflict`]: the conflict rules: the manifest change of a write, a delete and a
 //!   compaction, planned again against concurrent commits.
 //! - [`manifest_commit`]: the retried atomic manifest commit every change goes through;
@@ -41,6 +42,7 @@ pub(crate) mod create_namespace;
 pub(crate) mod hooks;
 pub mod interrupt;
 pub(crate) mod leaf;
+pub(crate) mod leaf_index;
 pub(crate) mod manifest_commit;
 pub(crate) mod manifest_compact;
 pub(crate) mod new_leaf;

@@ -154,6 +154,9 @@ pub struct WriteSummary {
     pub fragmented: Vec<String>,
     /// Of those, the partitions compacted after the commit.
     pub compacted: u64,
+    /// Partitions whose declared indexes were built again after the commit, over the rows
+    /// the write added (see `ops::index`).
+    pub indexed: u64,
     /// Old manifest versions the namespace's automatic expiry removed after the commit
     /// (see `manifest::auto_expire`).
     pub expired: u64,

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::ns::{CLEANUP_FENCE_PREFIX, PARTITION_COLUMN_PREFIX, SCHEMA_KEY, SPEC_KEY_PREFIX};
 
 use super::{rows_state, table_changes, State};
-use crate::ns::manifest::{METADATA, OBJECT_ID, OBJECT_TYPE, TABLE_VERSION};
+use crate::ns::manifest::{INDEX_KEY_PREFIX, METADATA, OBJECT_ID, OBJECT_TYPE, TABLE_VERSION};
 
 /// The operation, partitions changed and rows written of the commit that made `ds`'s version.
 ///
@@ -48,6 +48,10 @@ pub(super) async fn describe(ds: &Dataset) -> Result<(String, Option<i64>, Optio
                     .filter_map(|e| property_op(&e.key))
                     .map(String::from),
             );
+            // Spec evolutions and index declarations set the schema again unchanged.
+            if ops.contains("evolve") || ops.contains("index") {
+                ops.remove("schema");
+            }
             (Some(0), None)
         }
         Operation::Merge { schema, .. } => {
@@ -96,6 +100,8 @@ fn property_op(key: &str) -> Option<&'static str> {
         Some("evolve")
     } else if key.starts_with(CLEANUP_FENCE_PREFIX) {
         Some("cleanup")
+    } else if key.starts_with(INDEX_KEY_PREFIX) {
+        Some("index")
     } else {
         None
     }

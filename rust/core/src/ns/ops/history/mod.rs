@@ -46,6 +46,8 @@ struct State {
     spec_rows: BTreeSet<String>,
     /// Fences of running cleanups (root properties).
     fences: BTreeSet<String>,
+    /// Index declarations (root properties, `key=value`).
+    indexes: BTreeSet<String>,
     /// The version is a step of a compaction of the manifest's fragments (a Lance
     /// `ReserveFragments` for the new fragments' ids, then a `Rewrite`).
     compaction: bool,
@@ -71,6 +73,11 @@ async fn state(ds: &Dataset) -> Result<State> {
     out.specs = props
         .iter()
         .filter(|(k, _)| k.starts_with(SPEC_KEY_PREFIX))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    out.indexes = props
+        .iter()
+        .filter(|(k, _)| k.starts_with(crate::ns::manifest::INDEX_KEY_PREFIX))
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
     out.fences = props
@@ -199,6 +206,9 @@ fn structure_changes(prev: &State, now: &State, ops: &mut BTreeSet<&str>) {
     }
     if now.schema != prev.schema {
         ops.insert("schema");
+    }
+    if now.indexes != prev.indexes {
+        ops.insert("index");
     }
     // A deleting cleanup raises its fence, rewrites the partition rows unchanged under it,
     // and lowers it.

@@ -1,10 +1,12 @@
 //! `write()`: a [`PartitionWriter`] stages the input in this process, a [`WriteTransaction`]
 //! commits it; and the commit of a distributed write's staged messages ([`commit_staged`];
 //! [`distributed`]: plan and stage). Both then compact the partitions they left fragmented
-//! (`compact_after`).
+//! (`compact_after`) and bring the declared indexes of the partitions they wrote up to date
+//! (`index_after`).
 
 mod compact_after;
 pub(crate) mod distributed;
+mod index_after;
 pub(crate) mod shared_plan;
 
 use std::collections::HashMap;
@@ -109,7 +111,8 @@ pub(crate) async fn commit_staged(
 }
 
 /// The maintenance after a write's commit (from manifest version `from`): compacting the
-/// partitions it left fragmented, then the automatic expiry when the commits reached its
+/// partitions it left fragmented, building their declared indexes again, then the automatic
+/// expiry when the commits reached its
 /// interval. Neither can undo the write: it is visible already.
 async fn maintain_after(
     storage: &Storage,
@@ -121,11 +124,14 @@ async fn maintain_after(
     if summary.already_committed {
         return;
     }
-    let to = compact_after::compact_fragmented(storage, summary, opts)
+    let mut to = compact_after::compact_fragmented(storage, summary, opts)
         .await
         .map_or(summary.manifest_version, |v| {
             v.max(summary.manifest_version)
         });
+    if let Some(v) = index_after::index_touched(storage, summary, opts, props).await {
+        to = to.max(v);
+    }
     summary.expired = expire_if_due(storage, props, from, to).await;
 }
 

@@ -6,10 +6,12 @@
 //! - [`write`]: a write's change (adopt, rebase or refuse; see there).
 //! - [`delete`]: a delete's change (a partition changed since the base version conflicts).
 //! - [`optimize`]: a compaction's change (rebased over appends, compacted again otherwise).
+//! - [`index`]: an index build's change (built again from a partition's new version).
 //! - [`row_change`]: a merge's or update's change (any partition it read changed since is a
 //!   conflict; the operation runs again).
 
 pub(crate) mod delete;
+pub(crate) mod index;
 pub(crate) mod optimize;
 pub(crate) mod row_change;
 pub(crate) mod write;

@@ -9,7 +9,7 @@ use lance::table::format::Fragment;
 use crate::error::Result;
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{LeafVersion, Snapshot};
-use crate::ns::txn::compaction::{commit_rewrite, LeafCompaction, LeafOutcome, Rewrite};
+use crate::ns::txn::compaction::{LeafCompaction, LeafOutcome, Rewrite};
 use crate::ns::txn::conflict::{carried_stats, version_row};
 use crate::ns::txn::leaf::Written;
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
@@ -100,7 +100,7 @@ impl OptimizeUpdate<'_> {
         let ds = self.storage.open(&c.location, now).await?;
         if c.rewrite.applies_to(&ds) {
             let base = ds.version().version;
-            c.committed = commit_rewrite(ds, &c.rewrite.groups, true).await?;
+            c.committed = self.compaction.commit(ds, &c.rewrite.groups).await?;
             c.rewrite.base = base;
             self.rebased += 1;
             return Ok(true);

@@ -487,12 +487,12 @@ async fn check_append_chain(
             ),
             None => leaf_step(storage, location, ver).await?,
         };
-        // Appends rebase over appends, row deletes, compactions and row-level changes (an
-        // append is blind, so it may land after a merge or an update); anything else
-        // replaced the data.
+        // Appends rebase over appends, row deletes, compactions, index builds and row-level
+        // changes (an append is blind, so it may land after a merge or an update); anything
+        // else replaced the data.
         if !matches!(
             op.as_str(),
-            "append" | "delete" | "compact" | "merge" | "update"
+            "append" | "delete" | "compact" | "index" | "merge" | "update"
         ) {
             return Err(Error::CommitConflict(format!(
                 "it was changed by a concurrent {op} (version {ver})"
@@ -526,6 +526,7 @@ async fn leaf_step(storage: &Storage, location: &str, ver: u64) -> Result<(Strin
         Operation::Delete { .. } => "delete".to_string(),
         Operation::Rewrite { .. } => "compact".to_string(),
         Operation::Update { .. } => "update".to_string(),
+        Operation::CreateIndex { .. } => "index".to_string(),
         other => other.name().to_lowercase(),
     };
     Ok((op, Some(txn.read_version)))
