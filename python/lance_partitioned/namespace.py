@@ -539,8 +539,9 @@ class PartitionedNamespace(Maintenance, RowChanges, Tags, Indexes):
         ``timestamp`` (UTC), ``operation`` (``create_namespace``, ``create`` (new partitions),
         ``append``, ``overwrite``, ``delete``, ``compact``, ``drop``, ``evolve``, ``schema``,
         ``index``; joined with ``+`` when a commit did several), ``partitions`` changed and
-        ``rows`` written or deleted (NULL when not recorded). Read from the difference of each version to the one before, so
-        the oldest version :meth:`expire` kept shows as ``unknown``."""
+        ``rows`` written or deleted (NULL when not recorded). Read from the difference of each
+        version to the one before, so the oldest version :meth:`expire` kept shows as
+        ``unknown``."""
         if limit is not None:
             check_sizes(limit=limit)
         self.refresh()
