@@ -190,6 +190,13 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         ["--rows", "5000000"],
         ["--rows", "100000", "--repeat", "1"],
     ),
+    (
+        "index-lookup",
+        "## Lookups on an indexed column",
+        "index_lookup.py",
+        ["--sf", "1"],
+        ["--sf", "0.05", "--repeat", "1"],
+    ),
 ]
 
 

@@ -313,3 +313,30 @@ def test_optimize_compacts_an_indexed_partition_and_builds_its_index_again(
     table = pa.concat_tables([rows(0, 300), *(rows(s, 100, ["eu"]) for s in range(300, 700, 100))])
     assert got(ns, "id >= 550") == expected(table, pc.greater_equal(table["id"], 550))
     assert got(ns, "id = 3") == [3]
+
+
+def test_merges_and_updates_keep_indexes_current(tmp_path: Path) -> None:
+    ns = make(tmp_path)
+    table = rows(0, 600)
+    ns.write(table)
+    ns.create_index("id")
+    ns.create_index("country", "bitmap")
+    source = rows(590, 20)  # ten updates, ten inserts
+    source = source.set_column(3, "v", pa.array([-1.0] * 20))
+    r = (
+        ns.merge_insert(on="id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute(source)
+    )
+    assert (r.updated, r.inserted) == (10, 10)
+    for ds in leaves(ns):
+        assert fully_indexed(ds, "id_idx", "btree")
+        assert fully_indexed(ds, "country_idx", "bitmap")
+    ns.update({"country": "'XX'"}, where="id < 5")
+    assert all(fully_indexed(ds, "country_idx", "bitmap") for ds in leaves(ns))
+    assert got(ns, "country = 'XX'") == [0, 1, 2, 3, 4]
+    assert got(ns, "v = -1.0") == list(range(590, 610))
+    assert got(ns, "id >= 605") == list(range(605, 610))
+    [info, _] = sorted(ns.indexes(), key=lambda i: i.name)
+    assert (info.name, info.rows_indexed, info.partitions_indexed) == ("country_idx", info.rows, 3)

@@ -46,8 +46,8 @@ class Indexes:
 
         The declaration commits first, then every partition's index in one manifest commit
         (a partition a concurrent write changed meanwhile is indexed again from its new
-        version). Later writes build the indexes of the partitions they write after their
-        commit (``WriteResult.indexed``; the namespace property
+        version). Later writes, merges and updates build the indexes of the partitions they
+        write after their commit (``WriteResult.indexed``; the namespace property
         ``lance_partitioned.indexes_on_write = "false"`` leaves that to :meth:`optimize`).
         Rows an index does not cover yet are read without it: answers never depend on it.
         """

@@ -1,10 +1,13 @@
 //! Snapshot reads of the kept leaves at their `read_version`s, each leaf batch adapted to
 //! the namespace schema by the read rules ([`crate::ns::leaf_io::read_rules`]); the filter is
-//! pushed into Lance when a leaf has every filter column as the namespace has it.
+//! pushed into Lance when a leaf has every filter column as the namespace has it. Leaves are
+//! opened a few at a time ahead of the one being read (`LOOKAHEAD`), in scan order.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use futures::future::BoxFuture;
+use futures::stream::FuturesOrdered;
 use futures::StreamExt;
 use lance::dataset::scanner::DatasetRecordBatchStream;
 
@@ -33,22 +36,54 @@ pub struct ScanOptions {
     pub only: Option<std::collections::HashSet<String>>,
 }
 
-/// A streaming snapshot read over the kept leaves.
-pub struct ScanIter {
+/// Leaves opened ahead of the one being read: each is opened and its first batch read while
+/// the others are, so a scan of many small results (a point lookup in every partition) waits
+/// for their I/O at once instead of one leaf after another.
+const LOOKAHEAD: usize = 8;
+
+/// What opening a leaf needs: shared by the leaves being opened at once.
+struct LeafOpener {
     storage: Storage,
     snap: Arc<Snapshot>,
-    leaves: std::vec::IntoIter<usize>,
     read_schema: SchemaRef,
-    out_schema: SchemaRef,
-    projection: Vec<usize>,
     filter: Option<Filter>,
-    filter_phys: Option<Arc<dyn PhysicalExpr>>,
     batch_size: Option<usize>,
-    current: Option<(DatasetRecordBatchStream, HashMap<String, String>, bool)>,
     /// Read only the fragments at positions `k, k + n, k + 2n, ...` of each leaf.
     split: Option<(usize, usize)>,
     /// Whether the filter is never TRUE without these columns (decided once per set).
-    never_true: HashMap<Vec<String>, bool>,
+    never_true: Mutex<HashMap<Vec<String>, bool>>,
+}
+
+/// One leaf being read.
+struct OpenLeaf {
+    stream: DatasetRecordBatchStream,
+    /// Namespace column name -> leaf column name.
+    map: HashMap<String, String>,
+    /// Whether the filter was pushed into Lance (otherwise it is applied after adapting).
+    pushed: bool,
+    /// The first batch, read ahead while other leaves were opened.
+    ahead: Option<RecordBatch>,
+    /// The stream ended while reading ahead.
+    ended: bool,
+}
+
+/// A leaf opened, or skipped without reading data.
+enum Opened {
+    Leaf(OpenLeaf),
+    /// The filter is never TRUE on the leaf (it needs columns the leaf was written without).
+    Skipped,
+}
+
+/// A streaming snapshot read over the kept leaves.
+pub struct ScanIter {
+    opener: Arc<LeafOpener>,
+    leaves: std::vec::IntoIter<usize>,
+    /// Leaves being opened, in scan order.
+    pending: FuturesOrdered<BoxFuture<'static, Result<Opened>>>,
+    current: Option<OpenLeaf>,
+    out_schema: SchemaRef,
+    projection: Vec<usize>,
+    filter_phys: Option<Arc<dyn PhysicalExpr>>,
     /// Leaves opened so far.
     pub opened: usize,
     /// Leaves skipped without reading data: the filter is never TRUE on them (it needs
@@ -66,47 +101,109 @@ impl ScanIter {
     /// `n` readers with `k = 0..n` read every row once; a big leaf becomes several tasks).
     ///
     /// # Errors
-    /// `InvalidArgument` unless `k < n`.
+    /// `InvalidArgument` unless `k < n`; `Internal` once reading started.
     pub fn with_split(mut self, k: usize, n: usize) -> Result<Self> {
         if k >= n {
             return Err(Error::InvalidArgument(format!(
                 "split {k} of {n}: the part must be below the number of parts"
             )));
         }
-        self.split = Some((k, n));
+        Arc::get_mut(&mut self.opener)
+            .ok_or_else(|| Error::Internal("a scan is split before it is read".into()))?
+            .split = Some((k, n));
         Ok(self)
     }
 
-    async fn open_next(&mut self) -> Result<bool> {
-        let (ds, leaf_schema, map) = loop {
-            let Some(i) = self.leaves.next() else {
-                return Ok(false);
-            };
-            let leaf = &self.snap.leaves[i];
-            let ds = self.storage.open(&leaf.location, leaf.read_version).await?;
-            let leaf_schema: Schema = Schema::from(ds.schema());
-            let map = leaf_columns(&leaf_schema, &self.snap.root_props.schema);
-            // A leaf written before some filter columns existed reads them as NULL: when the
-            // filter is never TRUE then, none of its rows match and its data is not read.
-            if let Some(f) = &self.filter {
-                let missing: Vec<String> = f
-                    .columns()
-                    .into_iter()
-                    .filter(|c| !map.contains_key(c))
-                    .collect();
-                let ns = &self.snap.root_props.schema;
-                let never = !missing.is_empty()
-                    && *self
-                        .never_true
-                        .entry(missing)
-                        .or_insert_with_key(|m| f.never_true_when_null(m, ns));
-                if never {
-                    self.skipped += 1;
-                    continue;
+    /// Starts opening leaves until `LOOKAHEAD` are on their way.
+    fn open_ahead(&mut self) {
+        while self.pending.len() < LOOKAHEAD {
+            let Some(i) = self.leaves.next() else { return };
+            let opener = Arc::clone(&self.opener);
+            self.pending
+                .push_back(Box::pin(async move { opener.open(i).await }));
+        }
+    }
+
+    /// The next batch of the scan (`None` at the end).
+    ///
+    /// # Errors
+    /// `Lance` for I/O errors; `Arrow` when a leaf's rows do not adapt to the schema.
+    pub async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        let version = self.opener.snap.version;
+        self.next_batch_inner().await.map_err(|e| {
+            crate::error::gone(e, || {
+                format!(
+                    "a file that manifest version {version} reads no longer exists (expire() \
+                     removed that version while it was read, or something deleted files of the \
+                     namespace)"
+                )
+            })
+        })
+    }
+
+    async fn next_batch_inner(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if self.current.is_none() {
+                self.open_ahead();
+                match self.pending.next().await.transpose()? {
+                    None => return Ok(None),
+                    Some(Opened::Skipped) => self.skipped += 1,
+                    Some(Opened::Leaf(leaf)) => {
+                        self.opened += 1;
+                        self.current = Some(leaf);
+                        self.open_ahead();
+                    }
                 }
+                continue;
             }
-            break (ds, leaf_schema, map);
-        };
+            let Some(leaf) = self.current.as_mut() else {
+                continue;
+            };
+            let next = match leaf.ahead.take() {
+                Some(b) => Some(b),
+                None if leaf.ended => None,
+                None => leaf.stream.next().await.transpose()?,
+            };
+            let Some(b) = next else {
+                self.current = None;
+                continue;
+            };
+            let adapted = adapt(&b, &self.opener.read_schema, &leaf.map)?;
+            let filtered = match (&self.filter_phys, leaf.pushed) {
+                (Some(p), false) => filter_record_batch(&adapted, &evaluate_mask(p, &adapted)?)?,
+                _ => adapted,
+            };
+            if filtered.num_rows() == 0 {
+                continue;
+            }
+            return Ok(Some(
+                filtered
+                    .project(&self.projection)?
+                    .with_schema(Arc::clone(&self.out_schema))?,
+            ));
+        }
+    }
+}
+
+impl LeafOpener {
+    /// Opens leaf `i` of the snapshot and reads its first batch (or skips it).
+    async fn open(&self, i: usize) -> Result<Opened> {
+        let leaf = &self.snap.leaves[i];
+        let ds = self.storage.open(&leaf.location, leaf.read_version).await?;
+        let leaf_schema: Schema = Schema::from(ds.schema());
+        let map = leaf_columns(&leaf_schema, &self.snap.root_props.schema);
+        // A leaf written before some filter columns existed reads them as NULL: when the
+        // filter is never TRUE then, none of its rows match and its data is not read.
+        if let Some(f) = &self.filter {
+            let missing: Vec<String> = f
+                .columns()
+                .into_iter()
+                .filter(|c| !map.contains_key(c))
+                .collect();
+            if !missing.is_empty() && self.never_true_without(f, missing) {
+                return Ok(Opened::Skipped);
+            }
+        }
         let wanted: Vec<String> = self
             .read_schema
             .fields()
@@ -124,81 +221,47 @@ impl ScanIter {
         }
         // Push the filter into Lance when the leaf has every filter column under its
         // namespace name and type; otherwise filter after adapting.
-        let mut pushed = false;
-        if let Some(f) = &self.filter {
-            let same = f.columns().iter().all(|c| {
-                map.get(c) == Some(c)
-                    && leaf_schema.field_with_name(c).ok().map(|l| l.data_type())
-                        == self
-                            .snap
-                            .root_props
-                            .schema
-                            .field_with_name(c)
-                            .ok()
-                            .map(|n| n.data_type())
-            });
-            if same {
+        let pushed = match &self.filter {
+            Some(f) if self.same_columns(f, &leaf_schema, &map) => {
                 // The parsed expression, not the text: Lance's SQL dialect differs from ours
                 // (it reads "x" as a string, not as a column).
                 scanner.filter_expr(f.expr.clone());
-                pushed = true;
+                true
             }
-        }
-        let stream = scanner.try_into_stream().await?;
-        self.current = Some((stream, map, pushed));
-        self.opened += 1;
-        Ok(true)
+            _ => false,
+        };
+        let mut stream = scanner.try_into_stream().await?;
+        let ahead = stream.next().await.transpose()?;
+        let ended = ahead.is_none();
+        Ok(Opened::Leaf(OpenLeaf {
+            stream,
+            map,
+            pushed,
+            ahead,
+            ended,
+        }))
     }
 
-    /// The next batch of the scan (`None` at the end).
-    ///
-    /// # Errors
-    /// `Lance` for I/O errors; `Arrow` when a leaf's rows do not adapt to the schema.
-    pub async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        let version = self.snap.version;
-        self.next_batch_inner().await.map_err(|e| {
-            crate::error::gone(e, || {
-                format!(
-                    "a file that manifest version {version} reads no longer exists (expire() \
-                     removed that version while it was read, or something deleted files of the \
-                     namespace)"
-                )
-            })
+    /// Whether `f` is never TRUE when the columns `missing` are NULL (decided once per set).
+    fn never_true_without(&self, f: &Filter, missing: Vec<String>) -> bool {
+        let ns = &self.snap.root_props.schema;
+        let mut known = self
+            .never_true
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *known
+            .entry(missing)
+            .or_insert_with_key(|m| f.never_true_when_null(m, ns))
+    }
+
+    /// Whether the leaf has every column of `f` under its namespace name and type.
+    fn same_columns(&self, f: &Filter, leaf: &Schema, map: &HashMap<String, String>) -> bool {
+        let ns = &self.snap.root_props.schema;
+        f.columns().iter().all(|c| {
+            map.get(c) == Some(c)
+                && leaf.field_with_name(c).ok().map(|l| l.data_type())
+                    == ns.field_with_name(c).ok().map(|n| n.data_type())
         })
-    }
-
-    async fn next_batch_inner(&mut self) -> Result<Option<RecordBatch>> {
-        loop {
-            if self.current.is_none() && !self.open_next().await? {
-                return Ok(None);
-            }
-            let Some((stream, map, pushed)) = self.current.as_mut() else {
-                continue;
-            };
-            match stream.next().await {
-                None => {
-                    self.current = None;
-                }
-                Some(b) => {
-                    let b = b?;
-                    let adapted = adapt(&b, &self.read_schema, map)?;
-                    let filtered = match (&self.filter_phys, *pushed) {
-                        (Some(p), false) => {
-                            filter_record_batch(&adapted, &evaluate_mask(p, &adapted)?)?
-                        }
-                        _ => adapted,
-                    };
-                    if filtered.num_rows() == 0 {
-                        continue;
-                    }
-                    return Ok(Some(
-                        filtered
-                            .project(&self.projection)?
-                            .with_schema(Arc::clone(&self.out_schema))?,
-                    ));
-                }
-            }
-        }
     }
 }
 
@@ -273,19 +336,23 @@ pub fn read_leaves(
         .as_ref()
         .map(|f| f.physical(&read_schema))
         .transpose()?;
-    Ok(ScanIter {
+    let opener = LeafOpener {
         storage: snap.storage.clone(),
-        leaves: leaves.into_iter(),
         snap,
         read_schema,
+        filter,
+        batch_size,
+        split: None,
+        never_true: Mutex::new(HashMap::new()),
+    };
+    Ok(ScanIter {
+        opener: Arc::new(opener),
+        leaves: leaves.into_iter(),
+        pending: FuturesOrdered::new(),
+        current: None,
         out_schema,
         projection,
-        filter,
         filter_phys,
-        batch_size,
-        current: None,
-        split: None,
-        never_true: HashMap::new(),
         opened: 0,
         skipped: 0,
     })

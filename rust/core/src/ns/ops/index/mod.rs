@@ -9,6 +9,7 @@
 //! the next writes complete. Reads are right at every step: rows outside an index are read
 //! without it.
 
+pub(crate) mod after_commit;
 pub(crate) mod coverage;
 pub(crate) mod refresh;
 

@@ -177,3 +177,14 @@ pub struct MergeSummary {
     /// stream's micro-batch run again): nothing was done.
     pub already_committed: bool,
 }
+
+impl MergeSummary {
+    /// The object ids of the partitions the merge changed (those it dropped are no longer in
+    /// the manifest; the index build after the merge passes them by).
+    pub(crate) fn touched_ids(&self) -> Vec<String> {
+        self.partitions
+            .iter()
+            .map(|p| p.partition.object_id.clone())
+            .collect()
+    }
+}

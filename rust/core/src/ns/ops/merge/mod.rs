@@ -42,6 +42,7 @@ use crate::ns::infra::storage::Storage;
 use crate::ns::infra::touched::TouchedPartition;
 use crate::ns::manifest::{check_repeatable, Snapshot};
 use crate::ns::ops::expire::after_commit::expire_if_due;
+use crate::ns::ops::index::after_commit::index_after_commit;
 use crate::ns::txn::cleanup_marks::now_ms;
 use crate::ns::txn::retry::backoff;
 use crate::ns::txn::row_change::{commit_row_change, Deletions, RowChange};
@@ -119,7 +120,12 @@ where
         match run(snap, strong).await {
             Ok(mut summary) => {
                 summary.attempts = attempt;
-                expire_if_due(storage, &props, from, summary.manifest_version).await;
+                let (conc, attempts) = (opts.concurrency, opts.max_attempts);
+                let ids = summary.touched_ids();
+                let indexed = index_after_commit(storage, &props, ids, conc, attempts).await;
+                let to = indexed.map_or(0, |r| r.manifest_version);
+                let to = to.max(summary.manifest_version);
+                expire_if_due(storage, &props, from, to).await;
                 return Ok(summary);
             }
             Err(Error::CommitConflict(_)) if attempt < opts.max_attempts.max(1) => {

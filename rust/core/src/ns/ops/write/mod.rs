@@ -2,11 +2,10 @@
 //! commits it; and the commit of a distributed write's staged messages ([`commit_staged`];
 //! [`distributed`]: plan and stage). Both then compact the partitions they left fragmented
 //! (`compact_after`) and bring the declared indexes of the partitions they wrote up to date
-//! (`index_after`).
+//! (`ops::index::after_commit`).
 
 mod compact_after;
 pub(crate) mod distributed;
-mod index_after;
 pub(crate) mod shared_plan;
 
 use std::collections::HashMap;
@@ -17,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{check_repeatable, Snapshot};
 use crate::ns::ops::expire::after_commit::expire_if_due;
+use crate::ns::ops::index::after_commit::index_after_commit;
 use crate::ns::txn::{cleanup_marks, hooks, WriteTransaction};
 use crate::ns::write::{
     stage_all, IdPlan, PartitionWriter, StagedMessage, WriteOptions, WriteSummary,
@@ -129,8 +129,15 @@ async fn maintain_after(
         .map_or(summary.manifest_version, |v| {
             v.max(summary.manifest_version)
         });
-    if let Some(v) = index_after::index_touched(storage, summary, opts, props).await {
-        to = to.max(v);
+    let touched = summary
+        .touched
+        .iter()
+        .map(|t| t.object_id.clone())
+        .collect();
+    let (conc, attempts) = (opts.concurrency, opts.max_attempts);
+    if let Some(r) = index_after_commit(storage, props, touched, conc, attempts).await {
+        summary.indexed = r.partitions;
+        to = to.max(r.manifest_version);
     }
     summary.expired = expire_if_due(storage, props, from, to).await;
 }
