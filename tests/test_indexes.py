@@ -340,3 +340,14 @@ def test_merges_and_updates_keep_indexes_current(tmp_path: Path) -> None:
     assert got(ns, "id >= 605") == list(range(605, 610))
     [info, _] = sorted(ns.indexes(), key=lambda i: i.name)
     assert (info.name, info.rows_indexed, info.partitions_indexed) == ("country_idx", info.rows, 3)
+
+
+def test_an_index_declared_on_an_empty_namespace_is_built_by_the_first_write(
+    tmp_path: Path,
+) -> None:
+    ns = make(tmp_path)
+    r = ns.create_index("country", "bitmap")
+    assert (r.partitions, r.indexes_built) == (0, 0)
+    assert ns.write(rows(0, 90)).indexed == 3
+    assert all(fully_indexed(ds, "country_idx", "bitmap") for ds in leaves(ns))
+    assert got(ns, "country = 'JP'") == [i for i in range(90) if i % 5 == 3]
