@@ -54,6 +54,7 @@ VALUES: Key = (TRANSFORMS, "Partition values as text")
 NAMESPACE_TOUR: tuple[Key, ...] = (
     (NAMESPACES, "Create and open"),
     (WRITES, "Writing"),
+    (WRITES, "Sort order"),
     (READS, "Scanning"),
     (READS, "Indexes"),
     (READS, "Other engines"),

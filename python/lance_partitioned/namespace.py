@@ -56,6 +56,7 @@ from lance_partitioned.options import (
     write_concurrency,
 )
 from lance_partitioned.snapshot import Filter, Snapshot
+from lance_partitioned.sorting import Sorting
 from lance_partitioned.spec import PartitionSpec, warn_on_cyclic_fields
 from lance_partitioned.tags import Tags
 
@@ -85,7 +86,7 @@ ExpireResult = _native.ExpireResult
 
 
 @typed_class
-class PartitionedNamespace(Maintenance, RowChanges, Tags, Indexes):
+class PartitionedNamespace(Maintenance, RowChanges, Tags, Indexes, Sorting):
     """A Lance partitioned namespace rooted at a directory or an object-store URI
     (``s3://``, ``gs://``, ``az://``, ...; see ``storage_options``)."""
 

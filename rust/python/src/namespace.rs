@@ -359,6 +359,11 @@ impl Namespace {
         Ok(IndexResult::of(name, &r))
     }
 
+    /// Sets the order writers give the rows of each file; returns the manifest version.
+    fn set_sort_order(&self, py: Python<'_>, items: Vec<String>) -> PyResult<u64> {
+        run(py, || block_on(self.inner.set_sort_order(&items)))
+    }
+
     /// Removes old manifest versions and what only they read.
     #[pyo3(signature = (*, older_than_seconds, retain_versions, dry_run))]
     fn expire(

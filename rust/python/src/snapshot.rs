@@ -193,6 +193,13 @@ impl ManifestSnapshot {
         })
     }
 
+    /// The sort order as text items (`column ASC|DESC NULLS FIRST|LAST`); empty for none.
+    fn sort_order(&self) -> PyResult<Vec<String>> {
+        let order =
+            manifest::SortOrder::of(&self.snap.root_props.props).map_err(crate::errors::to_py)?;
+        Ok(order.describe(&self.snap.root_props.schema))
+    }
+
     /// Every declared index and how much of it is current at this version.
     fn indexes(&self, py: Python<'_>) -> PyResult<Vec<crate::indexes::IndexInfo>> {
         let snap = self.full(py)?;

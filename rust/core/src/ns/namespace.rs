@@ -19,10 +19,11 @@ use crate::ns::manifest::Snapshot;
 use crate::ns::ops::join::{plan_join, JoinSide};
 use crate::ns::ops::write::{distributed, shared_plan};
 use crate::ns::ops::{
-    cleanup, delete, evolve, expire, history, index, merge, optimize, repair, tags, update_schema,
-    write, CleanupSummary, CreateIndexOptions, DeleteSummary, ExpireOptions, ExpireSummary,
-    IndexCoverage, IndexRefresh, JoinPlan, JoinRequest, MergeClauses, MergeExplain, MergeMessage,
-    MergeSource, MergeSummary, OptimizeOptions, OptimizeSummary, PreparedJoin, WritePlan,
+    cleanup, delete, evolve, expire, history, index, merge, optimize, repair, sort_order, tags,
+    update_schema, write, CleanupSummary, CreateIndexOptions, DeleteSummary, ExpireOptions,
+    ExpireSummary, IndexCoverage, IndexRefresh, JoinPlan, JoinRequest, MergeClauses, MergeExplain,
+    MergeMessage, MergeSource, MergeSummary, OptimizeOptions, OptimizeSummary, PreparedJoin,
+    WritePlan,
 };
 use crate::ns::write::{StagedMessage, WriteOptions, WriteSummary};
 use crate::spec::PartitionSpec;
@@ -326,6 +327,15 @@ impl Namespace {
     /// As [`index::create_index`].
     pub async fn create_index(&self, opts: &CreateIndexOptions) -> Result<(String, IndexRefresh)> {
         index::create_index(&self.storage, opts).await
+    }
+
+    /// Sets the order writers give the rows of each file (`column [ASC|DESC] [NULLS
+    /// FIRST|LAST]` items; none when empty); returns the manifest version.
+    ///
+    /// # Errors
+    /// As [`sort_order::set_sort_order`].
+    pub async fn set_sort_order(&self, items: &[String]) -> Result<u64> {
+        sort_order::set_sort_order(&self.storage, items).await
     }
 
     /// Removes index `name`: its declaration and its indexes on every partition.

@@ -22,6 +22,7 @@
 //! - `write_ids`: the write ids recorded, stream batches by their stream ([`WriteIds`]);
 //! - `index`: the leaves and the writers' lookups ([`Keys`]), and the queries on them;
 //! - `indexes`: the scalar indexes the namespace declares ([`IndexDef`]);
+//! - `sort_order`: the order writers give the rows of each file ([`SortOrder`]);
 //! - `evolution`: the rules and manifest columns of a new partition spec version
 //!   ([`spec_preparation`]);
 //! - `repair`: rebuilding manifest columns another tool dropped ([`dropped_columns`]; the
@@ -59,6 +60,7 @@ mod named;
 mod repair;
 mod retention;
 mod root;
+mod sort_order;
 mod stats;
 mod versions;
 mod write_ids;
@@ -97,6 +99,7 @@ pub use retention::{
     VERSIONS_KEPT_KEY,
 };
 pub use root::Root;
+pub use sort_order::{SortKey, SortOrder, SORT_ORDER_KEY};
 pub use stats::{leaf_column_stats, leaf_stats, LeafStats, LeafTotals, LeafVersion};
 pub use versions::{TableVersion, VersionRow};
 pub use write_ids::{stream_batch, WriteIds, STREAM_PREFIX};

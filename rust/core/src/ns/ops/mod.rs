@@ -12,6 +12,7 @@
 //! - [`update_schema`]: schema evolution by field id ([`update_schema::rules`]: what a change
 //!   may do), committed as a root property change.
 //! - [`evolve`]: add a partition spec version.
+//! - [`sort_order`]: the order writers give the rows of each file.
 //! - [`repair`]: add back manifest columns another tool dropped.
 //! - [`index`]: scalar indexes per partition (`create_index`, `drop_index`), kept current by
 //!   writes and `optimize()`.
@@ -34,6 +35,7 @@ pub(crate) mod join;
 pub(crate) mod merge;
 pub(crate) mod optimize;
 pub(crate) mod repair;
+pub(crate) mod sort_order;
 pub(crate) mod tags;
 pub(crate) mod update_schema;
 pub(crate) mod write;

@@ -19,12 +19,14 @@
 //! ([`crate::ns::txn::compaction`]), as does the manifest commit with its rebases over
 //! concurrent appends ([`crate::ns::txn::conflict::optimize`]).
 
+use std::sync::Arc;
+
 use futures::stream::{self, StreamExt, TryStreamExt};
 use lance::dataset::optimize::{CompactionMode, CompactionOptions};
 
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
-use crate::ns::manifest::{declared_indexes, Snapshot};
+use crate::ns::manifest::{declared_indexes, Snapshot, SortOrder};
 use crate::ns::ops::index::refresh::{refresh_indexes, RefreshOptions};
 use crate::ns::scan::{prune, Filter};
 use crate::ns::txn::compaction::{LeafCompaction, LeafOutcome, Rewrite};
@@ -183,27 +185,7 @@ async fn compact_leaves(
     started_ms: i64,
 ) -> Result<OptimizeSummary> {
     let strong = snap.strong_mode(opts.strong)?;
-    let compaction = LeafCompaction {
-        options: CompactionOptions {
-            target_rows_per_fragment: opts.target_rows_per_file,
-            // Pages are copied as they are when the files allow it (no decode, no encode);
-            // Lance re-encodes otherwise (deleted rows to drop, differing file versions).
-            compaction_mode: Some(CompactionMode::TryBinaryCopy),
-            ..CompactionOptions::default()
-        },
-        min_files: opts.min_files,
-        strong,
-        dry_run: opts.dry_run,
-        indexing: LeafIndexing {
-            defs: declared_indexes(&snap.root_props.props)?
-                .into_values()
-                .collect(),
-            dropped: Vec::new(),
-            schema: snap.schema(),
-            strong,
-            dry_run: opts.dry_run,
-        },
-    };
+    let compaction = compaction_of(storage, snap, opts, strong)?;
     let outcomes: Vec<(usize, LeafOutcome)> = stream::iter(selected.into_iter().map(|i| {
         let (leaf, compaction) = (&snap.leaves[i], &compaction);
         async move {
@@ -254,6 +236,41 @@ async fn compact_leaves(
     summary.manifest_version = committed.version;
     summary.attempts = committed.attempts;
     Ok(summary)
+}
+
+/// How `optimize()` compacts each leaf: Lance's planner with `opts`, the namespace's declared
+/// indexes built again and its sort order given to what it rewrites.
+fn compaction_of(
+    storage: &Storage,
+    snap: &Snapshot,
+    opts: &OptimizeOptions,
+    strong: bool,
+) -> Result<LeafCompaction> {
+    Ok(LeafCompaction {
+        options: CompactionOptions {
+            target_rows_per_fragment: opts.target_rows_per_file,
+            // Pages are copied as they are when the files allow it (no decode, no encode);
+            // Lance re-encodes otherwise (deleted rows to drop, differing file versions).
+            compaction_mode: Some(CompactionMode::TryBinaryCopy),
+            ..CompactionOptions::default()
+        },
+        min_files: opts.min_files,
+        strong,
+        dry_run: opts.dry_run,
+        indexing: LeafIndexing {
+            defs: declared_indexes(&snap.root_props.props)?
+                .into_values()
+                .collect(),
+            dropped: Vec::new(),
+            schema: snap.schema(),
+            strong,
+            dry_run: opts.dry_run,
+        },
+        order: Some(SortOrder::of(&snap.root_props.props)?)
+            .filter(|o| !o.keys.is_empty())
+            .map(Arc::new),
+        storage: storage.clone(),
+    })
 }
 
 impl OptimizeSummary {

@@ -1,6 +1,7 @@
 //! Compaction of one leaf table: Lance's compaction planner picks the small fragments, each
 //! task rewrites a run of them into new files, and one `Rewrite` commit (detached in strong
-//! mode) replaces them. A leaf whose indexes are all declared by the namespace is compacted
+//! mode) replaces them; in a namespace with a sort order, each task's rows are sorted and
+//! written by us instead of copied by Lance. A leaf whose indexes are all declared by the namespace is compacted
 //! too, and its indexes are then built again over the new files (a `Rewrite` moves the rows
 //! they point at), on top of the `Rewrite` version; a leaf with other indexes is left alone.
 //! Nothing here touches the manifest.
@@ -8,15 +9,22 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use futures::TryStreamExt;
 use lance::dataset::optimize::{plan_compaction, CompactionOptions};
 use lance::dataset::transaction::{Operation, RewriteGroup, Transaction};
-use lance::dataset::Dataset;
+use lance::dataset::{Dataset, InsertBuilder, WriteMode};
 use lance::index::DatasetIndexExt;
 use lance::table::format::Fragment;
 
+use crate::arrow::array::RecordBatch;
+use crate::arrow::compute::concat_batches;
+use crate::arrow::datatypes::Schema;
 use crate::error::Result;
+use crate::field_ids::field_id;
 use crate::ns::infra::storage::Storage;
-use crate::ns::manifest::LeafVersion;
+use crate::ns::leaf_io::read_rules::leaf_columns;
+use crate::ns::leaf_io::{op_fragments, write_params};
+use crate::ns::manifest::{LeafVersion, SortOrder};
 use crate::ns::txn::leaf_index::{IndexOutcome, LeafIndexing};
 use crate::ns::txn::retry::is_retryable;
 
@@ -67,6 +75,10 @@ pub(crate) struct LeafCompaction {
     pub(crate) dry_run: bool,
     /// The namespace's declared indexes, built again after compacting a leaf carrying them.
     pub(crate) indexing: LeafIndexing,
+    /// The namespace's sort order: each compaction task's rows are written in it (`None`:
+    /// Lance's own rewrite, which keeps the rows' order).
+    pub(crate) order: Option<Arc<SortOrder>>,
+    pub(crate) storage: Storage,
 }
 
 impl LeafCompaction {
@@ -128,16 +140,57 @@ impl LeafCompaction {
         }
         let mut groups = Vec::with_capacity(tasks.len());
         for task in &tasks {
-            let done = task.execute(&ds).await?;
-            groups.push(RewriteGroup {
-                old_fragments: done.original_fragments,
-                new_fragments: done.new_fragments,
+            groups.push(match &self.order {
+                Some(order) => self.sorted_task(&ds, &task.task.fragments, order).await?,
+                None => {
+                    let done = task.execute(&ds).await?;
+                    RewriteGroup {
+                        old_fragments: done.original_fragments,
+                        new_fragments: done.new_fragments,
+                    }
+                }
             });
         }
         let mut rewrite = Rewrite::of(base, groups);
         rewrite.bytes = written_bytes(&ds, &rewrite.groups).await?;
         let committed = self.commit(ds, &rewrite.groups).await?;
         Ok(LeafOutcome::Committed { rewrite, committed })
+    }
+
+    /// The rows of `fragments` (without deleted ones) in the sort order `order`, written as
+    /// new files (uncommitted) of up to the target rows each.
+    async fn sorted_task(
+        &self,
+        ds: &Arc<Dataset>,
+        fragments: &[Fragment],
+        order: &Arc<SortOrder>,
+    ) -> Result<RewriteGroup> {
+        let mut scan = ds.scan();
+        scan.with_fragments(fragments.to_vec());
+        let batches: Vec<RecordBatch> = scan.try_into_stream().await?.try_collect().await?;
+        let leaf = Arc::new(Schema::from(ds.schema()));
+        let names = leaf_columns(&leaf, &self.indexing.schema);
+        let ns = Arc::clone(&self.indexing.schema);
+        let order = Arc::clone(order);
+        let sorted = tokio::task::spawn_blocking(move || {
+            let all = concat_batches(&leaf, &batches)?;
+            order.sort_named(&all, |id| {
+                let f = ns.fields().iter().find(|f| field_id(f) == Some(id))?;
+                names.get(f.name()).cloned()
+            })
+        })
+        .await
+        .map_err(|e| crate::error::Error::Internal(format!("sorting task: {e}")))??;
+        let mut params = write_params(&self.storage, WriteMode::Append)?;
+        params.max_rows_per_file = self.options.target_rows_per_fragment.max(1);
+        let txn = InsertBuilder::new(Arc::clone(ds))
+            .with_params(&params)
+            .execute_uncommitted(vec![sorted])
+            .await?;
+        Ok(RewriteGroup {
+            old_fragments: fragments.to_vec(),
+            new_fragments: op_fragments(txn.operation)?.0,
+        })
     }
 
     /// Commits `groups` on top of `ds` (see [`commit_rewrite`]), then builds the leaf's

@@ -1,5 +1,6 @@
-//! Writing one partition's buffered rows as uncommitted Lance fragments (the leaf I/O helpers
-//! the writer shares with the transaction are in [`crate::ns::leaf_io`]).
+//! Writing one partition's buffered rows as uncommitted Lance fragments, in the namespace's
+//! sort order when it has one (the leaf I/O helpers the writer shares with the transaction
+//! are in [`crate::ns::leaf_io`]).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::leaf_io::read_rules::leaf_is_current;
 use crate::ns::leaf_io::{op_fragments, write_params, Schemas};
-use crate::ns::manifest::LeafColumnStats;
+use crate::ns::manifest::{LeafColumnStats, SortOrder};
 use crate::ns::write::target::Target;
 
 /// What the flushes of one partition produced, shared with the flush tasks.
@@ -39,6 +40,8 @@ pub(crate) struct PartOutput {
     pub(crate) stats_skip: Arc<HashSet<i32>>,
     /// Column statistics of the rows flushed so far.
     pub(crate) stats: Mutex<Option<LeafColumnStats>>,
+    /// The namespace's sort order, given to the rows of every flush (`None`: none).
+    pub(crate) order: Option<Arc<SortOrder>>,
 }
 
 impl PartOutput {
@@ -75,6 +78,9 @@ pub(crate) async fn flush(
     if batches.len() > 1 {
         let one = concat_batches(&batches[0].schema(), &batches)?;
         batches = vec![one];
+    }
+    if let (Some(order), Some(batch)) = (&out.order, batches.first()) {
+        batches = vec![sorted(Arc::clone(order), batch.clone(), &schemas).await?];
     }
     let stats = start_stats(&out, &batches);
     let (fragments, schema) = match &target {
@@ -128,6 +134,19 @@ pub(crate) async fn flush(
         *out.schema.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
     }
     add_stats(&out, stats).await
+}
+
+/// `batch` in the namespace's sort order, sorted on a blocking thread (CPU work on the flush
+/// task would hold up the runtime's workers).
+async fn sorted(
+    order: Arc<SortOrder>,
+    batch: RecordBatch,
+    schemas: &Schemas,
+) -> Result<RecordBatch> {
+    let ns = Arc::clone(&schemas.ns);
+    tokio::task::spawn_blocking(move || order.sort(&batch, &ns))
+        .await
+        .map_err(|e| Error::Internal(format!("sorting task: {e}")))?
 }
 
 /// Starts taking the column statistics of `batches` (when the write takes them) on a

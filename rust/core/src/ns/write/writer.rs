@@ -17,7 +17,7 @@ use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::leaf_io::{check_fresh_schema, fresh_lance_schema, leaf_schema, Schemas};
-use crate::ns::manifest::{column_stats_enabled, describe_key, Snapshot};
+use crate::ns::manifest::{column_stats_enabled, describe_key, Snapshot, SortOrder};
 use crate::ns::write::align::align;
 use crate::ns::write::flush::{flush, PartOutput};
 use crate::ns::write::options::WriteOptions;
@@ -63,6 +63,8 @@ pub struct PartitionWriter {
     column_stats: bool,
     /// The columns they leave out (sources of identity partition fields).
     stats_skip: Arc<HashSet<i32>>,
+    /// The namespace's sort order, given to the rows of every flush.
+    order: Option<Arc<SortOrder>>,
     /// Leaves the caller has open already (by object id), reused when a write targets one at
     /// the version it is open at instead of opening it again.
     opened: HashMap<String, Arc<Dataset>>,
@@ -89,6 +91,8 @@ impl PartitionWriter {
             .iter()
             .filter(|f| f.transform.as_ref().is_some_and(|t| t.kind == "identity"));
         let stats_skip = Arc::new(identity.flat_map(|f| f.source_ids.clone()).collect());
+        let order = SortOrder::of(&snap.root_props.props)?;
+        let order = (!order.keys.is_empty()).then(|| Arc::new(order));
         Ok(Self {
             storage: storage.clone(),
             schemas: Schemas {
@@ -111,6 +115,7 @@ impl PartitionWriter {
             opened: HashMap::new(),
             column_stats,
             stats_skip,
+            order,
             rows: 0,
         })
     }
@@ -251,6 +256,7 @@ impl PartitionWriter {
                 dataset: OnceCell::new_with(self.open_leaf(&target)),
                 take_stats: self.column_stats,
                 stats_skip: Arc::clone(&self.stats_skip),
+                order: self.order.clone(),
                 ..Default::default()
             };
             let part = PartBuffer {

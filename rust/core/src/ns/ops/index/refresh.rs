@@ -85,29 +85,7 @@ pub(crate) async fn refresh_indexes(
     .buffer_unordered(opts.concurrency.max(1))
     .try_collect()
     .await?;
-    let mut leaves = Vec::new();
-    for (i, out) in outcomes {
-        match out {
-            IndexOutcome::Current => {}
-            IndexOutcome::Planned(names) => {
-                summary.partitions += 1;
-                summary.indexes_built += names.len() as u64;
-            }
-            IndexOutcome::Built {
-                base,
-                committed,
-                names,
-            } => {
-                summary.indexes_built += names.len() as u64;
-                leaves.push(Indexed {
-                    object_id: snap.leaves[i].object_id.clone(),
-                    location: snap.leaves[i].location.clone(),
-                    base,
-                    committed,
-                });
-            }
-        }
-    }
+    let leaves = built_leaves(&snap, outcomes, &mut summary);
     if !strong || leaves.is_empty() {
         summary.partitions += leaves.len() as u64;
         return Ok(summary);
@@ -139,4 +117,37 @@ fn selected_leaves(snap: &Snapshot, only: Option<&[String]>) -> Result<Vec<usize
         out.extend(snap.leaf_index(oid)?);
     }
     Ok(out)
+}
+
+/// The leaves whose indexes were built, waiting for the manifest commit; the planned and
+/// built indexes counted in `summary`.
+fn built_leaves(
+    snap: &Snapshot,
+    outcomes: Vec<(usize, IndexOutcome)>,
+    summary: &mut IndexRefresh,
+) -> Vec<Indexed> {
+    let mut leaves = Vec::new();
+    for (i, out) in outcomes {
+        match out {
+            IndexOutcome::Current => {}
+            IndexOutcome::Planned(names) => {
+                summary.partitions += 1;
+                summary.indexes_built += names.len() as u64;
+            }
+            IndexOutcome::Built {
+                base,
+                committed,
+                names,
+            } => {
+                summary.indexes_built += names.len() as u64;
+                leaves.push(Indexed {
+                    object_id: snap.leaves[i].object_id.clone(),
+                    location: snap.leaves[i].location.clone(),
+                    base,
+                    committed,
+                });
+            }
+        }
+    }
+    leaves
 }

@@ -1,0 +1,257 @@
+//! The namespace's sort order: the order every writer gives the rows of each file it writes
+//! within a partition (and `optimize()` the files it compacts), so that column statistics and
+//! zone maps of the sort columns bound narrow ranges. One root property,
+//! `lance_partitioned.sort_order` = `[{"field_id": 3, "descending": false, "nulls_first":
+//! false}, ...]`: columns named by field id (a rename keeps the order), as Iceberg's table
+//! sort order does. No property, or an empty list: no order.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::arrow::array::{ArrayRef, RecordBatch};
+use crate::arrow::compute::{lexsort_to_indices, take_record_batch, SortColumn, SortOptions};
+use crate::arrow::datatypes::Schema;
+use crate::error::{Error, Result};
+use crate::field_ids::field_id;
+
+/// The root property holding the sort order.
+pub const SORT_ORDER_KEY: &str = "lance_partitioned.sort_order";
+
+/// One sort column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SortKey {
+    /// The field id of a top-level column.
+    pub field_id: i32,
+    /// Largest first.
+    pub descending: bool,
+    /// NULLs before the values.
+    pub nulls_first: bool,
+}
+
+/// The namespace's sort order (empty: none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SortOrder {
+    pub keys: Vec<SortKey>,
+}
+
+impl SortOrder {
+    /// The sort order in root properties `props`.
+    ///
+    /// # Errors
+    /// `Corrupt` for a malformed property.
+    pub fn of(props: &HashMap<String, String>) -> Result<Self> {
+        let Some(text) = props.get(SORT_ORDER_KEY) else {
+            return Ok(Self::default());
+        };
+        let keys = serde_json::from_str(text)
+            .map_err(|e| Error::Corrupt(format!("malformed {SORT_ORDER_KEY}: {e}")))?;
+        Ok(Self { keys })
+    }
+
+    /// Parses `items`, each `column [ASC|DESC] [NULLS FIRST|NULLS LAST]` (case-insensitive;
+    /// ascending by default, NULLs last when ascending and first when descending, as SQL),
+    /// against the namespace schema `schema`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the item: an unknown or repeated column, a column of a type
+    /// that does not sort (lists, structs, maps), words other than those above.
+    pub fn parse(items: &[String], schema: &Schema) -> Result<Self> {
+        let mut keys: Vec<SortKey> = Vec::with_capacity(items.len());
+        for item in items {
+            let words: Vec<String> = item.split_whitespace().map(str::to_uppercase).collect();
+            let bad = || {
+                Error::InvalidArgument(format!(
+                    "sort column {item:?}: expected `column [ASC|DESC] [NULLS FIRST|NULLS LAST]`"
+                ))
+            };
+            let name = item.split_whitespace().next().ok_or_else(bad)?;
+            let rest: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+            let (descending, nulls) = match rest.as_slice() {
+                [] => (false, None),
+                ["ASC"] => (false, None),
+                ["DESC"] => (true, None),
+                ["NULLS", n] => (false, Some(*n)),
+                ["ASC", "NULLS", n] => (false, Some(*n)),
+                ["DESC", "NULLS", n] => (true, Some(*n)),
+                _ => return Err(bad()),
+            };
+            let nulls_first = match nulls {
+                None => descending,
+                Some("FIRST") => true,
+                Some("LAST") => false,
+                Some(_) => return Err(bad()),
+            };
+            let field = schema.field_with_name(name).map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "sort column {name:?} is not a top-level column of the namespace schema"
+                ))
+            })?;
+            let dt = field.data_type();
+            if dt.is_nested() {
+                return Err(Error::InvalidArgument(format!(
+                    "sort column {name:?} is {dt}, which has no order"
+                )));
+            }
+            let id = field_id(field)
+                .ok_or_else(|| Error::Corrupt(format!("column {name:?} carries no field id")))?;
+            if keys.iter().any(|k| k.field_id == id) {
+                return Err(Error::InvalidArgument(format!(
+                    "sort column {name:?} appears twice"
+                )));
+            }
+            keys.push(SortKey {
+                field_id: id,
+                descending,
+                nulls_first,
+            });
+        }
+        Ok(Self { keys })
+    }
+
+    /// The property value (`None` for no order: the property is removed).
+    ///
+    /// # Errors
+    /// `Internal` if it does not serialize (it always does).
+    pub fn to_prop(&self) -> Result<Option<String>> {
+        if self.keys.is_empty() {
+            return Ok(None);
+        }
+        serde_json::to_string(&self.keys)
+            .map(Some)
+            .map_err(|e| Error::Internal(format!("sort order: {e}")))
+    }
+
+    /// The order as text, one item per column, with the columns' names in `schema` (a column
+    /// dropped since shows as `#<field id>`).
+    pub fn describe(&self, schema: &Schema) -> Vec<String> {
+        self.keys
+            .iter()
+            .map(|k| {
+                let name = schema
+                    .fields()
+                    .iter()
+                    .find(|f| field_id(f) == Some(k.field_id))
+                    .map_or_else(|| format!("#{}", k.field_id), |f| f.name().clone());
+                let dir = if k.descending { "DESC" } else { "ASC" };
+                let nulls = if k.nulls_first { "FIRST" } else { "LAST" };
+                format!("{name} {dir} NULLS {nulls}")
+            })
+            .collect()
+    }
+
+    /// `batch` (columns named as in the namespace schema `ns`) in this order; columns the
+    /// batch lacks are left out of the order (rows equal on every sort column come in any
+    /// order).
+    ///
+    /// # Errors
+    /// `Arrow` for a column that does not sort.
+    pub fn sort(&self, batch: &RecordBatch, ns: &Schema) -> Result<RecordBatch> {
+        self.sort_named(batch, |id| {
+            ns.fields()
+                .iter()
+                .find(|f| field_id(f) == Some(id))
+                .map(|f| f.name().clone())
+        })
+    }
+
+    /// `batch` in this order, its sort columns found by `name_of(field id)` (a leaf written
+    /// under an older schema names them as it did then).
+    ///
+    /// # Errors
+    /// `Arrow` for a column that does not sort.
+    pub fn sort_named(
+        &self,
+        batch: &RecordBatch,
+        name_of: impl Fn(i32) -> Option<String>,
+    ) -> Result<RecordBatch> {
+        let columns: Vec<SortColumn> = self
+            .keys
+            .iter()
+            .filter_map(|k| {
+                let values: &ArrayRef = batch.column_by_name(&name_of(k.field_id)?)?;
+                Some(SortColumn {
+                    values: Arc::clone(values),
+                    options: Some(SortOptions {
+                        descending: k.descending,
+                        nulls_first: k.nulls_first,
+                    }),
+                })
+            })
+            .collect();
+        if columns.is_empty() || batch.num_rows() < 2 {
+            return Ok(batch.clone());
+        }
+        let indices = lexsort_to_indices(&columns, None)?;
+        Ok(take_record_batch(batch, &indices)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arrow::array::{Int64Array, StringArray};
+    use crate::arrow::datatypes::{DataType, Field};
+
+    fn schema() -> Schema {
+        let f = |name: &str, dt: DataType, id: &str| {
+            Field::new(name, dt, true).with_metadata(HashMap::from([(
+                crate::field_ids::FIELD_ID_KEY.to_string(),
+                id.to_string(),
+            )]))
+        };
+        Schema::new(vec![
+            f("a", DataType::Int64, "1"),
+            f("s", DataType::Utf8, "2"),
+            f("l", DataType::new_list(DataType::Int64, true), "3"),
+        ])
+    }
+
+    #[test]
+    fn parses_describes_and_round_trips() {
+        let items = ["s desc".to_string(), "a NULLS FIRST".to_string()];
+        let order = SortOrder::parse(&items, &schema()).unwrap();
+        assert_eq!(
+            order.describe(&schema()),
+            ["s DESC NULLS FIRST", "a ASC NULLS FIRST"]
+        );
+        let props = HashMap::from([(
+            SORT_ORDER_KEY.to_string(),
+            order.to_prop().unwrap().unwrap(),
+        )]);
+        assert_eq!(SortOrder::of(&props).unwrap(), order);
+        assert_eq!(SortOrder::default().to_prop().unwrap(), None);
+        for bad in ["x", "l", "a sideways", "a NULLS MAYBE", "a DESC NULLS"] {
+            let got = SortOrder::parse(&[bad.to_string()], &schema());
+            assert!(matches!(got, Err(Error::InvalidArgument(_))), "{bad}");
+        }
+        let twice = SortOrder::parse(&["a".into(), "a desc".into()], &schema());
+        assert!(matches!(twice, Err(Error::InvalidArgument(m)) if m.contains("twice")));
+    }
+
+    #[test]
+    fn sorts_by_every_key() {
+        let ns = schema();
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("a", DataType::Int64, true),
+                Field::new("s", DataType::Utf8, true),
+            ])),
+            vec![
+                Arc::new(Int64Array::from(vec![Some(2), None, Some(1), Some(2)])),
+                Arc::new(StringArray::from(vec!["x", "y", "z", "w"])),
+            ],
+        )
+        .unwrap();
+        let order = SortOrder::parse(&["a".to_string(), "s DESC".to_string()], &ns).unwrap();
+        let sorted = order.sort(&batch, &ns).unwrap();
+        let s = sorted
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        // a ASC NULLS LAST, then s DESC among the two 2s.
+        assert_eq!(s.iter().flatten().collect::<Vec<_>>(), ["z", "x", "w", "y"]);
+    }
+}
