@@ -12,8 +12,10 @@ use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{check_field_id_reuse, Snapshot};
 use crate::ns::txn::prepare_spec::prepare_spec;
-use crate::ns::txn::root_commit::{commit_root, RootChange, RootUpdate, ROOT_ATTEMPTS};
-use crate::ns::{SCHEMA_KEY, SPEC_KEY_PREFIX};
+use crate::ns::txn::root_commit::{
+    commit_root, schema_unchanged, RootChange, RootUpdate, ROOT_ATTEMPTS,
+};
+use crate::ns::SPEC_KEY_PREFIX;
 use crate::spec::{CompiledSpec, PartitionSpec};
 
 struct SpecUpdate<'a> {
@@ -42,18 +44,12 @@ impl RootUpdate for SpecUpdate<'_> {
             self.id = spec.id;
             // The schema this spec was validated against, set again unchanged: a concurrent
             // schema change conflicts with this commit.
-            let schema = latest
-                .root_props
-                .props
-                .get(SCHEMA_KEY)
-                .cloned()
-                .ok_or_else(|| Error::Corrupt("the namespace has no schema property".into()))?;
             Ok(Some(vec![
                 (
                     format!("{SPEC_KEY_PREFIX}{}", spec.id),
                     Some(spec.to_json()?),
                 ),
-                (SCHEMA_KEY.to_string(), Some(schema)),
+                schema_unchanged(latest)?,
             ]))
         })
     }

@@ -6,11 +6,12 @@
 
 use futures::future::BoxFuture;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{Snapshot, SortOrder, SORT_ORDER_KEY};
-use crate::ns::txn::root_commit::{commit_root, RootChange, RootUpdate, ROOT_ATTEMPTS};
-use crate::ns::SCHEMA_KEY;
+use crate::ns::txn::root_commit::{
+    commit_root, schema_unchanged, RootChange, RootUpdate, ROOT_ATTEMPTS,
+};
 
 /// Sets the sort order to `items` (`column [ASC|DESC] [NULLS FIRST|NULLS LAST]`; none when
 /// empty); returns the manifest version it landed as.
@@ -34,15 +35,9 @@ impl RootUpdate for SetOrder<'_> {
             if order == SortOrder::of(&latest.root_props.props)? {
                 return Ok(None);
             }
-            let schema = latest
-                .root_props
-                .props
-                .get(SCHEMA_KEY)
-                .cloned()
-                .ok_or_else(|| Error::Corrupt("the namespace has no schema property".into()))?;
             Ok(Some(vec![
                 (SORT_ORDER_KEY.to_string(), order.to_prop()?),
-                (SCHEMA_KEY.to_string(), Some(schema)),
+                schema_unchanged(latest)?,
             ]))
         })
     }

@@ -37,6 +37,22 @@ pub(crate) trait RootUpdate: Send {
     fn plan<'a>(&'a mut self, latest: &'a Snapshot) -> BoxFuture<'a, Result<Option<RootChange>>>;
 }
 
+/// The schema property set again to its value: a root change validated against the schema
+/// (a spec evolution, an index declaration, a sort order) sets it too, so a concurrent schema
+/// change conflicts with it instead of both landing.
+///
+/// # Errors
+/// `Corrupt` when the namespace has no schema property.
+pub(crate) fn schema_unchanged(latest: &Snapshot) -> Result<(String, Option<String>)> {
+    let schema = latest
+        .root_props
+        .props
+        .get(crate::ns::SCHEMA_KEY)
+        .cloned()
+        .ok_or_else(|| Error::Corrupt("the namespace has no schema property".into()))?;
+    Ok((crate::ns::SCHEMA_KEY.to_string(), Some(schema)))
+}
+
 /// Commits `update` (see the module docs); returns the manifest version it landed as.
 ///
 /// # Errors

@@ -19,8 +19,9 @@ use crate::error::{Error, Result};
 use crate::field_ids::field_id;
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{check_index_name, declared_indexes, IndexDef, IndexKind, Snapshot};
-use crate::ns::txn::root_commit::{commit_root, RootChange, RootUpdate, ROOT_ATTEMPTS};
-use crate::ns::SCHEMA_KEY;
+use crate::ns::txn::root_commit::{
+    commit_root, schema_unchanged, RootChange, RootUpdate, ROOT_ATTEMPTS,
+};
 
 pub use coverage::IndexCoverage;
 pub use refresh::IndexRefresh;
@@ -177,16 +178,4 @@ impl RootUpdate for Undeclare<'_> {
             Ok(Some(vec![(key, None)]))
         })
     }
-}
-
-/// The schema property set again to its value: a concurrent schema change (dropping the
-/// indexed column) then conflicts with the declaration instead of both landing.
-fn schema_unchanged(latest: &Snapshot) -> Result<(String, Option<String>)> {
-    let schema = latest
-        .root_props
-        .props
-        .get(SCHEMA_KEY)
-        .cloned()
-        .ok_or_else(|| Error::Corrupt("the namespace has no schema property".into()))?;
-    Ok((SCHEMA_KEY.to_string(), Some(schema)))
 }
