@@ -403,3 +403,79 @@ async fn the_handle_reuses_its_snapshot_until_the_manifest_moves() {
     let old = handle.snapshot(Some(a.version)).await.expect("old version");
     assert_eq!((old.version, old.leaves.len()), (a.version, 0));
 }
+
+/// The rows of `sql` as text, sorted (the order of a query without ORDER BY is free).
+async fn sql_rows(
+    ctx: &lance_partitioned_core::datafusion::prelude::SessionContext,
+    sql: &str,
+) -> Vec<String> {
+    use lance_partitioned_core::arrow::util::pretty::pretty_format_batches;
+    let batches = ctx
+        .sql(sql)
+        .await
+        .expect("plan")
+        .collect()
+        .await
+        .expect("run");
+    let text = pretty_format_batches(&batches).expect("format").to_string();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines.sort();
+    lines
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn datafusion_sql_over_the_table_provider_equals_sql_over_the_rows_in_memory() {
+    use lance_partitioned_core::datafusion::datasource::MemTable;
+    use lance_partitioned_core::datafusion::prelude::SessionContext;
+    use lance_partitioned_core::ns::scan::NamespaceTable;
+    let ns = namespace().await;
+    let input = vec![
+        rows(0..50, "US", DAY_2024),
+        rows(50..90, "US", DAY_2025),
+        rows(90..120, "FR", DAY_2025),
+    ];
+    append(&ns, input.clone()).await;
+    let snap = Arc::new(Snapshot::load(&ns.storage, None).await.expect("snapshot"));
+    let ours = Arc::new(NamespaceTable::new(snap));
+    let ctx = SessionContext::new();
+    ctx.register_table("t", ours.clone()).expect("register");
+    let plain: Vec<RecordBatch> = input
+        .iter()
+        .map(|b| {
+            let fields: Vec<Field> = b
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone().with_metadata(HashMap::new()))
+                .collect();
+            RecordBatch::try_new(Arc::new(Schema::new(fields)), b.columns().to_vec()).unwrap()
+        })
+        .collect();
+    let memory = MemTable::try_new(plain[0].schema(), vec![plain]).expect("memory table");
+    ctx.register_table("m", Arc::new(memory)).expect("register");
+    let queries = [
+        "SELECT id FROM {} WHERE country = 'US' AND id > 40",
+        "SELECT country, count(*) AS n, sum(id) AS s FROM {} GROUP BY country",
+        "SELECT count(*) AS n FROM {}",
+        "SELECT count(*) AS n FROM {} WHERE day >= DATE '2025-01-01'",
+        "SELECT id, day FROM {} WHERE id BETWEEN 85 AND 95 OR id IS NULL",
+        "SELECT * FROM {} WHERE id IN (3, 117) OR country = 'DE'",
+        "SELECT id FROM {} WHERE id % 7 = 0 AND country <> 'FR'",
+        "SELECT id, country FROM {} WHERE id IN (3, 117)",
+    ];
+    for q in queries {
+        let got = sql_rows(&ctx, &q.replace("{}", "t")).await;
+        let want = sql_rows(&ctx, &q.replace("{}", "m")).await;
+        assert_eq!(got, want, "{q}");
+    }
+    // What the scans were given: `id IN (3, 117)` keeps the two leaves whose id bounds hold
+    // one of them; the country filter keeps the US leaves by partition value only.
+    let scans = ours.scans();
+    let last = &scans[7];
+    assert_eq!((last.leaves, last.kept), (3, 2), "{last:?}");
+    assert_eq!(scans[0].kept_by_partitions, 2, "{:?}", scans[0]);
+    assert_eq!(scans[0].columns, vec!["id".to_string()]);
+    let limited = sql_rows(&ctx, "SELECT id FROM t LIMIT 7").await;
+    assert_eq!(limited.len(), 7 + 4, "7 rows and the table's frame: {limited:?}");
+    assert_eq!(ours.scans().last().map(|s| s.limit), Some(Some(7)));
+}

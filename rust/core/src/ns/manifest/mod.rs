@@ -100,7 +100,9 @@ pub use retention::{
 };
 pub use root::Root;
 pub use sort_order::{SortKey, SortOrder, SORT_ORDER_KEY};
-pub use stats::{leaf_column_stats, leaf_stats, LeafStats, LeafTotals, LeafVersion};
+pub use stats::{
+    leaf_column_stats, leaf_stats, recorded_totals, LeafStats, LeafTotals, LeafVersion,
+};
 pub use versions::{TableVersion, VersionRow};
 pub use write_ids::{stream_batch, WriteIds, STREAM_PREFIX};
 // Kept at its old path; field ids live in `crate::field_ids`.

@@ -287,6 +287,18 @@ pub async fn leaf_column_stats(snap: &Snapshot) -> Result<Arc<Vec<Option<LeafCol
     Ok(Arc::clone(parsed))
 }
 
+/// The rows and bytes the manifest records for the leaves `idx` together, without opening
+/// any leaf: `None` when a leaf has no recorded totals (weak mode, other tools).
+///
+/// # Errors
+/// `Lance` when the manifest's properties cannot be read; `Corrupt` for a malformed one.
+pub async fn recorded_totals(snap: &Snapshot, idx: &[usize]) -> Result<Option<(u64, u64)>> {
+    let recorded = recorded_stats(snap, idx, false).await?;
+    Ok(recorded.into_iter().try_fold((0, 0), |(rows, bytes), s| {
+        s.map(|s| (rows + s.totals.rows, bytes + s.totals.bytes))
+    }))
+}
+
 /// The statistics the manifest records for the leaves `idx` at their read versions (`None`
 /// for a leaf whose version row has no totals, and for every leaf in weak mode).
 async fn recorded_stats(

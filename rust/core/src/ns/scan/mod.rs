@@ -7,16 +7,20 @@
 //! - `prune`: the user filter as one manifest predicate per spec version (`display`: its
 //!   text, literals in their string form);
 //! - `stats_prune`: then skipping kept leaves whose column statistics rule the filter out;
-//! - `read`: the streaming read of the kept leaves.
+//! - `read`: the streaming read of the kept leaves;
+//! - `provider`, `exec`: the namespace as a DataFusion table and its execution plan.
 
 mod display;
+mod exec;
 mod never_true;
 mod prune;
 mod prune_expr;
 pub(crate) use prune_expr::other_zero;
+mod provider;
 mod read;
 mod stats_prune;
 
 pub use crate::ns::infra::filter::{evaluate_mask, Filter, FilterInput};
+pub use provider::{NamespaceTable, ScanRecord};
 pub use prune::{prune, Pruned, SpecPlan};
 pub use read::{read_leaves, scan, ScanIter, ScanOptions};

@@ -82,6 +82,27 @@ impl Filter {
         })
     }
 
+    /// Takes an expression another engine planned (DataFusion's filters pushed into a
+    /// table provider): column references lose their table qualifier, then the expression is
+    /// checked as SQL filters are.
+    ///
+    /// # Errors
+    /// As [`Filter::parse`] after parsing.
+    pub fn from_expr(expr: Expr, schema: &Schema) -> Result<Self> {
+        on_large_stack("a filter DataFusion pushed", move || {
+            let df = DFSchema::try_from(plain(schema))?;
+            let bare = expr
+                .transform(|e| match e {
+                    Expr::Column(c) if c.relation.is_some() => {
+                        Ok(Transformed::yes(Expr::Column(Column::from_name(c.name))))
+                    }
+                    other => Ok(Transformed::no(other)),
+                })?
+                .data;
+            checked(&bare.to_string(), bare, schema, df)
+        })
+    }
+
     /// Parses `sql` (DataFusion dialect) against the namespace `schema`.
     ///
     /// # Errors

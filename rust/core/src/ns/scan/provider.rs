@@ -1,0 +1,155 @@
+//! The namespace as a DataFusion table: a [`TableProvider`] over one snapshot, so DataFusion
+//! (in process, or datafusion-python through the binding's FFI export) plans SQL against a
+//! namespace with its projection, filters and limit pushed into our scan.
+//!
+//! - Filters: every conjunct DataFusion offers that our filter rules accept (see
+//!   [`Filter::from_expr`]) is taken as exact: partition pruning, statistics pruning and the
+//!   filter pushed into each leaf's Lance scan answer it, so DataFusion does not filter again.
+//!   The others stay with DataFusion.
+//! - Pruning runs once per scan, when DataFusion plans it; the kept leaves are spread over
+//!   DataFusion's partitions ([`super::exec::NamespaceExec`]).
+//! - Each planned scan is recorded ([`ScanRecord`]): what was pushed and what pruning kept,
+//!   so a caller (and the tests) can see what another engine asked for.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use crate::arrow::datatypes::SchemaRef;
+use crate::datafusion::catalog::{Session, TableProvider};
+use crate::datafusion::common::Result as DfResult;
+use crate::datafusion::error::DataFusionError;
+use crate::datafusion::logical_expr::utils::conjunction;
+use crate::datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use crate::datafusion::physical_plan::ExecutionPlan;
+use crate::ns::infra::filter::{plain, Filter};
+use crate::ns::manifest::{recorded_totals, Snapshot};
+
+use super::exec::{NamespaceExec, ScanShape};
+use super::prune::prune;
+
+/// One scan DataFusion planned against the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanRecord {
+    /// Columns read (the projection DataFusion pushed; all when it pushed none).
+    pub columns: Vec<String>,
+    /// The filter taken (the conjunction of the pushed filters), as text.
+    pub filter: Option<String>,
+    /// The limit DataFusion pushed.
+    pub limit: Option<usize>,
+    /// Leaves of the snapshot.
+    pub leaves: usize,
+    /// Leaves the partition values kept.
+    pub kept_by_partitions: usize,
+    /// Leaves read: those the column statistics did not skip either.
+    pub kept: usize,
+}
+
+/// A namespace snapshot as a DataFusion table.
+#[derive(Debug)]
+pub struct NamespaceTable {
+    snap: Arc<Snapshot>,
+    schema: SchemaRef,
+    scans: Mutex<Vec<ScanRecord>>,
+}
+
+impl NamespaceTable {
+    /// The table over `snap` (the version it reads stays fixed).
+    pub fn new(snap: Arc<Snapshot>) -> Self {
+        let schema = Arc::new(plain(&snap.schema()));
+        Self {
+            snap,
+            schema,
+            scans: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The scans planned so far, oldest first.
+    pub fn scans(&self) -> Vec<ScanRecord> {
+        self.scans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Our filter for the conjunction of `filters`, `None` for none.
+    fn filter(&self, filters: &[Expr]) -> DfResult<Option<Filter>> {
+        conjunction(filters.iter().cloned())
+            .map(|e| Filter::from_expr(e, &self.schema))
+            .transpose()
+            .map_err(|e| DataFusionError::External(Box::new(e)))
+    }
+}
+
+#[async_trait]
+impl TableProvider for NamespaceTable {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| match Filter::from_expr((*f).clone(), &self.schema) {
+                Ok(_) => TableProviderFilterPushDown::Exact,
+                Err(_) => TableProviderFilterPushDown::Unsupported,
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let filter = self.filter(filters)?;
+        let external = |e: crate::Error| DataFusionError::External(Box::new(e));
+        let pruned = prune(&self.snap, filter.as_ref())
+            .await
+            .map_err(external)?;
+        let by_stats: usize = pruned.specs.iter().map(|s| s.skipped_by_stats).sum();
+        let projected = match projection {
+            Some(p) => Arc::new(self.schema.project(p)?),
+            None => Arc::clone(&self.schema),
+        };
+        // Exact row counts let DataFusion answer `count(*)` without reading.
+        let totals = match &filter {
+            None => recorded_totals(&self.snap, &pruned.leaves)
+                .await
+                .map_err(external)?,
+            Some(_) => None,
+        };
+        let record = ScanRecord {
+            columns: projected.fields().iter().map(|f| f.name().clone()).collect(),
+            filter: filter.as_ref().map(|f| f.sql.clone()),
+            limit,
+            leaves: self.snap.leaves.len(),
+            kept_by_partitions: pruned.leaves.len() + by_stats,
+            kept: pruned.leaves.len(),
+        };
+        self.scans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(record.clone());
+        let shape = ScanShape {
+            snap: Arc::clone(&self.snap),
+            schema: projected,
+            filter,
+            limit,
+            batch_size: state.config().batch_size(),
+            totals,
+            record,
+        };
+        let parts = state.config().target_partitions().max(1);
+        Ok(Arc::new(NamespaceExec::new(shape, pruned.leaves, parts)))
+    }
+}
