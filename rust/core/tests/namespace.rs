@@ -476,6 +476,10 @@ async fn datafusion_sql_over_the_table_provider_equals_sql_over_the_rows_in_memo
     assert_eq!(scans[0].kept_by_partitions, 2, "{:?}", scans[0]);
     assert_eq!(scans[0].columns, vec!["id".to_string()]);
     let limited = sql_rows(&ctx, "SELECT id FROM t LIMIT 7").await;
-    assert_eq!(limited.len(), 7 + 4, "7 rows and the table's frame: {limited:?}");
+    assert_eq!(
+        limited.len(),
+        7 + 4,
+        "7 rows and the table's frame: {limited:?}"
+    );
     assert_eq!(ours.scans().last().map(|s| s.limit), Some(Some(7)));
 }

@@ -208,7 +208,9 @@ impl PartitionRead {
         let Some(batch) = self.iter.next_batch().await? else {
             return Ok(None);
         };
-        let take = self.left.map_or(batch.num_rows(), |l| l.min(batch.num_rows()));
+        let take = self
+            .left
+            .map_or(batch.num_rows(), |l| l.min(batch.num_rows()));
         self.left = self.left.map(|l| l - take);
         let schema = &self.shape.schema;
         // Our batches carry the namespace's field metadata; DataFusion's schema does not. A

@@ -113,9 +113,7 @@ impl TableProvider for NamespaceTable {
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let filter = self.filter(filters)?;
         let external = |e: crate::Error| DataFusionError::External(Box::new(e));
-        let pruned = prune(&self.snap, filter.as_ref())
-            .await
-            .map_err(external)?;
+        let pruned = prune(&self.snap, filter.as_ref()).await.map_err(external)?;
         let by_stats: usize = pruned.specs.iter().map(|s| s.skipped_by_stats).sum();
         let projected = match projection {
             Some(p) => Arc::new(self.schema.project(p)?),
@@ -129,7 +127,11 @@ impl TableProvider for NamespaceTable {
             Some(_) => None,
         };
         let record = ScanRecord {
-            columns: projected.fields().iter().map(|f| f.name().clone()).collect(),
+            columns: projected
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect(),
             filter: filter.as_ref().map(|f| f.sql.clone()),
             limit,
             leaves: self.snap.leaves.len(),
