@@ -30,6 +30,7 @@ from lance_partitioned import _native
 from lance_partitioned._arguments import typed_class
 from lance_partitioned._input import arrow_stream
 from lance_partitioned.changes import RowChanges
+from lance_partitioned.datafusion_table import DataFusionTable
 from lance_partitioned.dataset_view import NamespaceDataset
 from lance_partitioned.distributed import DistributedWrite
 from lance_partitioned.exceptions import ArgumentTypeError, InvalidArgumentError
@@ -520,6 +521,13 @@ class PartitionedNamespace(Maintenance, RowChanges, Tags, Indexes, Sorting):
         ds WHERE ...")``), polars (``pl.scan_pyarrow_dataset(ds)``) and pyarrow push their
         projections and filters into it. See :mod:`lance_partitioned.dataset_view`."""
         return NamespaceDataset(self.snapshot(as_of))
+
+    def to_datafusion(self, *, as_of: AsOf = None) -> DataFusionTable:
+        """The latest snapshot (or manifest version ``as_of``) as a DataFusion table for
+        datafusion-python 54 (``ctx.register_table("t", ns.to_datafusion())``), which pushes
+        projections, filters and limits into this namespace's pruned scans. See
+        :mod:`lance_partitioned.datafusion_table`."""
+        return DataFusionTable(self.snapshot(as_of))
 
     def partitions(
         self, filter: Filter = None, *, as_of: AsOf = None, with_rows: bool = True

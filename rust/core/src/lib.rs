@@ -6,6 +6,7 @@
 //! Arrow and DataFusion are taken from the `lance` crate's re-exports so that one major of
 //! each is in the dependency graph.
 
+pub use datafusion_ffi;
 pub use lance::deps::datafusion;
 pub use lance::deps::datafusion::arrow;
 

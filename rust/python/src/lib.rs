@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 
 mod allocator;
 mod args;
+mod datafusion_table;
 mod distributed_merge;
 mod errors;
 mod ffi;
@@ -111,6 +112,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::OptimizeResult>()?;
     m.add_class::<indexes::IndexResult>()?;
     m.add_class::<indexes::IndexInfo>()?;
+    m.add_class::<datafusion_table::DataFusionTable>()?;
     m.add_class::<results::ExpireResult>()?;
     m.add_class::<results::TouchedPartition>()?;
     m.add_class::<merge::MergeResult>()?;

@@ -8,6 +8,9 @@
 //!   The others stay with DataFusion.
 //! - Pruning runs once per scan, when DataFusion plans it; the kept leaves are spread over
 //!   DataFusion's partitions ([`super::exec::NamespaceExec`]).
+//! - Planning reads the manifest: with [`NamespaceTable::with_runtime`] it runs on that tokio
+//!   runtime, so an engine polling on a runtime of its own (datafusion-python, over FFI) can
+//!   plan scans.
 //! - Each planned scan is recorded ([`ScanRecord`]): what was pushed and what pruning kept,
 //!   so a caller (and the tests) can see what another engine asked for.
 
@@ -22,6 +25,8 @@ use crate::datafusion::error::DataFusionError;
 use crate::datafusion::logical_expr::utils::conjunction;
 use crate::datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use crate::datafusion::physical_plan::ExecutionPlan;
+use crate::datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
+use crate::datafusion_ffi::table_provider::FFI_TableProvider;
 use crate::ns::infra::filter::{plain, Filter};
 use crate::ns::manifest::{recorded_totals, Snapshot};
 
@@ -51,6 +56,8 @@ pub struct NamespaceTable {
     snap: Arc<Snapshot>,
     schema: SchemaRef,
     scans: Mutex<Vec<ScanRecord>>,
+    /// Where planning runs (the caller's runtime when `None`).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl NamespaceTable {
@@ -61,7 +68,26 @@ impl NamespaceTable {
             snap,
             schema,
             scans: Mutex::new(Vec::new()),
+            runtime: None,
         }
+    }
+
+    /// Plans scans on `runtime`: for engines that poll on a tokio runtime other than ours.
+    #[must_use]
+    pub fn with_runtime(mut self, runtime: tokio::runtime::Handle) -> Self {
+        self.runtime = Some(runtime);
+        self
+    }
+
+    /// The table as DataFusion's FFI table provider, for an engine built separately
+    /// (datafusion-python): filters are offered to us, plans and streams run on `runtime`,
+    /// and expressions cross in the engine's `codec`.
+    pub fn into_ffi(
+        self: Arc<Self>,
+        runtime: tokio::runtime::Handle,
+        codec: FFI_LogicalExtensionCodec,
+    ) -> FFI_TableProvider {
+        FFI_TableProvider::new_with_ffi_codec(self, true, Some(runtime), codec)
     }
 
     /// The scans planned so far, oldest first.
@@ -112,19 +138,29 @@ impl TableProvider for NamespaceTable {
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let filter = self.filter(filters)?;
-        let external = |e: crate::Error| DataFusionError::External(Box::new(e));
-        let pruned = prune(&self.snap, filter.as_ref()).await.map_err(external)?;
+        let (snap, f) = (Arc::clone(&self.snap), filter.clone());
+        let no_filter = filter.is_none();
+        let plan = async move {
+            let pruned = prune(&snap, f.as_ref()).await?;
+            // Exact row counts let DataFusion answer `count(*)` without reading.
+            let totals = match no_filter {
+                true => recorded_totals(&snap, &pruned.leaves).await?,
+                false => None,
+            };
+            Ok::<_, crate::Error>((pruned, totals))
+        };
+        let planned = match &self.runtime {
+            Some(rt) => rt
+                .spawn(plan)
+                .await
+                .map_err(|e| DataFusionError::External(Box::new(e)))?,
+            None => plan.await,
+        };
+        let (pruned, totals) = planned.map_err(|e| DataFusionError::External(Box::new(e)))?;
         let by_stats: usize = pruned.specs.iter().map(|s| s.skipped_by_stats).sum();
         let projected = match projection {
             Some(p) => Arc::new(self.schema.project(p)?),
             None => Arc::clone(&self.schema),
-        };
-        // Exact row counts let DataFusion answer `count(*)` without reading.
-        let totals = match &filter {
-            None => recorded_totals(&self.snap, &pruned.leaves)
-                .await
-                .map_err(external)?,
-            Some(_) => None,
         };
         let record = ScanRecord {
             columns: projected
