@@ -102,7 +102,8 @@ def test_projection_and_filters_are_pushed_and_prune_partitions_and_statistics(
     ctx.sql("SELECT i, s FROM t WHERE p IN (2, 5) AND s LIKE 's1%'").to_arrow_table()
     (scan,) = table.scans()
     assert set(scan["columns"]) == {"i", "s"}  # not x, ts, p: the projection was pushed
-    assert scan["filter"] is not None and "p" in scan["filter"]
+    assert scan["filter"] is not None
+    assert "p" in scan["filter"]
     assert scan["leaves"] == PARTS
     p_in = pc.is_in(t["p"], pa.array([2, 5], pa.int32()))
     assert scan["kept_by_partitions"] == _holding(p_in) == 2

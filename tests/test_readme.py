@@ -58,6 +58,7 @@ NAMESPACE_TOUR: tuple[Key, ...] = (
     (READS, "Scanning"),
     (READS, "Indexes"),
     (READS, "Other engines"),
+    (READS, "DataFusion"),
     (NAMESPACES, "Snapshots and time travel"),
     (WRITES, "Deletes"),
     (NAMESPACES, "Evolution and repair"),

@@ -23,8 +23,24 @@ use crate::datafusion::physical_plan::{
 use crate::ns::infra::filter::Filter;
 use crate::ns::manifest::Snapshot;
 
-use super::provider::ScanRecord;
 use super::read::{read_leaves, ScanIter};
+
+/// One scan DataFusion planned against the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanRecord {
+    /// Columns read (the projection DataFusion pushed; all when it pushed none).
+    pub columns: Vec<String>,
+    /// The filter taken (the conjunction of the pushed filters), as text.
+    pub filter: Option<String>,
+    /// The limit DataFusion pushed.
+    pub limit: Option<usize>,
+    /// Leaves of the snapshot.
+    pub leaves: usize,
+    /// Leaves the partition values kept.
+    pub kept_by_partitions: usize,
+    /// Leaves read: those the column statistics did not skip either.
+    pub kept: usize,
+}
 
 /// What every partition of a scan shares.
 #[derive(Debug)]

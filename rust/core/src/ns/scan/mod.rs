@@ -21,6 +21,7 @@ mod read;
 mod stats_prune;
 
 pub use crate::ns::infra::filter::{evaluate_mask, Filter, FilterInput};
-pub use provider::{NamespaceTable, ScanRecord};
+pub use exec::ScanRecord;
+pub use provider::NamespaceTable;
 pub use prune::{prune, Pruned, SpecPlan};
 pub use read::{read_leaves, scan, ScanIter, ScanOptions};

@@ -30,25 +30,8 @@ use crate::datafusion_ffi::table_provider::FFI_TableProvider;
 use crate::ns::infra::filter::{plain, Filter};
 use crate::ns::manifest::{recorded_totals, Snapshot};
 
-use super::exec::{NamespaceExec, ScanShape};
+use super::exec::{NamespaceExec, ScanRecord, ScanShape};
 use super::prune::prune;
-
-/// One scan DataFusion planned against the table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScanRecord {
-    /// Columns read (the projection DataFusion pushed; all when it pushed none).
-    pub columns: Vec<String>,
-    /// The filter taken (the conjunction of the pushed filters), as text.
-    pub filter: Option<String>,
-    /// The limit DataFusion pushed.
-    pub limit: Option<usize>,
-    /// Leaves of the snapshot.
-    pub leaves: usize,
-    /// Leaves the partition values kept.
-    pub kept_by_partitions: usize,
-    /// Leaves read: those the column statistics did not skip either.
-    pub kept: usize,
-}
 
 /// A namespace snapshot as a DataFusion table.
 #[derive(Debug)]
