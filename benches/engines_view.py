@@ -1,5 +1,6 @@
-"""DuckDB and polars querying a namespace through its pyarrow dataset view, against our own scan
-and against each engine reading the same rows written as Hive-partitioned Parquet.
+"""DuckDB and polars querying a namespace through its pyarrow dataset view, and DataFusion
+through its FFI table provider (``ns.to_datafusion()``), against our own scan and against each
+engine reading the same rows written as Hive-partitioned Parquet.
 
 The synthetic events (``events.py``: ~800 partitions by country and bucket(city, 16)) are
 written once as a namespace and once as Hive Parquet (``country=.../city_bucket=...``, pyarrow's
@@ -15,12 +16,15 @@ then best of ``--repeat``) and returns the rows it selects, so the answers are c
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import datafusion
 import duckdb
 import polars as pl
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from cells import Cell, measure
@@ -102,6 +106,27 @@ def pyarrow_view(work: str, query: str) -> Callable[[], int]:
     return lambda: ds.to_table(columns=["id", "ts"], filter=flt).num_rows
 
 
+def _datafusion() -> datafusion.SessionContext:
+    # Tuned as DataFusion's users would: every core, Parquet pruning and pushdown (defaults).
+    config = datafusion.SessionConfig().with_target_partitions(os.cpu_count() or 1)
+    return datafusion.SessionContext(config)
+
+
+def datafusion_table(work: str, query: str) -> Callable[[], int]:
+    ctx = _datafusion()  # kept by the closure: the FFI reaches the session weakly
+    ctx.register_table("events", lp.PartitionedNamespace.open(f"{work}/ns").to_datafusion())
+    sql = f"SELECT id, ts FROM events WHERE {_where(query)}"
+    return lambda: ctx.sql(sql).to_arrow_table().num_rows
+
+
+def datafusion_hive(work: str, query: str) -> Callable[[], int]:
+    ctx = _datafusion()
+    parts = [("country", pa.string()), ("city_bucket", pa.int32())]
+    ctx.register_parquet("events", f"{work}/hive/", table_partition_cols=parts)
+    sql = f"SELECT id, ts FROM events WHERE {_where(query)}"
+    return lambda: ctx.sql(sql).to_arrow_table().num_rows
+
+
 CASES: dict[str, Callable[..., Any]] = {
     "ours": ours,
     "duckdb_view": duckdb_view,
@@ -109,6 +134,8 @@ CASES: dict[str, Callable[..., Any]] = {
     "pyarrow_view": pyarrow_view,
     "duckdb_hive": duckdb_hive,
     "polars_hive": polars_hive,
+    "datafusion_table": datafusion_table,
+    "datafusion_hive": datafusion_hive,
 }
 LABELS = {
     "ours": "ours: `ns.to_table(filter=SQL)`",
@@ -117,6 +144,8 @@ LABELS = {
     "pyarrow_view": "pyarrow `view.to_table(filter=expr)`",
     "duckdb_hive": "DuckDB `read_parquet(hive)`",
     "polars_hive": "polars `scan_parquet(hive)`",
+    "datafusion_table": "DataFusion SQL over `ns.to_datafusion()` (FFI table provider)",
+    "datafusion_hive": "DataFusion `register_parquet(hive)`",
 }
 
 
