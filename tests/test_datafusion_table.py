@@ -168,3 +168,20 @@ def test_a_table_reads_its_version_and_counts_rows_after_deletes(tmp_path: Path)
 def test_anything_but_a_datafusion_session_is_refused(ns: lp.PartitionedNamespace) -> None:
     with pytest.raises(TypeError, match="DataFusion session"):
         ns.to_datafusion().__datafusion_table_provider__(42)
+
+
+def test_count_without_a_filter_is_answered_from_the_recorded_row_counts(
+    ns: lp.PartitionedNamespace,
+) -> None:
+    """The manifest's recorded totals are exact row counts: DataFusion answers ``count(*)``
+    from them without a scan; with a filter it scans."""
+    table = ns.to_datafusion()
+    ctx = _context(table)
+
+    def plan(sql: str) -> str:
+        return str(ctx.sql(f"EXPLAIN {sql}").to_arrow_table()["plan"].to_pylist()[-1])
+
+    counted = plan("SELECT count(*) FROM t")
+    assert "NamespaceExec" not in counted, counted
+    assert f"{_input().num_rows} as count" in counted, counted
+    assert "NamespaceExec" in plan("SELECT count(*) FROM t WHERE i > 3")
