@@ -185,3 +185,12 @@ def test_count_without_a_filter_is_answered_from_the_recorded_row_counts(
     assert "NamespaceExec" not in counted, counted
     assert f"{_input().num_rows} as count" in counted, counted
     assert "NamespaceExec" in plan("SELECT count(*) FROM t WHERE i > 3")
+
+
+def test_hundreds_of_pushed_conjuncts_plan_and_answer(ns: lp.PartitionedNamespace) -> None:
+    """DataFusion pushes each conjunct on its own; taken together they are one filter, which
+    must not become a chain too deep for the filter rules."""
+    terms = " AND ".join(f"i <> {3 * k}" for k in range(300))
+    sql = f"SELECT i FROM {{}} WHERE {terms} AND s IS NOT NULL"
+    ctx = _context(ns.to_datafusion())
+    assert _rows(ctx, sql.format("t")) == _rows(ctx, sql.format("m"))

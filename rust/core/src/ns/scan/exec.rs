@@ -246,6 +246,7 @@ impl PartitionRead {
     }
 }
 
-fn external(e: crate::Error) -> DataFusionError {
+/// An error of ours (or of our runtime) as DataFusion carries it.
+pub(super) fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionError {
     DataFusionError::External(Box::new(e))
 }

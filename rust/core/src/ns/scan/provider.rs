@@ -21,8 +21,6 @@ use async_trait::async_trait;
 use crate::arrow::datatypes::SchemaRef;
 use crate::datafusion::catalog::{Session, TableProvider};
 use crate::datafusion::common::Result as DfResult;
-use crate::datafusion::error::DataFusionError;
-use crate::datafusion::logical_expr::utils::conjunction;
 use crate::datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use crate::datafusion::physical_plan::ExecutionPlan;
 use crate::datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
@@ -30,7 +28,7 @@ use crate::datafusion_ffi::table_provider::FFI_TableProvider;
 use crate::ns::infra::filter::{plain, Filter};
 use crate::ns::manifest::{recorded_totals, Snapshot};
 
-use super::exec::{NamespaceExec, ScanRecord, ScanShape};
+use super::exec::{external, NamespaceExec, ScanRecord, ScanShape};
 use super::prune::prune;
 
 /// A namespace snapshot as a DataFusion table.
@@ -83,10 +81,23 @@ impl NamespaceTable {
 
     /// Our filter for the conjunction of `filters`, `None` for none.
     fn filter(&self, filters: &[Expr]) -> DfResult<Option<Filter>> {
-        conjunction(filters.iter().cloned())
+        balanced_and(filters)
             .map(|e| Filter::from_expr(e, &self.schema))
             .transpose()
-            .map_err(|e| DataFusionError::External(Box::new(e)))
+            .map_err(external)
+    }
+}
+
+/// `filters` joined by `AND` as a balanced tree: DataFusion pushes each conjunct on its own,
+/// and hundreds of them chained would be deeper than a filter may nest.
+fn balanced_and(filters: &[Expr]) -> Option<Expr> {
+    match filters {
+        [] => None,
+        [one] => Some(one.clone()),
+        _ => {
+            let (left, right) = filters.split_at(filters.len() / 2);
+            Some(balanced_and(left)?.and(balanced_and(right)?))
+        }
     }
 }
 
@@ -133,13 +144,10 @@ impl TableProvider for NamespaceTable {
             Ok::<_, crate::Error>((pruned, totals))
         };
         let planned = match &self.runtime {
-            Some(rt) => rt
-                .spawn(plan)
-                .await
-                .map_err(|e| DataFusionError::External(Box::new(e)))?,
+            Some(rt) => rt.spawn(plan).await.map_err(external)?,
             None => plan.await,
         };
-        let (pruned, totals) = planned.map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let (pruned, totals) = planned.map_err(external)?;
         let by_stats: usize = pruned.specs.iter().map(|s| s.skipped_by_stats).sum();
         let projected = match projection {
             Some(p) => Arc::new(self.schema.project(p)?),
