@@ -115,6 +115,34 @@ def test_optimize_sorts_the_files_it_compacts(tmp_path: Path) -> None:
     assert content(ns) == want
 
 
+def test_optimize_sorts_large_files_written_before_the_order(tmp_path: Path) -> None:
+    ns = make(tmp_path)
+    ns.write(rows(shuffled(0, 2000)))  # one unsorted file of 1,000 rows per partition
+    ns.set_sort_order(["id"])
+    ns.write(rows(shuffled(2000, 400, seed=3)))  # sorted files, written under the order
+    ns.delete("id % 50 = 1")  # 4% of each 'us' file: not enough for Lance to compact it
+    before = files(ns)
+    unsorted = [f for f in before if not in_order(f, [("id", "ascending")], "at_end")]
+    assert len(unsorted) == 2  # pyarrow's judgment, not ours
+    # Files of at least the target are not compacted: only the order brings them in.
+    plan = ns.optimize(target_rows_per_file=100, dry_run=True)
+    assert (plan.resorted, plan.partitions, plan.files_before) == (2, 2, 2)
+    assert files(ns) == before
+    done = ns.optimize(target_rows_per_file=100)
+    assert (done.resorted, done.partitions, done.files_before) == (2, 2, 2)
+    assert len(files(ns)) == 4
+    assert all(in_order(f, [("id", "ascending")], "at_end") for f in files(ns))
+    want = [i for i in range(2400) if i % 50 != 1]
+    assert content(ns) == want
+    assert ns.optimize(target_rows_per_file=100).resorted == 0  # nothing left out of order
+    # Sorted on the first column only: the second one's order is checked too.
+    ns.set_sort_order(["region", "v DESC"])
+    assert ns.optimize(target_rows_per_file=100).resorted == 4
+    keys = [("region", "ascending"), ("v", "descending")]
+    assert all(in_order(f, keys, "at_end") for f in files(ns))
+    assert content(ns) == want
+
+
 def test_merges_write_their_new_rows_in_the_order(tmp_path: Path) -> None:
     ns = make(tmp_path)
     ns.set_sort_order(["v", "id"])

@@ -43,7 +43,8 @@ class Maintenance:
         reading the files they named until :meth:`expire` removes them. A partition carrying
         the namespace's declared indexes is compacted and its indexes built again over the new
         files; one whose leaf table has indexes the namespace does not declare (made by another
-        tool) is left alone (``skipped_indexed``). In strong mode the selected
+        tool) is left alone (``skipped_indexed``). With a sort order, every other file whose rows
+        are out of the order is rewritten sorted too (``resorted``). In strong mode the selected
         partitions' ``table_version`` rows beyond ``lance_partitioned.manifest.versions_kept``
         go too, in one more manifest commit (``version_rows_removed``; commits keep up to twice
         the limit per partition they change), and the selected partitions whose read version

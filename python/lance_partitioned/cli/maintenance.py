@@ -21,6 +21,7 @@ LISTED = 20
 
 OPTIMIZE_KEYS = ("partitions", "files_before", "files_after", "rows", "bytes_written")
 OPTIMIZE_EXTRA = (
+    "resorted",
     "skipped_indexed",
     "rebased",
     "recompacted",
@@ -87,6 +88,9 @@ def optimize(
     )
     if not dry_run:
         click.echo(f"manifest version {doc['manifest_version']}")
+    if doc.get("resorted"):
+        verb = "would sort" if dry_run else "sorted"
+        click.echo(f"{verb} {doc['resorted']:,} files that were out of the sort order")
     if doc.get("skipped_indexed"):
         click.echo(f"skipped {doc['skipped_indexed']:,} partitions with indices")
     if doc.get("version_rows_removed"):

@@ -287,6 +287,8 @@ pub struct OptimizeResult {
     pub rows: u64,
     /// Bytes written (0 for a dry run).
     pub bytes_written: u64,
+    /// Files rewritten (or that would be) because their rows were out of the sort order.
+    pub resorted: u64,
     /// Partitions left alone because their leaf table has indices the namespace does not
     /// declare (made by another tool).
     pub skipped_indexed: u64,
@@ -333,6 +335,7 @@ impl From<OptimizeSummary> for OptimizeResult {
             files_after: s.files_after,
             rows: s.rows,
             bytes_written: s.bytes_written,
+            resorted: s.resorted,
             skipped_indexed: s.skipped_indexed,
             rebased: s.rebased,
             recompacted: s.recompacted,

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::arrow::array::{ArrayRef, RecordBatch};
 use crate::arrow::compute::{lexsort_to_indices, take_record_batch, SortColumn, SortOptions};
 use crate::arrow::datatypes::Schema;
+use crate::arrow::row::{OwnedRow, RowConverter, SortField};
 use crate::error::{Error, Result};
 use crate::field_ids::field_id;
 
@@ -186,6 +187,75 @@ impl SortOrder {
         let indices = lexsort_to_indices(&columns, None)?;
         Ok(take_record_batch(batch, &indices)?)
     }
+
+    /// A check of whether the batches of one file are in this order, its sort columns found
+    /// by `name_of(field id)` (as [`Self::sort_named`]).
+    pub fn check(&self, name_of: impl Fn(i32) -> Option<String>) -> OrderCheck {
+        let keys = self
+            .keys
+            .iter()
+            .filter_map(|k| {
+                let options = SortOptions {
+                    descending: k.descending,
+                    nulls_first: k.nulls_first,
+                };
+                Some((name_of(k.field_id)?, options))
+            })
+            .collect();
+        OrderCheck {
+            keys,
+            converter: None,
+            last: None,
+        }
+    }
+}
+
+/// Whether rows arrive in a [`SortOrder`]: fed the batches of one file in their order, it
+/// tells whether every row sorts at or after the one before it (across batches too).
+pub struct OrderCheck {
+    /// The sort columns present, with their names in the batches.
+    keys: Vec<(String, SortOptions)>,
+    converter: Option<RowConverter>,
+    /// The last row of the batches seen so far.
+    last: Option<OwnedRow>,
+}
+
+impl OrderCheck {
+    /// Whether the rows of `batch` follow the rows seen so far in order. Rows equal on every
+    /// sort column may come in any order; sort columns the batch lacks are left out (as
+    /// [`SortOrder::sort_named`] leaves them out).
+    ///
+    /// # Errors
+    /// `Arrow` for a column that does not sort.
+    pub fn in_order(&mut self, batch: &RecordBatch) -> Result<bool> {
+        if batch.num_rows() == 0 {
+            return Ok(true);
+        }
+        let mut columns = Vec::with_capacity(self.keys.len());
+        let mut fields = Vec::with_capacity(self.keys.len());
+        for (name, options) in &self.keys {
+            if let Some(c) = batch.column_by_name(name) {
+                fields.push(SortField::new_with_options(c.data_type().clone(), *options));
+                columns.push(Arc::clone(c));
+            }
+        }
+        if columns.is_empty() {
+            return Ok(true);
+        }
+        let converter = match &self.converter {
+            Some(c) => c,
+            None => self.converter.insert(RowConverter::new(fields)?),
+        };
+        let rows = converter.convert_columns(&columns)?;
+        if let Some(last) = &self.last {
+            if rows.row(0) < last.row() {
+                return Ok(false);
+            }
+        }
+        let sorted = (1..rows.num_rows()).all(|i| rows.row(i - 1) <= rows.row(i));
+        self.last = Some(rows.row(rows.num_rows() - 1).owned());
+        Ok(sorted)
+    }
 }
 
 #[cfg(test)]
@@ -253,5 +323,51 @@ mod tests {
             .unwrap();
         // a ASC NULLS LAST, then s DESC among the two 2s.
         assert_eq!(s.iter().flatten().collect::<Vec<_>>(), ["z", "x", "w", "y"]);
+    }
+
+    #[test]
+    fn checks_order_within_and_across_batches() {
+        let ns = schema();
+        let batch = |a: Vec<Option<i64>>, s: Vec<&str>| {
+            RecordBatch::try_new(
+                Arc::new(Schema::new(vec![
+                    Field::new("a", DataType::Int64, true),
+                    Field::new("s", DataType::Utf8, true),
+                ])),
+                vec![
+                    Arc::new(Int64Array::from(a)),
+                    Arc::new(StringArray::from(s)),
+                ],
+            )
+            .unwrap()
+        };
+        let order = SortOrder::parse(&["a".to_string(), "s DESC".to_string()], &ns).unwrap();
+        let name = |id| {
+            ns.fields()
+                .iter()
+                .find(|f| field_id(f) == Some(id))
+                .map(|f| f.name().clone())
+        };
+        let sorted = order
+            .sort(
+                &batch(vec![Some(2), None, Some(1)], vec!["x", "y", "z"]),
+                &ns,
+            )
+            .unwrap();
+        assert!(order.check(name).in_order(&sorted).unwrap());
+        // Equal on `a`, but `s` ascending where the order wants it descending.
+        let ties = batch(vec![Some(1), Some(1)], vec!["a", "b"]);
+        assert!(!order.check(name).in_order(&ties).unwrap());
+        // Each batch sorted, the second starting below where the first ended.
+        let mut check = order.check(name);
+        assert!(check
+            .in_order(&batch(vec![Some(1), Some(5)], vec!["a", "a"]))
+            .unwrap());
+        assert!(!check
+            .in_order(&batch(vec![Some(4), Some(6)], vec!["a", "a"]))
+            .unwrap());
+        // NULLs last: a NULL then a value is out of order.
+        let nulls = batch(vec![None, Some(1)], vec!["a", "a"]);
+        assert!(!order.check(name).in_order(&nulls).unwrap());
     }
 }

@@ -68,6 +68,9 @@ pub struct OptimizeSummary {
     pub rows: u64,
     /// Bytes written.
     pub bytes_written: u64,
+    /// Files rewritten because their rows were out of the namespace's sort order (written
+    /// before the order was set, or by another tool).
+    pub resorted: u64,
     /// Partitions left alone because their leaf has indices the namespace does not declare
     /// (made by another tool).
     pub skipped_indexed: u64,
@@ -118,7 +121,7 @@ pub(crate) async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Resul
         .iter()
         .map(|&i| snap.leaves[i].object_id.clone())
         .collect();
-    let mut summary = compact_leaves(storage, &snap, selected, opts, started_ms).await?;
+    let mut summary = compact_leaves(storage, &snap, selected, opts, started_ms, true).await?;
     // The declared indexes of the selected partitions, over the rows written since.
     let refreshed = refresh_indexes(
         storage,
@@ -173,19 +176,22 @@ pub(crate) async fn optimize_partitions(
     for oid in object_ids {
         selected.extend(snap.leaf_index(oid)?);
     }
-    compact_leaves(storage, &snap, selected, opts, started_ms).await
+    compact_leaves(storage, &snap, selected, opts, started_ms, false).await
 }
 
-/// Compacts the leaves `selected` (indices into `snap.leaves`) and commits them at once.
+/// Compacts the leaves `selected` (indices into `snap.leaves`) and commits them at once;
+/// `restore_order`: files out of the sort order are rewritten sorted too.
 async fn compact_leaves(
     storage: &Storage,
     snap: &Snapshot,
     selected: Vec<usize>,
     opts: &OptimizeOptions,
     started_ms: i64,
+    restore_order: bool,
 ) -> Result<OptimizeSummary> {
     let strong = snap.strong_mode(opts.strong)?;
-    let compaction = compaction_of(storage, snap, opts, strong)?;
+    let mut compaction = compaction_of(storage, snap, opts, strong)?;
+    compaction.restore_order = restore_order;
     let outcomes: Vec<(usize, LeafOutcome)> = stream::iter(selected.into_iter().map(|i| {
         let (leaf, compaction) = (&snap.leaves[i], &compaction);
         async move {
@@ -269,6 +275,7 @@ fn compaction_of(
         order: Some(SortOrder::of(&snap.root_props.props)?)
             .filter(|o| !o.keys.is_empty())
             .map(Arc::new),
+        restore_order: false,
         storage: storage.clone(),
     })
 }
@@ -280,5 +287,6 @@ impl OptimizeSummary {
         self.files_after += r.files_after;
         self.rows += r.rows;
         self.bytes_written += r.bytes;
+        self.resorted += r.resorted;
     }
 }

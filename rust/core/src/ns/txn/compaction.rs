@@ -64,6 +64,8 @@ pub(crate) struct Rewrite {
     pub(crate) rows: u64,
     /// Bytes written.
     pub(crate) bytes: u64,
+    /// Files rewritten because their rows were out of the sort order.
+    pub(crate) resorted: u64,
 }
 
 /// The settings of one `optimize()`.
@@ -78,6 +80,10 @@ pub(crate) struct LeafCompaction {
     /// The namespace's sort order: each compaction task's rows are written in it (`None`:
     /// Lance's own rewrite, which keeps the rows' order).
     pub(crate) order: Option<Arc<SortOrder>>,
+    /// Whether files outside the compaction tasks whose rows are out of the sort order are
+    /// rewritten sorted too (`optimize()`; not the compaction that follows a write, whose
+    /// files the writer sorted).
+    pub(crate) restore_order: bool,
     pub(crate) storage: Storage,
 }
 
@@ -115,9 +121,13 @@ impl LeafCompaction {
             return Ok(LeafOutcome::Indexed);
         }
         let plan = plan_compaction(&ds, &self.options).await?;
-        let tasks: Vec<_> = plan.compaction_tasks().collect();
+        let mut tasks: Vec<_> = plan.compaction_tasks().collect();
         let sources: usize = tasks.iter().map(|t| t.task.fragments.len()).sum();
-        if tasks.is_empty() || sources < self.min_files {
+        if sources < self.min_files {
+            tasks.clear();
+        }
+        let unsorted = self.out_of_order(&ds, &tasks).await?;
+        if tasks.is_empty() && unsorted.is_empty() {
             return Ok(LeafOutcome::Unchanged);
         }
         let base = ds.version().version;
@@ -130,18 +140,28 @@ impl LeafCompaction {
                     new_fragments: Vec::new(),
                 })
                 .collect();
-            let mut rewrite = Rewrite::of(base, groups);
-            rewrite.files_after = tasks
-                .iter()
-                .map(|t| live_rows(&t.task.fragments).div_ceil(target).max(1))
-                .sum();
-            rewrite.rows = tasks.iter().map(|t| live_rows(&t.task.fragments)).sum();
+            let groups = groups
+                .into_iter()
+                .chain(unsorted.iter().map(|f| RewriteGroup {
+                    old_fragments: vec![f.clone()],
+                    new_fragments: Vec::new(),
+                }));
+            let mut rewrite = Rewrite::of(base, groups.collect());
+            let compacted = tasks.iter().map(|t| live_rows(&t.task.fragments));
+            rewrite.files_after = compacted.clone().map(|n| n.div_ceil(target).max(1)).sum();
+            rewrite.resorted = unsorted.len() as u64;
+            rewrite.files_after += rewrite.resorted;
+            rewrite.rows = compacted.sum::<u64>() + live_rows(&unsorted);
             return Ok(LeafOutcome::Planned(rewrite));
         }
-        let mut groups = Vec::with_capacity(tasks.len());
+        let mut groups = Vec::with_capacity(tasks.len() + unsorted.len());
         for task in &tasks {
             groups.push(match &self.order {
-                Some(order) => self.sorted_task(&ds, &task.task.fragments, order).await?,
+                Some(order) => {
+                    let target = self.options.target_rows_per_fragment;
+                    self.sorted_task(&ds, &task.task.fragments, order, target)
+                        .await?
+                }
                 None => {
                     let done = task.execute(&ds).await?;
                     RewriteGroup {
@@ -151,19 +171,76 @@ impl LeafCompaction {
                 }
             });
         }
+        if let Some(order) = &self.order {
+            for f in &unsorted {
+                // One file in, one file out (however it compares with the target).
+                let rows =
+                    usize::try_from(live_rows(std::slice::from_ref(f))).unwrap_or(usize::MAX);
+                let one = std::slice::from_ref(f);
+                groups.push(self.sorted_task(&ds, one, order, rows).await?);
+            }
+        }
         let mut rewrite = Rewrite::of(base, groups);
+        rewrite.resorted = unsorted.len() as u64;
         rewrite.bytes = written_bytes(&ds, &rewrite.groups).await?;
         let committed = self.commit(ds, &rewrite.groups).await?;
         Ok(LeafOutcome::Committed { rewrite, committed })
     }
 
+    /// The fragments of `ds` that no compaction task rewrites and whose rows are not in the
+    /// namespace's sort order (none without an order, or when `restore_order` is off): read
+    /// column by column, only the sort columns, one fragment at a time.
+    async fn out_of_order(
+        &self,
+        ds: &Arc<Dataset>,
+        tasks: &[lance::dataset::optimize::CompactionTask],
+    ) -> Result<Vec<Fragment>> {
+        let Some(order) = self.order.as_ref().filter(|_| self.restore_order) else {
+            return Ok(Vec::new());
+        };
+        let leaf = Schema::from(ds.schema());
+        let names = leaf_columns(&leaf, &self.indexing.schema);
+        let ns = &self.indexing.schema;
+        let name_of = |id| {
+            let f = ns.fields().iter().find(|f| field_id(f) == Some(id))?;
+            names.get(f.name()).cloned()
+        };
+        let columns: Vec<String> = order
+            .keys
+            .iter()
+            .filter_map(|k| name_of(k.field_id))
+            .collect();
+        let taken: std::collections::HashSet<u64> = tasks
+            .iter()
+            .flat_map(|t| t.task.fragments.iter().map(|f| f.id))
+            .collect();
+        let mut unsorted = Vec::new();
+        for f in ds.fragments().iter().filter(|f| !taken.contains(&f.id)) {
+            if columns.is_empty() || f.physical_rows.unwrap_or(0) < 2 {
+                continue;
+            }
+            let mut scan = ds.scan();
+            scan.with_fragments(vec![f.clone()]).project(&columns)?;
+            let mut stream = scan.try_into_stream().await?;
+            let mut check = order.check(name_of);
+            while let Some(batch) = stream.try_next().await? {
+                if !check.in_order(&batch)? {
+                    unsorted.push(f.clone());
+                    break;
+                }
+            }
+        }
+        Ok(unsorted)
+    }
+
     /// The rows of `fragments` (without deleted ones) in the sort order `order`, written as
-    /// new files (uncommitted) of up to the target rows each.
+    /// new files (uncommitted) of up to `max_rows` rows each.
     async fn sorted_task(
         &self,
         ds: &Arc<Dataset>,
         fragments: &[Fragment],
         order: &Arc<SortOrder>,
+        max_rows: usize,
     ) -> Result<RewriteGroup> {
         let mut scan = ds.scan();
         scan.with_fragments(fragments.to_vec());
@@ -182,7 +259,7 @@ impl LeafCompaction {
         .await
         .map_err(|e| crate::error::Error::Internal(format!("sorting task: {e}")))??;
         let mut params = write_params(&self.storage, WriteMode::Append)?;
-        params.max_rows_per_file = self.options.target_rows_per_fragment.max(1);
+        params.max_rows_per_file = max_rows.max(1);
         let txn = InsertBuilder::new(Arc::clone(ds))
             .with_params(&params)
             .execute_uncommitted(vec![sorted])
@@ -226,6 +303,7 @@ impl Rewrite {
             files_after: new.clone().map(|f| f.files.len() as u64).sum(),
             rows: new.map(|f| f.physical_rows.unwrap_or(0) as u64).sum(),
             bytes: 0,
+            resorted: 0,
             groups,
         }
     }
