@@ -156,6 +156,31 @@ def test_pyarrow_reads_through_the_view(ns: lp.PartitionedNamespace) -> None:
     assert ds.scanner(columns=["i", "x"]).projected_schema.names == ["i", "x"]
 
 
+def test_small_batches_of_many_partitions_come_combined(ns: lp.PartitionedNamespace) -> None:
+    """Every one of the 8 partitions holds a few matching rows: they arrive in batches of up
+    to the asked size, not one per partition, in the same order as unbatched."""
+    where = pc.field("i") < 100
+    want = _input().filter(where)
+    view = ns.to_pyarrow_dataset()
+    plain = list(ns.scan(where, ["i"]))
+    assert len(plain) == 8  # one per partition, as Lance reads them
+    for size in (1, 7, 25, 1000):
+        got = list(ns.scan(where, ["i"], batch_size=size))
+        assert all(b.num_rows <= size for b in got)
+        # Two consecutive batches hold more than `size` rows, or one of them half of it.
+        assert len(got) <= 2 * -(-want.num_rows // max(size // 2, 1)) + 1
+        if size >= 2 * max(b.num_rows for b in plain):
+            assert len(got) == 1  # every partition's rows in one batch
+        assert (
+            pa.Table.from_batches(got)["i"].to_pylist()
+            == pa.Table.from_batches(plain)["i"].to_pylist()
+        )
+    # The view combines to pyarrow's default size when the caller names none.
+    batches = list(view.to_batches(columns=["i"], filter=where))
+    assert len(batches) == 1
+    assert sorted(batches[0]["i"].to_pylist()) == sorted(want["i"].to_pylist())
+
+
 def test_a_view_reads_the_version_it_was_made_at(tmp_path: Path) -> None:
     ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
     ns.write(_input())

@@ -49,12 +49,16 @@ def _columns(schema: pa.Schema, columns: Sequence[str] | dict[str, Any] | None) 
     return list(columns)
 
 
-def _options(kwargs: dict[str, Any]) -> int | None:
+BATCH_ROWS = 1 << 17
+"""Rows per batch of the view's scans when the caller names none (pyarrow's own default)."""
+
+
+def _options(kwargs: dict[str, Any]) -> int:
     unknown = sorted(set(kwargs) - _SCAN_OPTIONS)
     if unknown:
         raise InvalidArgumentError(f"unsupported scan option(s): {', '.join(unknown)}")
     size = kwargs.get("batch_size")
-    return int(size) if size is not None else None
+    return int(size) if size is not None else BATCH_ROWS
 
 
 class NamespaceScanner(pads.Scanner):
@@ -65,7 +69,7 @@ class NamespaceScanner(pads.Scanner):
         snapshot: Snapshot,
         columns: list[str] | None,
         filter: pc.Expression | None,
-        batch_size: int | None,
+        batch_size: int,
     ) -> None:
         self._snapshot = snapshot
         self._columns = columns

@@ -190,7 +190,10 @@ class Snapshot:
         ``filter`` is a SQL expression (DataFusion dialect) over namespace columns, or a
         ``pyarrow.compute.Expression`` (translated into the same expression, so it prunes and
         filters as SQL does; docs/guide/reads.md lists the functions). Batches follow the
-        namespace schema (projected to ``columns``).
+        namespace schema (projected to ``columns``). With ``batch_size``, batches hold up to
+        that many rows and the small ones of consecutive partitions are combined (fewer,
+        fuller batches for a consumer that pays per batch); without it, each partition's
+        batches come as Lance reads them.
 
         With lineage on, START is emitted here and COMPLETE when the reader is exhausted or
         closed (FAIL if reading fails), listing the partitions read.

@@ -2,6 +2,7 @@
 //!
 //! - [`storage`]: where a namespace lives (root URI, object store, Lance store parameters).
 //! - [`session`]: the shared Lance session of the process (fork-aware).
+//! - [`opened`]: leaf datasets opened for reading at a fixed version, kept for the process.
 //! - [`ids`]: random namespace ids and table locations (`docs/design.md`, "Namespace ids and
 //!   table locations").
 //! - [`values`]: partition values as strings (`partition.<field_id>` properties, from which a
@@ -17,6 +18,7 @@
 pub mod filter;
 pub mod ids;
 pub mod naming;
+pub mod opened;
 pub mod session;
 pub mod storage;
 pub mod touched;

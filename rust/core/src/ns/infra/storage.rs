@@ -140,6 +140,28 @@ impl Storage {
         Ok(Arc::new(b.load().await?))
     }
 
+    /// Opens the dataset at `rel` at `version` for reading: the dataset already opened by this
+    /// process for the same table version and options when there is one
+    /// ([`super::opened`]).
+    ///
+    /// # Errors
+    /// `Lance` when it does not exist or cannot be read.
+    pub async fn open_to_read(&self, rel: &str, version: u64) -> Result<Arc<Dataset>> {
+        let mut options: Vec<(String, String)> = self
+            .options
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        options.sort_unstable();
+        let key = (self.uri(rel), version, options);
+        if let Some(ds) = super::opened::get(&key) {
+            return Ok(ds);
+        }
+        let ds = self.open(rel, Some(version)).await?;
+        super::opened::put(key, &ds);
+        Ok(ds)
+    }
+
     /// The object store of the namespace and the root's path in it (for listings and
     /// existence checks).
     ///

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use lance::dataset::scanner::DatasetRecordBatchStream;
 
 use crate::arrow::array::RecordBatch;
-use crate::arrow::compute::filter_record_batch;
+use crate::arrow::compute::{concat_batches, filter_record_batch};
 use crate::arrow::datatypes::{Schema, SchemaRef};
 use crate::datafusion::physical_plan::PhysicalExpr;
 use crate::error::{Error, Result};
@@ -30,7 +30,8 @@ pub struct ScanOptions {
     pub filter: Option<FilterInput>,
     /// Columns to return (all when `None`).
     pub columns: Option<Vec<String>>,
-    /// Rows per batch hint.
+    /// Rows per batch: batches of up to this many rows, small ones of consecutive leaves
+    /// combined ([`ScanIter::combined`]); without it, each leaf's batches as Lance reads them.
     pub batch_size: Option<usize>,
     /// Read only these leaves (object ids) of those pruning keeps (a Spark task's share).
     pub only: Option<std::collections::HashSet<String>>,
@@ -89,6 +90,11 @@ pub struct ScanIter {
     /// Leaves skipped without reading data: the filter is never TRUE on them (it needs
     /// columns they were written without).
     pub skipped: usize,
+    /// Batches of fewer rows are combined up to this many (see [`Self::combined`]).
+    combine_to: Option<usize>,
+    /// Small batches held to be returned as one.
+    held: Vec<RecordBatch>,
+    held_rows: usize,
 }
 
 impl ScanIter {
@@ -114,6 +120,18 @@ impl ScanIter {
         Ok(self)
     }
 
+    /// Returns batches of up to `rows` rows: consecutive small batches (a few matching rows
+    /// from each of many partitions) are combined, so a consumer that pays per batch (polars,
+    /// DuckDB through the dataset view) gets full ones: of two consecutive batches returned,
+    /// at least one holds half of `rows` or more, or both together more than `rows`. A batch
+    /// of at least half of `rows` is returned as it is; rows are copied only when small
+    /// batches are combined.
+    #[must_use]
+    pub fn combined(mut self, rows: usize) -> Self {
+        self.combine_to = Some(rows.max(1));
+        self
+    }
+
     /// Starts opening leaves until `LOOKAHEAD` are on their way.
     fn open_ahead(&mut self) {
         while self.pending.len() < LOOKAHEAD {
@@ -130,7 +148,7 @@ impl ScanIter {
     /// `Lance` for I/O errors; `Arrow` when a leaf's rows do not adapt to the schema.
     pub async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         let version = self.opener.snap.version;
-        self.next_batch_inner().await.map_err(|e| {
+        self.next_combined().await.map_err(|e| {
             crate::error::gone(e, || {
                 format!(
                     "a file that manifest version {version} reads no longer exists (expire() \
@@ -141,7 +159,41 @@ impl ScanIter {
         })
     }
 
-    async fn next_batch_inner(&mut self) -> Result<Option<RecordBatch>> {
+    /// The next batch, small ones combined when asked ([`Self::combined`]).
+    async fn next_combined(&mut self) -> Result<Option<RecordBatch>> {
+        let Some(limit) = self.combine_to else {
+            return self.next_filtered().await;
+        };
+        loop {
+            if !self.held.is_empty() && self.held_rows >= limit / 2 {
+                return self.take_held();
+            }
+            let Some(b) = self.next_filtered().await? else {
+                return self.take_held();
+            };
+            if self.held_rows + b.num_rows() > limit && !self.held.is_empty() {
+                let out = self.take_held();
+                self.held_rows = b.num_rows();
+                self.held.push(b);
+                return out;
+            }
+            self.held_rows += b.num_rows();
+            self.held.push(b);
+        }
+    }
+
+    /// The held batches as one (`None` when none is held).
+    fn take_held(&mut self) -> Result<Option<RecordBatch>> {
+        self.held_rows = 0;
+        let held = std::mem::take(&mut self.held);
+        Ok(match held.len() {
+            0 => None,
+            1 => held.into_iter().next(),
+            _ => Some(concat_batches(&self.out_schema, &held)?),
+        })
+    }
+
+    async fn next_filtered(&mut self) -> Result<Option<RecordBatch>> {
         loop {
             if self.current.is_none() {
                 self.open_ahead();
@@ -189,7 +241,10 @@ impl LeafOpener {
     /// Opens leaf `i` of the snapshot and reads its first batch (or skips it).
     async fn open(&self, i: usize) -> Result<Opened> {
         let leaf = &self.snap.leaves[i];
-        let ds = self.storage.open(&leaf.location, leaf.read_version).await?;
+        let ds = match leaf.read_version {
+            Some(v) => self.storage.open_to_read(&leaf.location, v).await?,
+            None => self.storage.open(&leaf.location, None).await?,
+        };
         let leaf_schema: Schema = Schema::from(ds.schema());
         let map = leaf_columns(&leaf_schema, &self.snap.root_props.schema);
         // A leaf written before some filter columns existed reads them as NULL: when the
@@ -289,6 +344,10 @@ pub async fn scan(snap: Arc<Snapshot>, opts: &ScanOptions) -> Result<(ScanIter, 
         opts.columns.as_deref(),
         opts.batch_size,
     )?;
+    let iter = match opts.batch_size {
+        Some(rows) => iter.combined(rows),
+        None => iter,
+    };
     Ok((iter, pruned))
 }
 
@@ -355,5 +414,8 @@ pub fn read_leaves(
         filter_phys,
         opened: 0,
         skipped: 0,
+        combine_to: None,
+        held: Vec::new(),
+        held_rows: 0,
     })
 }
