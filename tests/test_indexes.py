@@ -155,6 +155,55 @@ def test_writes_keep_indexes_current_and_new_partitions_get_them(tmp_path: Path)
     assert got(ns, "id >= 1400") == expected(table, pc.greater_equal(table["id"], 1400))
 
 
+def segments(ds: lance.LanceDataset, name: str) -> dict[str, set[int]]:
+    """The segments of the index ``name`` of one leaf (pylance): uuid -> fragments covered."""
+    found = [i for i in ds.describe_indices() if i.name == name]
+    return {s.uuid: set(s.fragment_ids) for s in found[0].segments} if found else {}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_appends_extend_an_index_by_their_fragments_only(tmp_path: Path, kind: str) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    written = [rows(0, 300)]
+    ns.write(written[0])
+    ns.create_index("id", kind=kind, name="by_id")
+    (eu,) = [
+        ds for ds in leaves(ns) if ds.to_table(columns=["region"])["region"][0].as_py() == "eu"
+    ]
+    first = segments(eu, "by_id")
+    assert len(first) == 1
+    seen = []
+    for k in range(1, 10):
+        written.append(rows(300 * k, 300))
+        ns.write(written[-1])
+        for ds in leaves(ns):
+            assert fully_indexed(ds, "by_id", kind)
+        (eu,) = [
+            d for d in leaves(ns) if d.to_table(columns=["region"])["region"][0].as_py() == "eu"
+        ]
+        seen.append(segments(eu, "by_id"))
+    # Each append added a segment over its own fragment and kept the older ones, until the
+    # index held 8; the next append merged them all with its rows into one.
+    for k, segs in enumerate(seen[:7], start=1):
+        assert len(segs) == k + 1
+        assert set(first) <= set(segs)
+        assert all(len(frags) == 1 for u, frags in segs.items() if u not in first)
+    assert len(seen[7]) == 1
+    assert not set(first) & set(seen[7])
+    assert len(seen[8]) == 2
+    assert set(seen[7]) <= set(seen[8])
+    table = pa.concat_tables(written)
+    for sql, mask in [
+        ("id = 2101", pc.equal(table["id"], 2101)),
+        (
+            "id >= 1490 AND id < 1530",
+            pc.and_(pc.greater_equal(table["id"], 1490), pc.less(table["id"], 1530)),
+        ),
+        ("id IN (5, 2999, 1234)", pc.is_in(table["id"], pa.array([5, 2999, 1234]))),
+    ]:
+        assert got(ns, sql) == expected(table, mask)
+
+
 def test_optimize_indexes_what_writes_left_unindexed(tmp_path: Path) -> None:
     ns = make(tmp_path, **{"lance_partitioned.indexes_on_write": "false"})
     ns.write(rows(0, 600))

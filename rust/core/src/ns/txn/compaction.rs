@@ -14,7 +14,7 @@ use lance::dataset::optimize::{plan_compaction, CompactionOptions};
 use lance::dataset::transaction::{Operation, RewriteGroup, Transaction};
 use lance::dataset::{Dataset, InsertBuilder, WriteMode};
 use lance::index::DatasetIndexExt;
-use lance::table::format::Fragment;
+use lance::table::format::{Fragment, IndexMetadata};
 
 use crate::arrow::array::RecordBatch;
 use crate::arrow::compute::concat_batches;
@@ -120,6 +120,9 @@ impl LeafCompaction {
         if !indices.iter().all(|m| declared(&m.name)) {
             return Ok(LeafOutcome::Indexed);
         }
+        let base = ds.version().version;
+        let indexed = !indices.is_empty();
+        let ds = self.unsplit(ds, &indices).await?;
         let plan = plan_compaction(&ds, &self.options).await?;
         let mut tasks: Vec<_> = plan.compaction_tasks().collect();
         let sources: usize = tasks.iter().map(|t| t.task.fragments.len()).sum();
@@ -130,7 +133,6 @@ impl LeafCompaction {
         if tasks.is_empty() && unsorted.is_empty() {
             return Ok(LeafOutcome::Unchanged);
         }
-        let base = ds.version().version;
         if self.dry_run {
             let target = self.options.target_rows_per_fragment.max(1) as u64;
             let groups: Vec<RewriteGroup> = tasks
@@ -183,8 +185,41 @@ impl LeafCompaction {
         let mut rewrite = Rewrite::of(base, groups);
         rewrite.resorted = unsorted.len() as u64;
         rewrite.bytes = written_bytes(&ds, &rewrite.groups).await?;
-        let committed = self.commit(ds, &rewrite.groups).await?;
+        let committed = self.commit(ds, &rewrite.groups, indexed).await?;
         Ok(LeafOutcome::Committed { rewrite, committed })
+    }
+
+    /// `ds`, or, when one of its indexes (`indices`, all declared) is split into several
+    /// segments and at least `min_files` of its files are small enough to compact, a version
+    /// of it without those indexes (committed detached in strong mode; never in a dry run):
+    /// Lance's planner never puts fragments of different segments into one rewrite, and an
+    /// extended index has a segment per append. The indexes are built again after the
+    /// rewrite, as for any indexed leaf ([`Self::commit`]).
+    ///
+    /// # Errors
+    /// `Lance` for I/O errors.
+    async fn unsplit(&self, ds: Arc<Dataset>, indices: &[IndexMetadata]) -> Result<Arc<Dataset>> {
+        if self.dry_run || !split(indices) {
+            return Ok(ds);
+        }
+        let target = self.options.target_rows_per_fragment as u64;
+        let small = ds
+            .fragments()
+            .iter()
+            .filter(|f| live_rows(std::slice::from_ref(f)) < target)
+            .count();
+        if small < self.min_files {
+            return Ok(ds);
+        }
+        let op = Operation::CreateIndex {
+            new_indices: Vec::new(),
+            removed_indices: indices.to_vec(),
+        };
+        let txn = Transaction::new(ds.version().version, op, None);
+        let committed =
+            crate::ns::txn::leaf::commit_leaf_transaction(Arc::clone(&ds), txn, self.strong, |b| b)
+                .await?;
+        Ok(Arc::new(ds.checkout_version(committed.version).await?))
     }
 
     /// The fragments of `ds` that no compaction task rewrites and whose rows are not in the
@@ -271,7 +306,8 @@ impl LeafCompaction {
     }
 
     /// Commits `groups` on top of `ds` (see [`commit_rewrite`]), then builds the leaf's
-    /// indexes again on top of that when it has any; returns the last version.
+    /// declared indexes again on top of that when it had any (`indexed`); returns the last
+    /// version.
     ///
     /// # Errors
     /// `Lance` for I/O errors or an index Lance cannot build.
@@ -279,8 +315,8 @@ impl LeafCompaction {
         &self,
         ds: Arc<Dataset>,
         groups: &[RewriteGroup],
+        indexed: bool,
     ) -> Result<LeafVersion> {
-        let indexed = !ds.load_indices().await?.is_empty();
         let committed = commit_rewrite(Arc::clone(&ds), groups, self.strong).await?;
         if !indexed {
             return Ok(committed);
@@ -342,6 +378,12 @@ async fn written_bytes(ds: &Dataset, groups: &[RewriteGroup]) -> Result<u64> {
         };
     }
     Ok(total)
+}
+
+/// Whether one of `indices` has several segments (an index extended by appends).
+pub(crate) fn split(indices: &[IndexMetadata]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    indices.iter().any(|m| !seen.insert(m.name.as_str()))
 }
 
 /// Rows of `fragments` not deleted.

@@ -1,15 +1,22 @@
-//! The declared scalar indexes of one leaf table brought up to date: every declared index
-//! whose Lance index on the leaf is missing, on another column, of another kind, or does not
-//! cover every fragment is built again over the whole leaf (Lance's builder, uncommitted), and
-//! one `CreateIndex` commit (detached in strong mode) adds the new indexes and removes the
-//! ones they replace and those of dropped declarations. Nothing here touches the manifest.
+//! The declared scalar indexes of one leaf table brought up to date, and one `CreateIndex`
+//! commit (detached in strong mode) adding the new index segments and removing the ones they
+//! replace and those of dropped declarations. Nothing here touches the manifest.
+//!
+//! - An index missing, on another column or of another kind is built over the whole leaf
+//!   (Lance's builder, uncommitted).
+//! - An index right in every other way but not covering the fragments written since is
+//!   extended (Lance's index optimizer, uncommitted): a segment over the new fragments only is
+//!   added while the index has fewer than [`MAX_SEGMENTS`] segments; then every segment is
+//!   merged with the new rows into one, so a lookup searches few segments.
 
 use std::sync::Arc;
 
 use lance::dataset::transaction::{Operation, Transaction};
 use lance::dataset::Dataset;
+use lance::index::optimize::plan_optimize_indices;
 use lance::index::{CreateIndexBuilder, DatasetIndexExt};
 use lance::table::format::IndexMetadata;
+use lance_index::optimize::OptimizeOptions;
 use lance_index::scalar::ScalarIndexParams;
 use lance_index::IndexType;
 
@@ -70,7 +77,7 @@ impl LeafIndexing {
         let existing = ds.load_indices().await?;
         let leaf_schema = Schema::from(ds.schema());
         let names = leaf_columns(&leaf_schema, &self.schema);
-        let mut stale: Vec<(&IndexDef, String)> = Vec::new();
+        let mut stale: Vec<(&IndexDef, String, Coverage)> = Vec::new();
         for def in &self.defs {
             let Some(column) = def.column(&self.schema) else {
                 continue; // dropped from the namespace schema
@@ -78,14 +85,20 @@ impl LeafIndexing {
             let Some(leaf_name) = names.get(column.name()) else {
                 continue; // written before the column existed: nothing to index
             };
-            if !is_current(&ds, &existing, def, leaf_name) {
-                stale.push((def, leaf_name.clone()));
+            match coverage(&ds, &existing, def, leaf_name) {
+                Coverage::Full => {}
+                c => stale.push((def, leaf_name.clone(), c)),
             }
         }
-        let built_names: Vec<String> = stale.iter().map(|(d, _)| d.name.clone()).collect();
-        let removed_indices: Vec<IndexMetadata> = existing
+        let built_names: Vec<String> = stale.iter().map(|(d, ..)| d.name.clone()).collect();
+        let rebuilt: Vec<&String> = stale
             .iter()
-            .filter(|m| built_names.contains(&m.name) || self.dropped.contains(&m.name))
+            .filter(|(.., c)| *c == Coverage::Wrong)
+            .map(|(d, ..)| &d.name)
+            .collect();
+        let mut removed_indices: Vec<IndexMetadata> = existing
+            .iter()
+            .filter(|m| rebuilt.contains(&&m.name) || self.dropped.contains(&m.name))
             .cloned()
             .collect();
         if stale.is_empty() && removed_indices.is_empty() {
@@ -97,8 +110,14 @@ impl LeafIndexing {
         let base = ds.version().version;
         let mut work = (*ds).clone();
         let mut new_indices = Vec::with_capacity(stale.len());
-        for (def, leaf_name) in &stale {
-            new_indices.push(build(&mut work, def, leaf_name).await?);
+        for (def, leaf_name, c) in &stale {
+            if let Coverage::Partial { segments } = c {
+                let (added, replaced) = extend(&work, &def.name, *segments, &existing).await?;
+                new_indices.extend(added);
+                removed_indices.extend(replaced);
+            } else {
+                new_indices.push(build(&mut work, def, leaf_name).await?);
+            }
         }
         let op = Operation::CreateIndex {
             new_indices,
@@ -115,11 +134,25 @@ impl LeafIndexing {
     }
 }
 
-/// Whether the leaf's indexes named `def.name` are on `leaf_name`, of `def.kind`, and cover
-/// every fragment of `ds`.
-fn is_current(ds: &Dataset, existing: &[IndexMetadata], def: &IndexDef, leaf_name: &str) -> bool {
+/// Segments an index may have before an extension merges them all with the new rows.
+pub(crate) const MAX_SEGMENTS: usize = 8;
+
+/// How a leaf's index answers a declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Coverage {
+    /// On the right column, of the right kind, over every fragment.
+    Full,
+    /// Right, but some fragments are not covered: extended by them. `segments`: how many
+    /// segments the index has now.
+    Partial { segments: usize },
+    /// Missing, on another column or of another kind: built again.
+    Wrong,
+}
+
+/// How the leaf's indexes named `def.name` answer `def` on the column `leaf_name` of `ds`.
+fn coverage(ds: &Dataset, existing: &[IndexMetadata], def: &IndexDef, leaf_name: &str) -> Coverage {
     let Some(field) = ds.schema().field(leaf_name) else {
-        return false;
+        return Coverage::Wrong;
     };
     let segments: Vec<&IndexMetadata> = existing.iter().filter(|m| m.name == def.name).collect();
     if segments.is_empty()
@@ -127,15 +160,61 @@ fn is_current(ds: &Dataset, existing: &[IndexMetadata], def: &IndexDef, leaf_nam
             .iter()
             .any(|m| m.fields.first() != Some(&field.id) || index_kind(m) != Some(def.kind))
     {
-        return false;
+        return Coverage::Wrong;
     }
-    ds.fragments().iter().all(|f| {
+    let covered = ds.fragments().iter().all(|f| {
         segments.iter().any(|m| {
             m.fragment_bitmap
                 .as_ref()
                 .is_some_and(|b| u32::try_from(f.id).is_ok_and(|id| b.contains(id)))
         })
-    })
+    });
+    if covered {
+        Coverage::Full
+    } else {
+        Coverage::Partial {
+            segments: segments.len(),
+        }
+    }
+}
+
+/// Extends the index `name` of `ds` over the fragments it does not cover (uncommitted): the
+/// new segments, and the segments of `existing` they replace (every segment of the index,
+/// once it has [`MAX_SEGMENTS`]; none otherwise).
+///
+/// # Errors
+/// `Lance` for I/O errors or an index Lance cannot extend.
+async fn extend(
+    ds: &Dataset,
+    name: &str,
+    segments: usize,
+    existing: &[IndexMetadata],
+) -> Result<(Vec<IndexMetadata>, Vec<IndexMetadata>)> {
+    let merged = if segments >= MAX_SEGMENTS {
+        segments
+    } else {
+        0
+    };
+    let options = OptimizeOptions::merge(merged).index_names(vec![name.to_string()]);
+    let plan = plan_optimize_indices(ds, &options).await?;
+    let mut built = Vec::with_capacity(plan.tasks.len());
+    for task in &plan.tasks {
+        built.extend(task.execute(ds).await?);
+    }
+    let mut added = Vec::new();
+    let mut replaced = Vec::new();
+    for merge in &plan.merges {
+        if let Some(result) = merge.execute(ds, &built).await? {
+            replaced.extend(result.replaces);
+            added.push(result.segment);
+        }
+    }
+    let removed = existing
+        .iter()
+        .filter(|m| replaced.contains(&m.uuid))
+        .cloned()
+        .collect();
+    Ok((added, removed))
 }
 
 /// The kind of a Lance index, from its details' type (`None`: not one of ours).

@@ -4,12 +4,13 @@
 //! compacted again from that version otherwise; a leaf dropped meanwhile is left out.
 
 use futures::future::BoxFuture;
+use lance::index::DatasetIndexExt;
 use lance::table::format::Fragment;
 
 use crate::error::Result;
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{LeafVersion, Snapshot};
-use crate::ns::txn::compaction::{LeafCompaction, LeafOutcome, Rewrite};
+use crate::ns::txn::compaction::{split, LeafCompaction, LeafOutcome, Rewrite};
 use crate::ns::txn::conflict::{carried_stats, version_row};
 use crate::ns::txn::leaf::Written;
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
@@ -98,9 +99,15 @@ impl OptimizeUpdate<'_> {
     /// Moves `c` on top of the leaf's version `now`; false when nothing is left to compact.
     async fn follow(&mut self, c: &mut Compacted, now: Option<u64>) -> Result<bool> {
         let ds = self.storage.open(&c.location, now).await?;
-        if c.rewrite.applies_to(&ds) {
+        let indices = ds.load_indices().await?;
+        // A rewrite spanning the segments of a split index is planned again (unsplit first).
+        if c.rewrite.applies_to(&ds) && !split(&indices) {
             let base = ds.version().version;
-            c.committed = self.compaction.commit(ds, &c.rewrite.groups).await?;
+            let indexed = !indices.is_empty();
+            c.committed = self
+                .compaction
+                .commit(ds, &c.rewrite.groups, indexed)
+                .await?;
             c.rewrite.base = base;
             self.rebased += 1;
             return Ok(true);
