@@ -43,6 +43,9 @@ class Cell:
     peak_mib: float
     answer: str
     median: float
+    # Median CPU seconds of the process (every thread, user and system) over the repeats:
+    # what a call costs in work, far steadier on a shared machine than its wall time.
+    cpu: float = 0.0
 
 
 def fresh_dirs(work: str, name: str) -> Callable[[], Path]:
@@ -116,19 +119,21 @@ def _child(
         def run(_: Any) -> Any:
             return made()
 
-    times = []
+    times, cpu = [], []
     answer: Any = None
     _reset_peak()
     for _ in range(repeat + 1):
         state = prepare()
         if sync:
             os.sync()  # the previous call's dirty pages are not written back during this one
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         answer = run(state)
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     rest = times[1:] or times
     out = {"first": times[0], "best": min(rest), "peak_mib": _peak_mib()}
     out["median"] = statistics.median(rest)
+    out["cpu"] = statistics.median(cpu[1:] or cpu)
     out["answer"] = str(answer_of(answer))
     print("CELL " + json.dumps(out), flush=True)
     # Leave without interpreter teardown: some peers' native threads (deltalake) can abort it
@@ -156,10 +161,12 @@ def measure(
     if out.returncode != 0 or not lines:
         raise SystemExit(f"{script} {case} failed:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
     got = json.loads(lines[-1][len("CELL ") :])
-    cell = Cell(got["first"], got["best"], got["peak_mib"], got["answer"], got["median"])
+    cell = Cell(
+        got["first"], got["best"], got["peak_mib"], got["answer"], got["median"], got["cpu"]
+    )
     print(
         f"  {script}/{case}: first {cell.first:.3f} s, best {cell.best:.3f} s, "
-        f"peak {cell.peak_mib:.0f} MiB",
+        f"peak {cell.peak_mib:.0f} MiB, cpu {cell.cpu:.3f} s",
         flush=True,
     )
     return cell
