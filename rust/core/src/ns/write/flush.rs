@@ -149,22 +149,34 @@ async fn sorted(
         .map_err(|e| Error::Internal(format!("sorting task: {e}")))?
 }
 
-/// Starts taking the column statistics of `batches` (when the write takes them) on a
-/// blocking thread, while Lance writes the same batches: CPU work on the flush task would
-/// hold up the runtime's workers (and the write's I/O) meanwhile.
+/// Rows under which a flush takes its statistics on the flush task itself (well under a
+/// millisecond of work): a write of many small partitions would otherwise start a blocking
+/// thread per partition, which costs more than the statistics.
+const INLINE_STATS_ROWS: usize = 1 << 16;
+
+/// Starts taking the column statistics of `batches` (when the write takes them): on the
+/// flush task for a few rows, else on a blocking thread while Lance writes the same batches
+/// (CPU work on the flush task would hold up the runtime's workers and the write's I/O).
 fn start_stats(
     out: &PartOutput,
     batches: &[RecordBatch],
 ) -> Option<tokio::task::JoinHandle<Option<LeafColumnStats>>> {
-    out.take_stats.then(|| {
-        let (batches, skip) = (batches.to_vec(), Arc::clone(&out.stats_skip));
-        tokio::task::spawn_blocking(move || {
-            batches
-                .iter()
-                .map(|b| LeafColumnStats::of_batch_except(b, &skip))
-                .reduce(|a, b| LeafColumnStats::merge(&a, &b))
-        })
-    })
+    if !out.take_stats {
+        return None;
+    }
+    let skip = Arc::clone(&out.stats_skip);
+    let take = move |batches: &[RecordBatch]| {
+        batches
+            .iter()
+            .map(|b| LeafColumnStats::of_batch_except(b, &skip))
+            .reduce(|a, b| LeafColumnStats::merge(&a, &b))
+    };
+    if batches.iter().map(RecordBatch::num_rows).sum::<usize>() < INLINE_STATS_ROWS {
+        merge_stats(out, take(batches));
+        return None;
+    }
+    let batches = batches.to_vec();
+    Some(tokio::task::spawn_blocking(move || take(&batches)))
 }
 
 /// Waits for [`start_stats`]'s statistics and adds them to the partition's.
@@ -178,12 +190,17 @@ async fn add_stats(
     let stats = task
         .await
         .map_err(|e| Error::Internal(format!("column statistics task: {e}")))?;
-    if let Some(new) = stats {
+    merge_stats(out, stats);
+    Ok(())
+}
+
+/// Adds `new` (when there are any) to the partition's statistics.
+fn merge_stats(out: &PartOutput, new: Option<LeafColumnStats>) {
+    if let Some(new) = new {
         let mut held = out.stats.lock().unwrap_or_else(|e| e.into_inner());
         *held = Some(match held.take() {
             Some(old) => LeafColumnStats::merge(&old, &new),
             None => new,
         });
     }
-    Ok(())
 }
