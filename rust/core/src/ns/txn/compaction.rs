@@ -233,13 +233,8 @@ impl LeafCompaction {
         let Some(order) = self.order.as_ref().filter(|_| self.restore_order) else {
             return Ok(Vec::new());
         };
-        let leaf = Schema::from(ds.schema());
-        let names = leaf_columns(&leaf, &self.indexing.schema);
-        let ns = &self.indexing.schema;
-        let name_of = |id| {
-            let f = ns.fields().iter().find(|f| field_id(f) == Some(id))?;
-            names.get(f.name()).cloned()
-        };
+        let names = self.leaf_names(ds);
+        let name_of = |id| names.get(&id).cloned();
         let columns: Vec<String> = order
             .keys
             .iter()
@@ -268,6 +263,18 @@ impl LeafCompaction {
         Ok(unsorted)
     }
 
+    /// Namespace field id -> the name of its column in `ds` (a leaf written under an older
+    /// schema names columns as it did then), for finding the sort columns.
+    fn leaf_names(&self, ds: &Dataset) -> HashMap<i32, String> {
+        let names = leaf_columns(&Schema::from(ds.schema()), &self.indexing.schema);
+        self.indexing
+            .schema
+            .fields()
+            .iter()
+            .filter_map(|f| Some((field_id(f)?, names.get(f.name())?.clone())))
+            .collect()
+    }
+
     /// The rows of `fragments` (without deleted ones) in the sort order `order`, written as
     /// new files (uncommitted) of up to `max_rows` rows each.
     async fn sorted_task(
@@ -281,15 +288,11 @@ impl LeafCompaction {
         scan.with_fragments(fragments.to_vec());
         let batches: Vec<RecordBatch> = scan.try_into_stream().await?.try_collect().await?;
         let leaf = Arc::new(Schema::from(ds.schema()));
-        let names = leaf_columns(&leaf, &self.indexing.schema);
-        let ns = Arc::clone(&self.indexing.schema);
+        let names = self.leaf_names(ds);
         let order = Arc::clone(order);
         let sorted = tokio::task::spawn_blocking(move || {
             let all = concat_batches(&leaf, &batches)?;
-            order.sort_named(&all, |id| {
-                let f = ns.fields().iter().find(|f| field_id(f) == Some(id))?;
-                names.get(f.name()).cloned()
-            })
+            order.sort_named(&all, |id| names.get(&id).cloned())
         })
         .await
         .map_err(|e| crate::error::Error::Internal(format!("sorting task: {e}")))??;
