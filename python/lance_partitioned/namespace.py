@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -31,10 +31,9 @@ from lance_partitioned._arguments import typed_class
 from lance_partitioned._input import arrow_stream
 from lance_partitioned.changes import RowChanges
 from lance_partitioned.datafusion_table import DataFusionTable
-from lance_partitioned.dataset_view import NamespaceDataset
 from lance_partitioned.distributed import DistributedWrite
 from lance_partitioned.exceptions import ArgumentTypeError, InvalidArgumentError
-from lance_partitioned.hive.exporter import ExportResult
+from lance_partitioned.hive.result import ExportResult
 from lance_partitioned.indexes import Indexes
 from lance_partitioned.lineage import datasets as lineage_datasets
 from lance_partitioned.lineage.run import Job, operation
@@ -60,6 +59,9 @@ from lance_partitioned.snapshot import Filter, Snapshot
 from lance_partitioned.sorting import Sorting
 from lance_partitioned.spec import PartitionSpec, warn_on_cyclic_fields
 from lance_partitioned.tags import Tags
+
+if TYPE_CHECKING:
+    from lance_partitioned.dataset_view import NamespaceDataset
 
 __all__ = [
     "CleanupResult",
@@ -520,6 +522,8 @@ class PartitionedNamespace(Maintenance, RowChanges, Tags, Indexes, Sorting):
         whose scans are this namespace's pruned scans: DuckDB (``duckdb.sql("SELECT ... FROM
         ds WHERE ...")``), polars (``pl.scan_pyarrow_dataset(ds)``) and pyarrow push their
         projections and filters into it. See :mod:`lance_partitioned.dataset_view`."""
+        from lance_partitioned.dataset_view import NamespaceDataset
+
         return NamespaceDataset(self.snapshot(as_of))
 
     def to_datafusion(self, *, as_of: AsOf = None) -> DataFusionTable:

@@ -20,16 +20,15 @@ from lance_partitioned.cli.app import (
 from lance_partitioned.cli.inspect import totals
 from lance_partitioned.cli.output import activity, emit_json, human_bytes, interactive
 from lance_partitioned.cli.params import arrow_types, key_values
+from lance_partitioned.hive.formats import FORMATS
 from lance_partitioned.options import DEFAULT_MAX_NEW_PARTITIONS
 
 __all__: list[str] = []
 
-HIVE_FORMATS = ("parquet", "orc", "csv", "arrow")
-
 _format = click.option(
     "--format",
     "fmt",
-    type=click.Choice(HIVE_FORMATS),
+    type=click.Choice(FORMATS),
     default="parquet",
     show_default=True,
     help="Data file format of the Hive tree (arrow: Arrow IPC files).",

@@ -3,7 +3,7 @@
 (:meth:`lance_partitioned.PartitionedNamespace.export_hive`). Directory names follow
 docs/partition-values.md through :mod:`lance_partitioned.values`."""
 
-from lance_partitioned.hive.exporter import ExportResult
-from lance_partitioned.hive.files import FORMATS
+from lance_partitioned.hive.formats import FORMATS
+from lance_partitioned.hive.result import ExportResult
 
 __all__ = ["FORMATS", "ExportResult"]

@@ -16,14 +16,15 @@ from __future__ import annotations
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from lance_partitioned import kernels
 from lance_partitioned.exceptions import InvalidArgumentError, NamespaceExistsError, StorageError
-from lance_partitioned.hive.files import check_format, filesystem
+from lance_partitioned.hive.files import filesystem
+from lance_partitioned.hive.formats import check_format
+from lance_partitioned.hive.result import ExportResult
 from lance_partitioned.values import hive_segment
 
 if TYPE_CHECKING:
@@ -31,22 +32,12 @@ if TYPE_CHECKING:
 
     from lance_partitioned.snapshot import Filter, Snapshot
 
-__all__ = ["ExportResult", "export_hive"]
+__all__ = ["export_hive"]
 
 OPEN_FILES = 64
 """The most data files an export keeps open at once (least recently written closed first)."""
 
 _EXT = {"parquet": "parquet", "orc": "orc", "csv": "csv", "arrow": "arrow"}
-
-
-@dataclass(frozen=True)
-class ExportResult:
-    """What an export wrote."""
-
-    rows: int
-    partitions: int
-    files: int
-    manifest_version: int
 
 
 class _Writer:

@@ -1,6 +1,6 @@
 """Directory trees of data files on a local disk or an object store, through pyarrow's file
 systems: the file system of a URI (with the same ``storage_options`` keys as a namespace),
-listing a tree, and the file formats Hive trees hold."""
+and listing a tree."""
 
 from __future__ import annotations
 
@@ -13,18 +13,9 @@ import pyarrow.fs as pafs
 
 from lance_partitioned.exceptions import InvalidArgumentError, StorageError
 
-__all__ = ["FORMATS", "check_format", "filesystem", "list_files", "remove_tree"]
-
-FORMATS = ("parquet", "orc", "csv", "arrow")
-"""Data file formats of Hive trees (``arrow``: the Arrow IPC file format, a.k.a. Feather v2)."""
+__all__ = ["filesystem", "list_files", "remove_tree"]
 
 _TRUE = ("1", "true", "yes", "on")
-
-
-def check_format(format: str) -> str:
-    if format not in FORMATS:
-        raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
-    return format
 
 
 def filesystem(uri: str, storage_options: Mapping[str, str] | None) -> tuple[pafs.FileSystem, str]:

@@ -20,7 +20,8 @@ from lance_partitioned.exceptions import (
     NamespaceExistsError,
     SchemaMismatchError,
 )
-from lance_partitioned.hive.files import check_format, filesystem, list_files, remove_tree
+from lance_partitioned.hive.files import filesystem, list_files, remove_tree
+from lance_partitioned.hive.formats import check_format
 from lance_partitioned.hive.layout import HiveTree, infer_types, partition_values, read_layout
 
 if TYPE_CHECKING:
