@@ -1,10 +1,13 @@
-"""The extension's allocator keeps freed memory for ten seconds unless the user says else."""
+"""The extension's allocator keeps freed memory for ten seconds, and the process has no
+transparent huge pages, unless the user says else."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+
+import pytest
 
 PROBE = "from lance_partitioned import _native; print(_native._allocator_purge_delay_ms())"
 
@@ -28,3 +31,42 @@ def test_the_environment_wins_and_names_the_same_option() -> None:
     # the option number is the purge delay's.
     assert purge_delay("123") == 123
     assert purge_delay("-1") == -1
+
+
+THP_PROBE = (
+    "from lance_partitioned import _native\n"
+    "with open('/proc/self/status') as f:\n"
+    "    status = dict(line.split(':', 1) for line in f)\n"
+    "print(_native._allocator_allow_thp(), int(status['THP_enabled']))"
+)
+
+
+def huge_pages(env_value: str | None) -> tuple[int, int]:
+    """(mimalloc's allow_thp option, the kernel's THP_enabled flag of the process)."""
+    env = {k: v for k, v in os.environ.items() if k != "MIMALLOC_ALLOW_THP"}
+    if env_value is not None:
+        env["MIMALLOC_ALLOW_THP"] = env_value
+    out = subprocess.run(
+        [sys.executable, "-c", THP_PROBE], env=env, capture_output=True, text=True, check=True
+    )
+    option, enabled = out.stdout.strip().splitlines()[-1].split()
+    return int(option), int(enabled)
+
+
+def _kernel_reports_thp() -> bool:
+    if not os.path.exists("/proc/self/status"):
+        return False
+    with open("/proc/self/status") as f:
+        return "THP_enabled" in f.read()
+
+
+@pytest.mark.skipif(
+    not _kernel_reports_thp(),
+    reason="the kernel reports no per-process transparent huge page flag",
+)
+def test_transparent_huge_pages_are_off_unless_the_user_says_else() -> None:
+    # The process flag is the kernel's, read from /proc: the extension turned it off.
+    assert huge_pages(None) == (0, 0)
+    # mimalloc reads MIMALLOC_ALLOW_THP into the option the extension sets (7 is no other
+    # option's value here): the option number is allow_thp's, and the user's choice stands.
+    assert huge_pages("7") == (7, 1)

@@ -44,7 +44,7 @@ SMOKE = textwrap.dedent(
     assert "io/lancepartitioned/spark/Bucket.class" in names, names
     # The test-only functions exist only when the test suite's switch is set at import.
     from lance_partitioned import _native
-    for hook in ("_panic_for_tests", "_allocator_purge_delay_ms"):
+    for hook in ("_panic_for_tests", "_allocator_purge_delay_ms", "_allocator_allow_thp"):
         assert not hasattr(_native, hook), hook
     import inspect
     import lance_partitioned.spark as lps

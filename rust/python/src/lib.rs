@@ -45,6 +45,7 @@ fn add_test_hooks(m: &Bound<'_, PyModule>) -> PyResult<()> {
     if std::env::var_os(TEST_HOOKS_ENV).is_some_and(|v| v == "1") {
         m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
         m.add_function(wrap_pyfunction!(allocator::_allocator_purge_delay_ms, m)?)?;
+        m.add_function(wrap_pyfunction!(allocator::_allocator_allow_thp, m)?)?;
     }
     Ok(())
 }
@@ -58,7 +59,7 @@ fn lance_compute_threads() -> usize {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    allocator::keep_freed_memory();
+    allocator::tune();
     lance_partitioned_core::ns::infra::session::size_lance_compute_pool();
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
