@@ -57,6 +57,13 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         ["--sf", "0.1", "--repeat", "1"],
     ),
     (
+        "ingest-peers",
+        "## Ingest against the systems users pick",
+        "ingest_peers.py",
+        ["--rows", "10000000"],
+        ["--rows", "500000", "--repeat", "1", "--only", "events"],
+    ),
+    (
         "optimize",
         "## Compaction: optimize()",
         "optimize.py",
