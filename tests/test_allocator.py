@@ -33,7 +33,12 @@ def test_the_environment_wins_and_names_the_same_option() -> None:
     assert purge_delay("-1") == -1
 
 
+# The flag is inherited from the parent process, and the test process has imported the
+# extension already: the probe first clears it (PR_SET_THP_DISABLE = 41), as in a process whose
+# parents never imported the extension.
 THP_PROBE = (
+    "import ctypes\n"
+    "assert ctypes.CDLL(None).prctl(41, 0, 0, 0, 0) == 0\n"
     "from lance_partitioned import _native\n"
     "with open('/proc/self/status') as f:\n"
     "    status = dict(line.split(':', 1) for line in f)\n"
