@@ -36,7 +36,7 @@ from typing import Any
 
 import limits
 from cells import Cell, fresh_dirs, measure
-from report import CELL_HEADER, cell_columns, share, update_section
+from report import CELL_HEADER, cell_columns, ratio, share, update_section
 from scratch import discard, scratch
 
 SYSTEMS = {
@@ -208,10 +208,6 @@ def _cold_ratio(cell: Cell, ours_cell: Cell) -> str:
     return "(ours)" if cell is ours_cell else f"{cell.first / ours_cell.first:.2f}x"
 
 
-def _warm_ratio(cell: Cell, ours_cell: Cell) -> str:
-    return "(ours)" if cell is ours_cell else f"{cell.best / ours_cell.best:.2f}x"
-
-
 def table_of(data: str, rows: int, repeat: int, work: Path) -> list[str]:
     limit = limits.current()
     cells: dict[str, Cell] = {}
@@ -239,7 +235,7 @@ def table_of(data: str, rows: int, repeat: int, work: Path) -> list[str]:
         lines.append(
             f"| {label} | {cell_columns(c)} | {c.first / c.best:.2f} | {stored / 1e6:.0f} "
             f"| {share(at_limit, c.best)} | {_cold_ratio(c, cells['ours'])} "
-            f"| {_warm_ratio(c, cells['ours'])} |"
+            f"| {ratio(c, cells['ours'])} |"
         )
     return lines
 

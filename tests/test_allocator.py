@@ -4,22 +4,15 @@ transparent huge pages, unless the user says else."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
+from env_probe import probe
 
 PROBE = "from lance_partitioned import _native; print(_native._allocator_purge_delay_ms())"
 
 
 def purge_delay(env_value: str | None) -> int:
-    env = {k: v for k, v in os.environ.items() if k != "MIMALLOC_PURGE_DELAY"}
-    if env_value is not None:
-        env["MIMALLOC_PURGE_DELAY"] = env_value
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
-    )
-    return int(out.stdout.strip().splitlines()[-1])
+    return int(probe(PROBE, "MIMALLOC_PURGE_DELAY", env_value))
 
 
 def test_freed_memory_waits_ten_seconds_for_reuse() -> None:
@@ -48,13 +41,7 @@ THP_PROBE = (
 
 def huge_pages(env_value: str | None) -> tuple[int, int]:
     """(mimalloc's allow_thp option, the kernel's THP_enabled flag of the process)."""
-    env = {k: v for k, v in os.environ.items() if k != "MIMALLOC_ALLOW_THP"}
-    if env_value is not None:
-        env["MIMALLOC_ALLOW_THP"] = env_value
-    out = subprocess.run(
-        [sys.executable, "-c", THP_PROBE], env=env, capture_output=True, text=True, check=True
-    )
-    option, enabled = out.stdout.strip().splitlines()[-1].split()
+    option, enabled = probe(THP_PROBE, "MIMALLOC_ALLOW_THP", env_value).split()
     return int(option), int(enabled)
 
 
