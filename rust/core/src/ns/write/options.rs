@@ -142,7 +142,8 @@ pub struct WriteSummary {
     /// rows were copied.
     pub adopted: u64,
     /// The most input bytes the writer held at once (buffered and being written); bounded by
-    /// `max_buffer_bytes` plus one input batch.
+    /// `max_buffer_bytes` plus one input batch, where a batch larger than the whole budget is
+    /// routed a quarter of the budget at a time.
     pub peak_buffered_bytes: u64,
     /// The write had already been committed (a repeated commit of a distributed write):
     /// nothing was done.

@@ -135,6 +135,22 @@ impl PartitionWriter {
             return Ok(());
         }
         let aligned = align(&batch, &self.schemas.ns, &self.schemas.leaf)?;
+        // Routing copies its input: a batch larger than the whole budget is routed a quarter
+        // of the budget at a time, so the copies stay near the budget however the input is
+        // batched. Smaller batches are routed whole: slices would be copied again when the
+        // buffers are relieved and flushed, costing time and, below the budget, memory.
+        let step = slice_rows(&aligned, self.opts.max_buffer_bytes, self.half_budget() / 2);
+        let mut start = 0;
+        while start < aligned.num_rows() {
+            let len = step.min(aligned.num_rows() - start);
+            self.route_slice(aligned.slice(start, len)).await?;
+            start += len;
+        }
+        Ok(())
+    }
+
+    /// Routes one aligned slice into the partitions' buffers.
+    async fn route_slice(&mut self, aligned: RecordBatch) -> Result<()> {
         let threads = self
             .opts
             .route_threads
@@ -379,6 +395,27 @@ impl PartitionWriter {
         ))
     }
 }
+
+/// Rows of `batch` routed together: all of them when the batch holds at most `budget`
+/// bytes, else rows of about `bytes` bytes, and at least [`MIN_SLICE_ROWS`] (routing pays a
+/// fixed cost per slice).
+fn slice_rows(batch: &RecordBatch, budget: usize, bytes: usize) -> usize {
+    let held: usize = batch
+        .columns()
+        .iter()
+        .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
+        .sum();
+    let rows = batch.num_rows();
+    if held <= budget.max(bytes) {
+        return rows.max(1);
+    }
+    let per_row = held.div_ceil(rows.max(1)).max(1);
+    (bytes / per_row).max(MIN_SLICE_ROWS)
+}
+
+/// The fewest rows [`PartitionWriter::write`] routes at once (a smaller batch is routed
+/// whole).
+const MIN_SLICE_ROWS: usize = 4096;
 
 async fn join(h: JoinHandle<Result<()>>) -> Result<()> {
     h.await
