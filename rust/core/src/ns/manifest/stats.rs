@@ -145,7 +145,7 @@ impl LeafTotals {
 }
 
 /// The totals' keys of a `table_version` row's properties, borrowed from its JSON text
-/// (the names are [`TOTAL_KEYS`]'; other keys are skipped).
+/// (their names are those of [`TOTAL_KEYS`]; other keys are skipped).
 #[derive(Deserialize)]
 struct TotalsJson<'a> {
     #[serde(borrow)]
