@@ -26,9 +26,6 @@ use super::{parse_props, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE};
 /// Leaves opened at a time when their totals are not recorded.
 const CONCURRENCY: usize = 16;
 
-/// Leaves whose recorded totals one thread reads, at least.
-const PARSE_CHUNK_LEAVES: usize = 16_384;
-
 /// Property keys of the totals in a `table_version` row.
 const TOTAL_KEYS: [&str; 5] = [
     "total_rows",
@@ -336,24 +333,6 @@ impl Recorded {
         }
     }
 
-    /// [`Recorded::of`] for the leaves `idx`, in their order, over chunks of them on every
-    /// core (the JSON of 100,000 leaves takes tens of milliseconds on one).
-    fn of_all(&self, idx: &[usize]) -> Result<Vec<(Option<LeafTotals>, u64)>> {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let chunks = crate::par::chunks(idx.len(), threads, PARSE_CHUNK_LEAVES);
-        let parsed = crate::par::on_threads(chunks, |(a, b)| {
-            idx[a..b]
-                .iter()
-                .map(|&i| self.of(i))
-                .collect::<Result<Vec<_>>>()
-        })?;
-        let mut out = Vec::with_capacity(idx.len());
-        for part in parsed {
-            out.extend(part?);
-        }
-        Ok(out)
-    }
-
     /// The properties of the row recording the read version of the snapshot's leaf `leaf`.
     fn props(&self, leaf: usize) -> Result<Option<HashMap<String, String>>> {
         match self.by_leaf.get(leaf) {
@@ -419,7 +398,8 @@ async fn recorded_stats(
         .get_or_try_init(|| Recorded::index(snap))
         .await?;
     let mut rows = vec![0u64; idx.len()];
-    for (k, (totals, n)) in recorded.of_all(idx)?.into_iter().enumerate() {
+    for (k, &i) in idx.iter().enumerate() {
+        let (totals, n) = recorded.of(i)?;
         rows[k] = n;
         out[k] = totals.map(|totals| LeafStats {
             totals,

@@ -406,7 +406,7 @@ fn slice_rows(batch: &RecordBatch, budget: usize, bytes: usize) -> usize {
         .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
         .sum();
     let rows = batch.num_rows();
-    if held <= budget.max(bytes) {
+    if held <= budget {
         return rows.max(1);
     }
     let per_row = held.div_ceil(rows.max(1)).max(1);
