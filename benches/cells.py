@@ -9,7 +9,8 @@ times the first call (the cost a batch job pays: it writes or reads once per pro
 and setup excluded), then the best of ``repeat`` more, and reports the process's peak resident
 memory during the calls (the high-water mark is reset after setup, so it counts what the
 operation holds on top of its resident input) and the answer, which the tables compare across
-systems.
+systems. ``measure(..., cold=k)`` takes the first call from ``k`` fresh processes (their
+median), since one cold sample is noise.
 
     from cells import measure
     cell = measure("ingest", "ours", {"rows": 10_000_000}, repeat=3)
@@ -49,6 +50,11 @@ class Cell:
     # Median CPU seconds of the process (every thread, user and system) over the repeats:
     # what a call costs in work, far steadier on a shared machine than its wall time.
     cpu: float = 0.0
+    # Peak resident memory of the first call alone (what one write of a process holds; the
+    # repeats can only add the allocators' retained memory to it).
+    peak_first_mib: float = 0.0
+    # The first call of every fresh process measured (``first`` is their median).
+    firsts: tuple[float, ...] = ()
 
 
 def fresh_dirs(work: str, name: str) -> Callable[[], Path]:
@@ -124,6 +130,7 @@ def _child(
 
     times, cpu = [], []
     answer: Any = None
+    peak_first = 0.0
     _reset_peak()
     for _ in range(repeat + 1):
         state = prepare()
@@ -133,8 +140,10 @@ def _child(
         answer = run(state)
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
+        peak_first = peak_first or _peak_mib()
     rest = times[1:] or times
     out = {"first": times[0], "best": min(rest), "peak_mib": _peak_mib()}
+    out["peak_first_mib"] = peak_first
     out["median"] = statistics.median(rest)
     out["cpu"] = statistics.median(cpu[1:] or cpu)
     out["answer"] = str(answer_of(answer))
@@ -154,6 +163,26 @@ def _bytecode() -> None:
         compileall.compile_dir(Path(spec.origin).parent, quiet=1)
 
 
+def _run_child(
+    script: str,
+    case: str,
+    params: dict[str, Any] | None,
+    repeat: int,
+    sync: bool,
+    env: dict[str, str] | None,
+    cpus: int,
+    python: str | None,
+) -> dict[str, Any]:
+    args = [python or sys.executable, str(HERE / "cells.py"), "--child", script, case]
+    args += [json.dumps(params or {}), str(repeat), "1" if sync else "0", str(cpus)]
+    out = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    lines = [line for line in out.stdout.splitlines() if line.startswith("CELL ")]
+    if out.returncode != 0 or not lines:
+        raise SystemExit(f"{script} {case} failed:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
+    got: dict[str, Any] = json.loads(lines[-1][len("CELL ") :])
+    return got
+
+
 def measure(
     script: str,
     case: str,
@@ -163,24 +192,33 @@ def measure(
     env: dict[str, str] | None = None,
     cpus: int = 0,
     python: str | None = None,
+    cold: int = 1,
 ) -> Cell:
     """Runs ``script.CASES[case](**params)`` in a fresh process of ``python`` (this one by
     default; on the first ``cpus`` cores only, when given); raises SystemExit with the child's
-    error output when it fails."""
+    error output when it fails. With ``cold`` above 1, ``cold - 1`` more fresh processes time
+    one call each, and the cell's first call is the median of every process's first (one
+    sample of a cold call is noise on a shared machine); its ``peak_first_mib`` is their
+    largest."""
     _bytecode()
-    args = [python or sys.executable, str(HERE / "cells.py"), "--child", script, case]
-    args += [json.dumps(params or {}), str(repeat), "1" if sync else "0", str(cpus)]
-    out = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **(env or {})})
-    lines = [line for line in out.stdout.splitlines() if line.startswith("CELL ")]
-    if out.returncode != 0 or not lines:
-        raise SystemExit(f"{script} {case} failed:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
-    got = json.loads(lines[-1][len("CELL ") :])
+    got = _run_child(script, case, params, repeat, sync, env, cpus, python)
+    more = [_run_child(script, case, params, 0, sync, env, cpus, python) for _ in range(cold - 1)]
+    firsts = tuple(g["first"] for g in [got, *more])
     cell = Cell(
-        got["first"], got["best"], got["peak_mib"], got["answer"], got["median"], got["cpu"]
+        statistics.median(firsts),
+        got["best"],
+        got["peak_mib"],
+        got["answer"],
+        got["median"],
+        got["cpu"],
+        max(g["peak_first_mib"] for g in [got, *more]),
+        firsts,
     )
     print(
-        f"  {script}/{case}: first {cell.first:.3f} s, best {cell.best:.3f} s, "
-        f"peak {cell.peak_mib:.0f} MiB, cpu {cell.cpu:.3f} s",
+        f"  {script}/{case}: first {cell.first:.3f} s (of {len(firsts)}: "
+        f"{', '.join(f'{t:.3f}' for t in firsts)}), best {cell.best:.3f} s, "
+        f"peak {cell.peak_mib:.0f} MiB (first call {cell.peak_first_mib:.0f}), "
+        f"cpu {cell.cpu:.3f} s",
         flush=True,
     )
     return cell

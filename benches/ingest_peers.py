@@ -16,9 +16,10 @@ Two inputs, each written by every system partitioned the way its own users would
   field would make ~85,000 partitions of about a hundred rows, nobody's layout.
 
 Each (input, system) is one cell (``cells.py``): a fresh process that reads the input, then
-times its first write (the cost a batch job, a Spark task or a CLI command pays) and the best
-of ``--repeat`` more, each into a new directory after ``os.sync()``; peak RSS is the process's
-during the writes, on top of its resident input. The answer (rows read back by each system's
+times its first write (the cost a batch job, a Spark task or a CLI command pays; the median
+over ``--cold`` fresh processes) and the best of ``--repeat`` more, each into a new directory
+after ``os.sync()``; peak RSS is the process's during the writes (and during the first write
+alone), on top of its resident input. The answer (rows read back by each system's
 own reader) must be equal across systems. The ratios are the peer's time over ours, cold
 (first call) and warm (best).
 
@@ -215,14 +216,14 @@ def _cold_ratio(cell: Cell, ours_cell: Cell) -> str:
     return "(ours)" if cell is ours_cell else f"{cell.first / ours_cell.first:.2f}x"
 
 
-def table_of(data: str, rows: int, repeat: int, work: Path) -> list[str]:
+def table_of(data: str, rows: int, repeat: int, cold: int, work: Path) -> list[str]:
     limit = limits.current()
     cells: dict[str, Cell] = {}
     for system in SYSTEMS:
         under = work / f"{data}-{system}"
         under.mkdir()
         params = {"data": data, "rows": rows, "work": str(under)}
-        cells[system] = measure("ingest_peers", system, params, repeat, sync=True)
+        cells[system] = measure("ingest_peers", system, params, repeat, sync=True, cold=cold)
         discard(under)
     counts = {json.loads(c.answer)["rows"] for c in cells.values()}
     if len(counts) != 1:
@@ -231,16 +232,17 @@ def table_of(data: str, rows: int, repeat: int, work: Path) -> list[str]:
         "",
         f"**{INPUTS[data]}** ({counts.pop():,} rows):",
         "",
-        f"| system | {CELL_HEADER} | cold / best | MB stored | share of limit (best) "
-        "| vs ours, cold | vs ours, warm |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| system | {CELL_HEADER} | first write's peak MiB | cold / best | MB stored "
+        "| share of limit (best) | vs ours, cold | vs ours, warm |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for system, label in SYSTEMS.items():
         c = cells[system]
         stored = json.loads(c.answer)["bytes"]
         at_limit = stored / (limit["disk_gbps"] * 1e9)
         lines.append(
-            f"| {label} | {cell_columns(c)} | {c.first / c.best:.2f} | {stored / 1e6:.0f} "
+            f"| {label} | {cell_columns(c)} | {c.peak_first_mib:.0f} | {c.first / c.best:.2f} "
+            f"| {stored / 1e6:.0f} "
             f"| {share(at_limit, c.best)} | {_cold_ratio(c, cells['ours'])} "
             f"| {ratio(c, cells['ours'])} |"
         )
@@ -250,12 +252,15 @@ def table_of(data: str, rows: int, repeat: int, work: Path) -> list[str]:
     input_mib = json.loads(ours.answer)["input"] / 2**20
     budget_mib = WRITE_BUFFER_BYTES >> 20
     bound = input_mib + budget_mib + 256
+    held = ours.peak_first_mib
     lines += [
         "",
-        f"Memory (issue 37, goal 4): our peak {ours.peak_mib:.0f} MiB against the input "
-        f"({input_mib:.0f} MiB in Arrow) + `max_buffer_bytes` ({budget_mib} MiB) + "
-        f"256 MiB = {bound:.0f} MiB: {'met' if ours.peak_mib <= bound else 'missed'}. "
-        "Peaks are the whole process's resident memory, the input's included.",
+        f"Memory (issue 37, goal 4): the peak of our first write {held:.0f} MiB against the "
+        f"input ({input_mib:.0f} MiB in Arrow) + `max_buffer_bytes` ({budget_mib} MiB) + "
+        f"256 MiB = {bound:.0f} MiB: {'met' if held <= bound else 'missed'}; over the first "
+        f"write and the repeats {ours.peak_mib:.0f} MiB (the allocator keeps what a write "
+        "freed, and reuses it only in part). Peaks are the whole process's resident memory, "
+        "the input's included.",
     ]
     return lines
 
@@ -264,19 +269,22 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=10_000_000, help="rows of the events input")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--cold", type=int, default=3, help="fresh processes per cold figure")
     ap.add_argument("--only", choices=sorted(INPUTS), default=None)
     ap.add_argument("--write", type=Path, default=None)
     args = ap.parse_args()
     work = scratch("lp-ingest-peers-")
     try:
         lines = [
-            f"`python benches/ingest_peers.py --rows {args.rows} --repeat {args.repeat}`: each "
-            "cell a fresh process; cold = its first write, warm = the best of the repeats "
-            "after it; ratios are the peer's time over ours (above 1: we are faster). Share "
-            "of limit: the bytes stored at the page-cache write bandwidth over the best time.",
+            f"`python benches/ingest_peers.py --rows {args.rows} --repeat {args.repeat} "
+            f"--cold {args.cold}`: each cell a fresh process; cold = the median first write of "
+            f"{args.cold} fresh processes, warm = the best of the repeats after the first "
+            "process's first write; ratios are the peer's time over ours (above 1: we are "
+            "faster). Share of limit: the bytes stored at the page-cache write bandwidth over "
+            "the best time.",
         ]
         for data in [args.only] if args.only else list(INPUTS):
-            lines += table_of(data, args.rows, args.repeat, work)
+            lines += table_of(data, args.rows, args.repeat, args.cold, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     text = "\n".join(lines)

@@ -1,5 +1,6 @@
 """Spark reads: ``lps.read`` against Spark's own Parquet read of the same rows laid out by the
-same partitions (Hive directories, Spark's partition discovery), local[2], in one run.
+same partitions (Hive directories, Spark's partition discovery), in one run on local[2] or on
+the tests' standalone cluster (``--master standalone``).
 
 Data: ``--rows`` (default 10M) rows of 6 columns (id, country ~50 values, event_ts, city
 ~100k values, amount, payload), partitioned by identity(country) and bucket(city, 16) (~800
@@ -12,7 +13,8 @@ Queries (each sums a column, so that no reader can answer from metadata alone):
 - one partition value: ``country = 'c7'`` (~16 of ~800 partitions), ``sum(id)``;
 - full scan of 2 of 6 columns: ``sum(id), max(amount)`` over every row.
 
-    python benches/spark_read.py [--rows N] [--repeat N] [--write BENCHMARKS.md]
+    python benches/spark_read.py [--rows N] [--repeat N] [--master local|standalone]
+        [--write BENCHMARKS.md]
 """
 
 from __future__ import annotations
@@ -117,21 +119,24 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--master", choices=["local", "standalone"], default="local")
     ap.add_argument("--write", default=None)
     args = ap.parse_args()
     work = scratch("lp-spark-read-")
     try:
-        parts, want_one, want_all, touched = prepare(args.rows, work)
-        cells = {
-            (scope, reader): measure(
-                "spark_read",
-                "query",
-                {"work": str(work), "reader": reader, "scope": scope},
-                args.repeat,
-            )
-            for scope in QUERIES
-            for reader in READERS
-        }
+        with sparks.standalone(work / "cluster", args.master == "standalone"):
+            where = sparks.where()
+            parts, want_one, want_all, touched = prepare(args.rows, work)
+            cells = {
+                (scope, reader): measure(
+                    "spark_read",
+                    "query",
+                    {"work": str(work), "reader": reader, "scope": scope},
+                    args.repeat,
+                )
+                for scope in QUERIES
+                for reader in READERS
+            }
     finally:
         discard(work)
     for (scope, reader), c in cells.items():
@@ -139,11 +144,12 @@ def main() -> None:
         if c.answer != str(want):
             raise SystemExit(f"{reader} {scope}: {c.answer}, expected {want}")
     lines = [
-        f"`python benches/spark_read.py --rows {args.rows} --repeat {args.repeat}` (local[2], "
-        f"{parts} partitions; each query a fresh process and Spark session; Parquet: the same "
-        "partitions written by Spark's partitionBy, read by its partition discovery; peak RSS "
-        "of the driver and its JVM; share of limit: the Arrow bytes of the columns the query "
-        "must read, at the one-core copy bandwidth):",
+        f"`python benches/spark_read.py --rows {args.rows} --repeat {args.repeat} --master "
+        f"{args.master}` ({where}, {parts} partitions; each query a fresh process and Spark "
+        "session; Parquet: the same partitions written by Spark's partitionBy, read by its "
+        "partition discovery; peak RSS of the driver and its JVM, the executors' too on "
+        "local[2]; share of limit: the Arrow bytes of the columns the query must read, at the "
+        "one-core copy bandwidth):",
         "",
         f"| query | reader | {CELL_HEADER} | share of limit | ours vs this |",
         "|---|---|---:|---:|---:|---:|---:|",
@@ -160,7 +166,10 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        update_section(Path(args.write), "spark_read", text, "## Spark reads")
+        name, heading = "spark_read", "## Spark reads"
+        if args.master == "standalone":
+            name, heading = "spark_read-standalone", "## Spark reads on the standalone cluster"
+        update_section(Path(args.write), name, text, heading)
 
 
 if __name__ == "__main__":

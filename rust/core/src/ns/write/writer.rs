@@ -68,6 +68,10 @@ pub struct PartitionWriter {
     /// Leaves the caller has open already (by object id), reused when a write targets one at
     /// the version it is open at instead of opening it again.
     opened: HashMap<String, Arc<Dataset>>,
+    /// Whether buffers may still share a routed batch with partitions written out since
+    /// (set when buffers are relieved; the copying is left to the next routing, see
+    /// [`Self::release_shared`]).
+    shared_pending: bool,
 }
 
 impl PartitionWriter {
@@ -117,6 +121,7 @@ impl PartitionWriter {
             stats_skip,
             order,
             rows: 0,
+            shared_pending: false,
         })
     }
 
@@ -151,6 +156,7 @@ impl PartitionWriter {
 
     /// Routes one aligned slice into the partitions' buffers.
     async fn route_slice(&mut self, aligned: RecordBatch) -> Result<()> {
+        self.release_shared()?;
         let threads = self
             .opts
             .route_threads
@@ -176,7 +182,7 @@ impl PartitionWriter {
         drop(routed);
         let half_budget = self.half_budget();
         if self.buffered_bytes >= half_budget {
-            self.relieve_buffers(half_budget / 2)?;
+            self.relieve_buffers(half_budget / 2);
         }
         while self.inflight_bytes >= half_budget {
             let Some((h, b)) = self.tasks.pop_front() else {
@@ -303,10 +309,11 @@ impl PartitionWriter {
         Ok(())
     }
 
-    /// Writes the largest partitions until the buffers hold at most `goal` bytes, then copies
-    /// what the others hold out of the routed batches they share (a slice keeps its whole
-    /// batch alive), so the memory is really released.
-    fn relieve_buffers(&mut self, goal: usize) -> Result<()> {
+    /// Writes the largest partitions until the buffers hold at most `goal` bytes. What the
+    /// others hold is copied out of the routed batches they share with the written ones only
+    /// when more rows come ([`Self::release_shared`]): a write that ends here writes them all
+    /// anyway, and the copies would only add to its peak.
+    fn relieve_buffers(&mut self, goal: usize) {
         let mut order: Vec<(usize, Vec<ScalarValue>)> = self
             .parts
             .iter()
@@ -315,14 +322,26 @@ impl PartitionWriter {
             .collect();
         order.sort_unstable_by_key(|b| std::cmp::Reverse(b.0));
         for (_, k) in order {
-            if self.buffered_bytes > goal {
-                self.spawn_flush(&k);
-                continue;
+            if self.buffered_bytes <= goal {
+                break;
             }
-            let Some(p) = self.parts.get_mut(&k) else {
+            self.spawn_flush(&k);
+        }
+        self.shared_pending = true;
+    }
+
+    /// Copies the rows each buffer holds out of the routed batches it shares (a slice keeps
+    /// its whole batch alive), after buffers were relieved: the memory of the partitions
+    /// written out is then really released before more rows are routed.
+    fn release_shared(&mut self) -> Result<()> {
+        if !std::mem::take(&mut self.shared_pending) {
+            return Ok(());
+        }
+        for p in self.parts.values_mut() {
+            let Some(first) = p.batches.first() else {
                 continue;
             };
-            if p.batches.len() > 1 || p.batches[0].get_array_memory_size() > p.bytes {
+            if p.batches.len() > 1 || first.get_array_memory_size() > p.bytes {
                 let owned = compact(&p.batches)?;
                 let b = owned.get_array_memory_size();
                 self.buffered_bytes = self.buffered_bytes - p.bytes + b;
@@ -330,6 +349,9 @@ impl PartitionWriter {
                 p.batches = vec![owned];
             }
         }
+        self.peak_held_bytes = self
+            .peak_held_bytes
+            .max(self.buffered_bytes + self.inflight_bytes);
         Ok(())
     }
 
