@@ -177,6 +177,20 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         ["--rows", "200000", "--repeat", "1"],
     ),
     (
+        "spark-standalone",
+        "## Spark ingest on the standalone cluster",
+        "spark_ingest.py",
+        ["--rows", "5000000", "--repeat", "2", "--master", "standalone"],
+        ["--rows", "200000", "--master", "standalone"],
+    ),
+    (
+        "spark_read-standalone",
+        "## Spark reads on the standalone cluster",
+        "spark_read.py",
+        ["--rows", "10000000", "--master", "standalone"],
+        ["--rows", "200000", "--repeat", "1", "--master", "standalone"],
+    ),
+    (
         "stream-ingest",
         "## Streaming throughput",
         "stream_ingest.py",

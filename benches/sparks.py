@@ -36,6 +36,7 @@ def standalone(work: Path, on: bool = True) -> Iterator[None]:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     import spark_cluster
 
+    work.mkdir(parents=True, exist_ok=True)
     cluster = spark_cluster.start(work, workers=2, worker_memory="4g")
     os.environ[MASTER] = cluster.master_url
     try:
