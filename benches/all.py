@@ -64,6 +64,13 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         ["--rows", "500000", "--repeat", "1", "--only", "events"],
     ),
     (
+        "ingest-peers-s3",
+        "## Ingest against the systems users pick, on S3",
+        "ingest_peers.py",
+        ["--rows", "10000000", "--repeat", "2", "--cold", "1", "--store", "s3"],
+        ["--rows", "500000", "--repeat", "1", "--cold", "1", "--only", "events", "--store", "s3"],
+    ),
+    (
         "optimize",
         "## Compaction: optimize()",
         "optimize.py",
