@@ -61,7 +61,7 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         "## Ingest against the systems users pick",
         "ingest_peers.py",
         ["--rows", "10000000"],
-        ["--rows", "500000", "--repeat", "1", "--only", "events"],
+        ["--rows", "500000", "--repeat", "1", "--cold", "1", "--only", "events"],
     ),
     (
         "ingest-peers-s3",
