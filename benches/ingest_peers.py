@@ -37,7 +37,6 @@ import itertools
 import json
 import os
 import shutil
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -154,18 +153,16 @@ def ours(data: str, rows: int, work: str, s3: S3 | None = None) -> Case:
 
 
 def _iceberg_catalog(work: str, root: str, s3: S3 | None) -> Any:
-    """pyiceberg's SQL catalog (SQLite under ``work``) with its warehouse at ``root``."""
-    from pyiceberg.catalog.sql import SqlCatalog
+    """pyiceberg's SQL catalog for the table at ``root`` (on S3: its SQLite file under
+    ``work``, its files in the bucket)."""
     from tpch import iceberg_catalog
 
     if s3 is None:
         return iceberg_catalog(Path(root))
     o = s3["options"]
-    name = root.rsplit("/", 1)[-1]
-    cat = SqlCatalog(
-        "bench",
-        uri=f"sqlite:///{work}/{name}.db",
-        warehouse=f"{root}/warehouse",
+    return iceberg_catalog(
+        Path(work) / root.rsplit("/", 1)[-1],
+        f"{root}/warehouse",
         **{
             "s3.endpoint": o["aws_endpoint"],
             "s3.access-key-id": o["aws_access_key_id"],
@@ -173,8 +170,6 @@ def _iceberg_catalog(work: str, root: str, s3: S3 | None) -> Any:
             "s3.region": o["aws_region"],
         },
     )
-    cat.create_namespace_if_not_exists("bench")
-    return cat
 
 
 def pyiceberg(data: str, rows: int, work: str, s3: S3 | None = None) -> Case:
@@ -375,10 +370,9 @@ def _memory_line(ours: Cell) -> str:
 def _s3_server(store: str) -> Any:
     if store != "s3":
         return None
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    import s3_server
+    from servers import tests_module
 
-    return s3_server.start_seaweedfs()
+    return tests_module("s3_server").start_seaweedfs()
 
 
 def main() -> None:

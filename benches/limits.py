@@ -20,7 +20,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -97,10 +96,9 @@ def disk_gbps(directory: Path, fsync: bool, repeat: int = 3) -> float:
 
 def s3_latency_ms(n: int = 200) -> tuple[float, float]:
     """Median latency of a 1 KiB PUT and GET against the local S3 server."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    import s3_server
+    from servers import tests_module
 
-    server = s3_server.start()
+    server = tests_module("s3_server").start()
     try:
         client = server.client()
         bucket = server.new_bucket()

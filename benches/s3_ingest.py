@@ -33,7 +33,6 @@ partition fields: open + prune (first call = a fresh process) and prune on an op
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import uuid
 from collections import Counter
@@ -49,12 +48,12 @@ from cells import Cell, measure
 from events import SPEC, events, make_table, routed
 from ingest import FILTER, synthetic_manifest
 from report import CELL_HEADER, cell_columns, ratio, share, update_section
+from servers import tests_module
 
 import lance_partitioned as lp
 from lance_partitioned import kernels as k
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-import s3_server
+s3_server = tests_module("s3_server")
 
 
 def _fmt(c: Counter[str]) -> str:

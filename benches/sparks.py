@@ -33,11 +33,10 @@ def standalone(work: Path, on: bool = True) -> Iterator[None]:
     if not on:
         yield
         return
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    import spark_cluster
+    from servers import tests_module
 
     work.mkdir(parents=True, exist_ok=True)
-    cluster = spark_cluster.start(work, workers=2, worker_memory="4g")
+    cluster = tests_module("spark_cluster").start(work, workers=2, worker_memory="4g")
     os.environ[MASTER] = cluster.master_url
     try:
         yield

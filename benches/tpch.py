@@ -73,15 +73,18 @@ def source_table(path: Path) -> Any:
 # -- one system's operations, run in a child process ------------------------------------------
 
 
-def iceberg_catalog(warehouse: Path) -> Any:
-    """pyiceberg's SQL catalog on SQLite in `warehouse`, with the namespace ``bench``."""
+def iceberg_catalog(warehouse: Path, data: str | None = None, **props: str) -> Any:
+    """pyiceberg's SQL catalog on SQLite in `warehouse`, with the namespace ``bench``; its
+    tables' files under ``data`` (default: `warehouse`/warehouse), with the FileIO
+    properties ``props`` (an S3 endpoint and keys)."""
     from pyiceberg.catalog.sql import SqlCatalog
 
     warehouse.mkdir(exist_ok=True)
     cat = SqlCatalog(
         "bench",
         uri=f"sqlite:///{warehouse}/catalog.db",
-        warehouse=f"file://{warehouse}/warehouse",
+        warehouse=data or f"file://{warehouse}/warehouse",
+        **props,
     )
     if ("bench",) not in cat.list_namespaces():
         cat.create_namespace("bench")
