@@ -539,9 +539,11 @@ class PartitionedNamespace(Maintenance, RowChanges, Tags, Indexes, Sorting):
         """The pruned leaf partitions; see :meth:`Snapshot.partitions`."""
         return self.snapshot(as_of).partitions(filter, with_rows=with_rows)
 
-    def stats(self, filter: Filter = None, *, as_of: AsOf = None) -> pa.Table:
+    def stats(
+        self, filter: Filter = None, *, as_of: AsOf = None, versions: bool = False
+    ) -> pa.Table:
         """Per-partition statistics from Lance metadata; see :meth:`Snapshot.stats`."""
-        return self.snapshot(as_of).stats(filter)
+        return self.snapshot(as_of).stats(filter, versions=versions)
 
     def indexes(self, *, as_of: AsOf = None) -> list[_native.IndexInfo]:
         """Every declared index and how much of it is current; see :meth:`Snapshot.indexes`."""

@@ -107,19 +107,23 @@ class Snapshot:
         _, batch = self._s.partitions(native_filter(filter), with_rows)
         return pa.Table.from_batches([batch])
 
-    def stats(self, filter: Filter = None) -> pa.Table:
+    def stats(self, filter: Filter = None, *, versions: bool = False) -> pa.Table:
         """One row per partition kept by pruning ``filter``, from Lance metadata (no data is
         read): ``object_id``, one column per partition field (named by field id), ``rows``,
-        ``files``, ``bytes``, ``fragments_with_deletions`` and ``versions`` (versions of the
-        leaf table that are kept). In strong mode every commit records these totals in the
-        manifest row of the leaf version it makes, so they come from the manifest alone (one
-        scan of it, however many partitions), and ``versions`` counts the version the oldest
-        existing manifest version reads plus those recorded since (older ones are what
-        :meth:`PartitionedNamespace.expire` removes). Leaves without recorded totals (weak
-        mode, versions committed by other tools) are opened at their read version, 16 at a
-        time, and their ``_versions/`` listed.
+        ``files``, ``bytes`` and ``fragments_with_deletions``, as this manifest version reads
+        each partition. In strong mode every commit records these totals in the manifest row
+        of the partition version it makes, so they come from the manifest alone (one scan of
+        it, however many partitions, and a cost that does not grow with the history before
+        this version). Partitions without recorded totals (weak mode, versions committed by
+        other tools) are opened at their read version, 16 at a time.
+
+        With ``versions``, a ``versions`` column counts the version manifests each
+        partition's Lance table keeps on storage (its ``_versions/``: the versions
+        :meth:`PartitionedNamespace.expire` keeps, and any it has not removed yet). It lists
+        every kept partition's directory, 16 at a time: one listing per partition.
         """
-        table = pa.Table.from_batches([self._s.leaf_stats(native_filter(filter))])
+        batch = self._s.leaf_stats(native_filter(filter), versions)
+        table = pa.Table.from_batches([batch])
         return table.drop_columns(["location", "read_version", "spec_id", "fragments"])
 
     def indexes(self) -> list[_native.IndexInfo]:

@@ -216,18 +216,24 @@ impl ManifestSnapshot {
     }
 
     /// `partitions()` (without `rows`) followed by `rows`, `fragments`, `files`, `bytes`,
-    /// `fragments_with_deletions` and `versions`.
-    #[pyo3(signature = (filter = None))]
-    fn leaf_stats(&self, py: Python<'_>, filter: Option<FilterArg>) -> PyResult<ArrowBatch> {
+    /// `fragments_with_deletions` and, with `versions`, `versions` (each leaf's `_versions/`
+    /// listed).
+    #[pyo3(signature = (filter = None, versions = false))]
+    fn leaf_stats(
+        &self,
+        py: Python<'_>,
+        filter: Option<FilterArg>,
+        versions: bool,
+    ) -> PyResult<ArrowBatch> {
         let snap = Arc::clone(&self.snap);
         run(py, || {
             let kept = prune(&snap, filter.as_ref())?.leaves;
             let leaves = snap.leaves_batch(&kept)?;
-            let stats = block_on(manifest::leaf_stats(&snap, &kept, true))?;
+            let stats = block_on(manifest::leaf_stats(&snap, &kept, versions))?;
             let num = |f: fn(&manifest::LeafStats) -> u64| -> ArrayRef {
                 Arc::new(UInt64Array::from_iter_values(stats.iter().map(f)))
             };
-            let added: Vec<(&str, ArrayRef)> = vec![
+            let mut added: Vec<(&str, ArrayRef)> = vec![
                 ("rows", num(|s| s.totals.rows)),
                 ("fragments", num(|s| s.totals.fragments)),
                 ("files", num(|s| s.totals.files)),
@@ -236,8 +242,10 @@ impl ManifestSnapshot {
                     "fragments_with_deletions",
                     num(|s| s.totals.fragments_with_deletions),
                 ),
-                ("versions", num(|s| s.versions)),
             ];
+            if versions {
+                added.push(("versions", num(|s| s.versions)));
+            }
             Ok(ArrowBatch(with_columns(&leaves, added)?))
         })
     }

@@ -111,7 +111,6 @@ impl Snapshot {
             keys: Arc::default(),
             write_ids: Arc::default(),
             recorded: Arc::default(),
-            superseded: Arc::default(),
             column_stats: Arc::default(),
             light,
             missing_columns,

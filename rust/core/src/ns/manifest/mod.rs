@@ -129,8 +129,6 @@ pub struct Snapshot {
     write_ids: Arc<std::sync::OnceLock<WriteIds>>,
     /// Where each leaf's recorded totals are, see `stats::Recorded`.
     recorded: Arc<tokio::sync::OnceCell<stats::Recorded>>,
-    /// Per leaf, the versions this snapshot records that it does not keep (see `stats`).
-    superseded: Arc<tokio::sync::OnceCell<Arc<std::collections::HashMap<String, u64>>>>,
     /// Per leaf, its recorded column statistics (see [`leaf_column_stats`]).
     column_stats: Arc<tokio::sync::OnceCell<Arc<Vec<Option<LeafColumnStats>>>>>,
     /// Loaded without the property columns (see [`Snapshot::load_with`]).

@@ -5,15 +5,17 @@
 //! version's `table_version` row, so in strong mode the statistics of any manifest version come
 //! from the manifest alone: one scan of its `metadata` column, however many partitions there
 //! are. Leaves without recorded totals (weak mode, versions committed by other tools or by
-//! older releases) are opened and measured from their Lance metadata.
+//! older releases) are opened and measured from their Lance metadata. The statistics of a
+//! manifest version are a function of that version alone, so their cost does not grow with
+//! the history before it; the versions a leaf keeps on storage are counted only when asked
+//! (one listing of the leaf's `_versions/` each).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 use lance::dataset::Dataset;
-use lance_table::format::is_detached_version;
 use serde::Deserialize;
 
 use crate::arrow::array::{Array, StringArray};
@@ -23,7 +25,7 @@ use super::column_stats::LeafColumnStats;
 use super::format::{required_string, version_rows};
 use super::{parse_props, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE};
 
-/// Leaves opened at a time when their totals are not recorded.
+/// Leaves opened or listed at a time (totals not recorded; versions asked for).
 const CONCURRENCY: usize = 16;
 
 /// Property keys of the totals in a `table_version` row.
@@ -197,49 +199,60 @@ impl LeafVersion {
 pub struct LeafStats {
     /// What the version holds.
     pub totals: LeafTotals,
-    /// Versions of the leaf that are kept (0 unless asked for): in strong mode the version
-    /// the oldest existing manifest version reads and those the manifest recorded since (the
-    /// older ones are expired); in weak mode the versions in the leaf's `_versions/`.
+    /// The version manifests in the leaf's `_versions/` (0 unless asked for): the versions
+    /// of the leaf table on storage, those `expire()` keeps and any it has not removed yet.
     pub versions: u64,
 }
 
-/// The statistics of the leaves `idx` of `snap`, with their kept versions when `versions`.
+/// The statistics of the leaves `idx` of `snap`; with `versions`, each leaf's `_versions/` is
+/// listed and its version manifests counted.
 ///
 /// # Errors
-/// `Lance` when the manifest or a leaf whose totals are not recorded cannot be read.
+/// `Lance` when the manifest, a leaf whose totals are not recorded, or (with `versions`) a
+/// leaf's `_versions/` cannot be read.
 pub async fn leaf_stats(snap: &Snapshot, idx: &[usize], versions: bool) -> Result<Vec<LeafStats>> {
-    let recorded = recorded_stats(snap, idx, versions).await?;
+    let recorded = recorded_stats(snap, idx).await?;
     let missing: Vec<usize> = (0..idx.len()).filter(|&k| recorded[k].is_none()).collect();
-    let opened = measure(snap, &missing, idx, versions).await?;
+    let opened = measure(snap, &missing, idx).await?;
     let mut out: Vec<LeafStats> = recorded
         .into_iter()
-        .map(Option::unwrap_or_default)
+        .map(|t| LeafStats {
+            totals: t.unwrap_or_default(),
+            versions: 0,
+        })
         .collect();
-    for (k, s) in missing.into_iter().zip(opened) {
-        out[k] = s;
+    for (k, totals) in missing.into_iter().zip(opened) {
+        out[k].totals = totals;
+    }
+    if versions {
+        let counted = count_versions(snap, idx).await?;
+        for (s, n) in out.iter_mut().zip(counted) {
+            s.versions = n;
+        }
     }
     Ok(out)
 }
 
-/// Opens the leaves `idx[k]` for `k` in `which` and measures them.
-async fn measure(
-    snap: &Snapshot,
-    which: &[usize],
-    idx: &[usize],
-    versions: bool,
-) -> Result<Vec<LeafStats>> {
+/// Opens the leaves `idx[k]` for `k` in `which` at their read versions and measures them.
+async fn measure(snap: &Snapshot, which: &[usize], idx: &[usize]) -> Result<Vec<LeafTotals>> {
     stream::iter(which.iter().map(|&k| {
         let leaf = &snap.leaves[idx[k]];
         async move {
             let ds = snap.storage.open(&leaf.location, leaf.read_version).await?;
-            let totals = LeafTotals::of(&ds).await?;
-            let versions = match versions {
-                true => listed_versions(snap, &leaf.location).await?,
-                false => 0,
-            };
-            Ok::<LeafStats, Error>(LeafStats { totals, versions })
+            LeafTotals::of(&ds).await
         }
     }))
+    .buffered(CONCURRENCY)
+    .try_collect()
+    .await
+}
+
+/// The version manifests of each leaf `idx`, listed concurrently.
+async fn count_versions(snap: &Snapshot, idx: &[usize]) -> Result<Vec<u64>> {
+    stream::iter(
+        idx.iter()
+            .map(|&i| listed_versions(snap, &snap.leaves[i].location)),
+    )
     .buffered(CONCURRENCY)
     .try_collect()
     .await
@@ -258,7 +271,7 @@ async fn listed_versions(snap: &Snapshot, location: &str) -> Result<u64> {
 
 /// Where the manifest records each leaf's totals, indexed once per snapshot (snapshots share
 /// it, like their lookups: a repeated `stats()` or read planning on the same version neither
-/// scans the `metadata` column again nor walks its rows).
+/// scans the `metadata` column again nor walks or parses its rows).
 #[derive(Debug)]
 pub(crate) struct Recorded {
     /// The `metadata` column, row for row with the snapshot's batch, in the chunks it was read
@@ -266,9 +279,11 @@ pub(crate) struct Recorded {
     metadata: Vec<StringArray>,
     /// The snapshot row each chunk of `metadata` starts at.
     starts: Vec<usize>,
-    /// Per leaf (by its index in the snapshot): its `table_version` rows, and the row
-    /// recording its read version.
-    by_leaf: Vec<(u64, Option<usize>)>,
+    /// Per leaf (by its index in the snapshot): the row recording its read version.
+    by_leaf: Vec<Option<usize>>,
+    /// Per leaf: its recorded totals, parsed on first use (a pruned read parses only the
+    /// leaves it keeps).
+    totals: Vec<OnceLock<Option<LeafTotals>>>,
 }
 
 impl Recorded {
@@ -294,16 +309,17 @@ impl Recorded {
             metadata,
             starts,
             by_leaf: Vec::new(),
+            totals: (0..snap.leaves.len()).map(|_| OnceLock::new()).collect(),
         };
-        let mut by_leaf = vec![(0u64, None); snap.leaves.len()];
+        let mut by_leaf = vec![None; snap.leaves.len()];
         for (r, table, ver) in version_rows(&ids, &types) {
-            let Some(&(leaf, read_version)) = read.get(table) else {
-                continue;
-            };
-            let entry = &mut by_leaf[leaf];
-            entry.0 += 1;
-            if ver == read_version && recorded.text(r).is_some() {
-                entry.1 = Some(r);
+            match read.get(table) {
+                Some(&(leaf, read_version))
+                    if ver == read_version && recorded.text(r).is_some() =>
+                {
+                    by_leaf[leaf] = Some(r);
+                }
+                _ => {}
             }
         }
         recorded.by_leaf = by_leaf;
@@ -317,26 +333,25 @@ impl Recorded {
         (at < array.len() && !array.is_null(at)).then(|| array.value(at))
     }
 
-    /// The totals recorded for the read version of the snapshot's leaf `leaf`, and its
-    /// recorded rows.
-    fn of(&self, leaf: usize) -> Result<(Option<LeafTotals>, u64)> {
-        match self.by_leaf.get(leaf) {
-            Some(&(rows, Some(r))) => Ok((
-                self.text(r)
-                    .map(LeafTotals::recorded_in)
-                    .transpose()?
-                    .flatten(),
-                rows,
-            )),
-            Some(&(rows, None)) => Ok((None, rows)),
-            None => Ok((None, 0)),
+    /// The totals recorded for the read version of the snapshot's leaf `leaf`.
+    fn of(&self, leaf: usize) -> Result<Option<LeafTotals>> {
+        let Some(cell) = self.totals.get(leaf) else {
+            return Ok(None);
+        };
+        if let Some(known) = cell.get() {
+            return Ok(*known);
         }
+        let parsed = match self.by_leaf[leaf].and_then(|r| self.text(r)) {
+            Some(text) => LeafTotals::recorded_in(text)?,
+            None => None,
+        };
+        Ok(*cell.get_or_init(|| parsed))
     }
 
     /// The properties of the row recording the read version of the snapshot's leaf `leaf`.
     fn props(&self, leaf: usize) -> Result<Option<HashMap<String, String>>> {
         match self.by_leaf.get(leaf) {
-            Some(&(_, Some(r))) => Ok(Some(parse_props(self.text(r))?)),
+            Some(&Some(r)) => Ok(Some(parse_props(self.text(r))?)),
             _ => Ok(None),
         }
     }
@@ -376,48 +391,23 @@ pub async fn leaf_column_stats(snap: &Snapshot) -> Result<Arc<Vec<Option<LeafCol
 /// # Errors
 /// `Lance` when the manifest's properties cannot be read; `Corrupt` for a malformed one.
 pub async fn recorded_totals(snap: &Snapshot, idx: &[usize]) -> Result<Option<(u64, u64)>> {
-    let recorded = recorded_stats(snap, idx, false).await?;
-    Ok(recorded.into_iter().try_fold((0, 0), |(rows, bytes), s| {
-        s.map(|s| (rows + s.totals.rows, bytes + s.totals.bytes))
+    let recorded = recorded_stats(snap, idx).await?;
+    Ok(recorded.into_iter().try_fold((0, 0), |(rows, bytes), t| {
+        t.map(|t| (rows + t.rows, bytes + t.bytes))
     }))
 }
 
-/// The statistics the manifest records for the leaves `idx` at their read versions (`None`
-/// for a leaf whose version row has no totals, and for every leaf in weak mode).
-async fn recorded_stats(
-    snap: &Snapshot,
-    idx: &[usize],
-    versions: bool,
-) -> Result<Vec<Option<LeafStats>>> {
-    let mut out = vec![None; idx.len()];
+/// The totals the manifest records for the leaves `idx` at their read versions (`None` for
+/// a leaf whose version row has no totals, and for every leaf in weak mode).
+async fn recorded_stats(snap: &Snapshot, idx: &[usize]) -> Result<Vec<Option<LeafTotals>>> {
     if idx.is_empty() || !snap.strong_mode(None)? {
-        return Ok(out);
+        return Ok(vec![None; idx.len()]);
     }
     let recorded = snap
         .recorded
         .get_or_try_init(|| Recorded::index(snap))
         .await?;
-    let mut rows = vec![0u64; idx.len()];
-    for (k, &i) in idx.iter().enumerate() {
-        let (totals, n) = recorded.of(i)?;
-        rows[k] = n;
-        out[k] = totals.map(|totals| LeafStats {
-            totals,
-            versions: 0,
-        });
-    }
-    if versions {
-        // Versions recorded by the oldest manifest version other than the one it reads are
-        // expired (or will be).
-        let expired = expired_versions(snap).await?;
-        for (k, &i) in idx.iter().enumerate() {
-            let gone = expired.get(snap.leaves[i].object_id.as_str()).copied();
-            if let Some(s) = out[k].as_mut() {
-                s.versions = rows[k].saturating_sub(gone.unwrap_or(0));
-            }
-        }
-    }
-    Ok(out)
+    idx.iter().map(|&i| recorded.of(i)).collect()
 }
 
 /// The `metadata` column of `snap`, row for row with its batch, in chunks (a light snapshot
@@ -442,60 +432,6 @@ async fn metadata_column(snap: &Snapshot) -> Result<Vec<StringArray>> {
         .iter()
         .map(|b| required_string(b, METADATA))
         .collect()
-}
-
-/// Per leaf of the oldest manifest version that still exists, the versions it records that
-/// no kept manifest version reads: what `expire()` removes, all but the version that manifest
-/// version reads and the leaf's latest main-line version (Lance's `latest`). Recorded versions
-/// leave the manifest only with their partition.
-async fn expired_versions(snap: &Snapshot) -> Result<Arc<HashMap<String, u64>>> {
-    let listed = snap.dataset.version_refs().await?;
-    let Some(oldest) = listed.iter().map(|v| v.version).min() else {
-        return Ok(Arc::default());
-    };
-    if oldest >= snap.version {
-        return Ok(Arc::default());
-    }
-    let first = match Snapshot::load_with(&snap.storage, Some(oldest), true).await {
-        Ok(first) => first,
-        // The manifest's first version, written before the namespace's properties.
-        Err(Error::NotFound(_)) => return Ok(Arc::default()),
-        Err(e) => return Err(e),
-    };
-    // A function of that version alone: counted once per snapshot (cached snapshots share it).
-    let counted = first
-        .superseded
-        .get_or_try_init(|| async { superseded(&first).map(Arc::new) })
-        .await?;
-    Ok(Arc::clone(counted))
-}
-
-/// Per leaf of `first`, the versions it records other than the one it reads and the newest
-/// main-line one.
-fn superseded(first: &Snapshot) -> Result<HashMap<String, u64>> {
-    // Leaf -> (the version read, versions recorded, newest main-line version recorded).
-    let mut leaves: HashMap<&str, (u64, u64, Option<u64>)> = first
-        .leaves
-        .iter()
-        .filter_map(|l| Some((l.object_id.as_str(), (l.read_version?, 0, None))))
-        .collect();
-    let ids = required_string(&first.batch, OBJECT_ID)?;
-    let types = required_string(&first.batch, OBJECT_TYPE)?;
-    for (_, table, ver) in version_rows(&ids, &types) {
-        if let Some(entry) = leaves.get_mut(table) {
-            entry.1 += 1;
-            if !is_detached_version(ver) {
-                entry.2 = entry.2.max(Some(ver));
-            }
-        }
-    }
-    Ok(leaves
-        .into_iter()
-        .map(|(oid, (read, recorded, main))| {
-            let kept = 1 + u64::from(main.is_some_and(|m| m != read));
-            (oid.to_string(), recorded.saturating_sub(kept))
-        })
-        .collect())
 }
 
 #[cfg(test)]
