@@ -356,6 +356,13 @@ impl Scan {
         self.count(|i| i.skipped)
     }
 
+    /// Leaves skipped without reading their data because their scalar indexes hold none of
+    /// the values the filter requires.
+    #[getter]
+    fn leaves_ruled_out_by_index(&self) -> usize {
+        self.count(|i| i.ruled_out)
+    }
+
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }

@@ -8,10 +8,13 @@
 //!   text, literals in their string form);
 //! - `stats_prune`: then skipping kept leaves whose column statistics rule the filter out;
 //! - `read`: the streaming read of the kept leaves;
+//! - `index_probe`: before a kept leaf is scanned, whether its scalar indexes rule the
+//!   filter's equalities out;
 //! - `provider`, `exec`: the namespace as a DataFusion table and its execution plan.
 
 mod display;
 mod exec;
+mod index_probe;
 mod never_true;
 mod prune;
 mod prune_expr;

@@ -21,6 +21,7 @@ use crate::ns::infra::storage::Storage;
 use crate::ns::leaf_io::read_rules::{adapt, leaf_columns};
 use crate::ns::manifest::Snapshot;
 
+use super::index_probe::IndexProbe;
 use super::prune::{prune, Pruned};
 
 /// What to read.
@@ -53,6 +54,8 @@ struct LeafOpener {
     split: Option<(usize, usize)>,
     /// Whether the filter is never TRUE without these columns (decided once per set).
     never_true: Mutex<HashMap<Vec<String>, bool>>,
+    /// The filter's equalities, asked of each leaf's indexes before it is scanned.
+    probe: Option<IndexProbe>,
 }
 
 /// One leaf being read.
@@ -73,6 +76,8 @@ enum Opened {
     Leaf(OpenLeaf),
     /// The filter is never TRUE on the leaf (it needs columns the leaf was written without).
     Skipped,
+    /// The leaf's indexes hold none of the values the filter requires.
+    RuledOut,
 }
 
 /// A streaming snapshot read over the kept leaves.
@@ -90,6 +95,9 @@ pub struct ScanIter {
     /// Leaves skipped without reading data: the filter is never TRUE on them (it needs
     /// columns they were written without).
     pub skipped: usize,
+    /// Leaves skipped without reading data because their indexes hold none of the values the
+    /// filter requires ([`super::index_probe`]).
+    pub ruled_out: usize,
     /// Batches of fewer rows are combined up to this many (see [`Self::combined`]).
     combine_to: Option<usize>,
     /// Small batches held to be returned as one.
@@ -200,6 +208,7 @@ impl ScanIter {
                 match self.pending.next().await.transpose()? {
                     None => return Ok(None),
                     Some(Opened::Skipped) => self.skipped += 1,
+                    Some(Opened::RuledOut) => self.ruled_out += 1,
                     Some(Opened::Leaf(leaf)) => {
                         self.opened += 1;
                         self.current = Some(leaf);
@@ -278,6 +287,11 @@ impl LeafOpener {
         // namespace name and type; otherwise filter after adapting.
         let pushed = match &self.filter {
             Some(f) if self.same_columns(f, &leaf_schema, &map) => {
+                if let Some(probe) = &self.probe {
+                    if probe.rules_out(&ds).await {
+                        return Ok(Opened::RuledOut);
+                    }
+                }
                 // The parsed expression, not the text: Lance's SQL dialect differs from ours
                 // (it reads "x" as a string, not as a column).
                 scanner.filter_expr(f.expr.clone());
@@ -395,6 +409,7 @@ pub fn read_leaves(
         .as_ref()
         .map(|f| f.physical(&read_schema))
         .transpose()?;
+    let probe = filter.as_ref().and_then(|f| IndexProbe::of(&f.expr));
     let opener = LeafOpener {
         storage: snap.storage.clone(),
         snap,
@@ -403,6 +418,7 @@ pub fn read_leaves(
         batch_size,
         split: None,
         never_true: Mutex::new(HashMap::new()),
+        probe,
     };
     Ok(ScanIter {
         opener: Arc::new(opener),
@@ -414,6 +430,7 @@ pub fn read_leaves(
         filter_phys,
         opened: 0,
         skipped: 0,
+        ruled_out: 0,
         combine_to: None,
         held: Vec::new(),
         held_rows: 0,
