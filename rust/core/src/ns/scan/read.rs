@@ -146,7 +146,7 @@ impl ScanIter {
             let Some(i) = self.leaves.next() else { return };
             let opener = Arc::clone(&self.opener);
             self.pending
-                .push_back(Box::pin(async move { opener.open(i).await }));
+                .push_back(on_runtime(async move { opener.open(i).await }));
         }
     }
 
@@ -268,6 +268,20 @@ impl LeafOpener {
                 return Ok(Opened::Skipped);
             }
         }
+        // Push the filter into Lance when the leaf has every filter column under its
+        // namespace name and type; otherwise filter after adapting. A pushed filter is first
+        // asked of the leaf's indexes, before anything is planned.
+        let pushed = match &self.filter {
+            Some(f) => self.same_columns(f, &leaf_schema, &map),
+            None => false,
+        };
+        if pushed {
+            if let Some(probe) = &self.probe {
+                if probe.rules_out(&ds).await {
+                    return Ok(Opened::RuledOut);
+                }
+            }
+        }
         let wanted: Vec<String> = self
             .read_schema
             .fields()
@@ -283,22 +297,11 @@ impl LeafOpener {
         if let Some(n) = self.batch_size {
             scanner.batch_size(n);
         }
-        // Push the filter into Lance when the leaf has every filter column under its
-        // namespace name and type; otherwise filter after adapting.
-        let pushed = match &self.filter {
-            Some(f) if self.same_columns(f, &leaf_schema, &map) => {
-                if let Some(probe) = &self.probe {
-                    if probe.rules_out(&ds).await {
-                        return Ok(Opened::RuledOut);
-                    }
-                }
-                // The parsed expression, not the text: Lance's SQL dialect differs from ours
-                // (it reads "x" as a string, not as a column).
-                scanner.filter_expr(f.expr.clone());
-                true
-            }
-            _ => false,
-        };
+        if let (true, Some(f)) = (pushed, &self.filter) {
+            // The parsed expression, not the text: Lance's SQL dialect differs from ours
+            // (it reads "x" as a string, not as a column).
+            scanner.filter_expr(f.expr.clone());
+        }
         let mut stream = scanner.try_into_stream().await?;
         let ahead = stream.next().await.transpose()?;
         let ended = ahead.is_none();
@@ -435,4 +438,32 @@ pub fn read_leaves(
         held: Vec::new(),
         held_rows: 0,
     })
+}
+
+/// Runs `f` as a task of the current tokio runtime, so the leaves opened ahead are opened on
+/// every worker thread at once rather than interleaved on the reader's (a point lookup asks
+/// the index of every kept leaf); the task is aborted when the returned future is dropped (a
+/// scan dropped early). Without a runtime (never in practice), `f` runs where it is polled.
+fn on_runtime(
+    f: impl std::future::Future<Output = Result<Opened>> + Send + 'static,
+) -> BoxFuture<'static, Result<Opened>> {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return Box::pin(f);
+    };
+    let task = AbortOnDrop(handle.spawn(f));
+    Box::pin(async move {
+        let mut task = task;
+        (&mut task.0)
+            .await
+            .map_err(|e| Error::Internal(format!("opening a leaf failed: {e}")))?
+    })
+}
+
+/// A spawned task, aborted when this is dropped before it ended.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
