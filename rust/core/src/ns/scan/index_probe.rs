@@ -1,7 +1,7 @@
 //! Ruling a leaf out by its scalar indexes before reading it: a filter that requires a column
-//! to equal a value (`c = v`, `c IN (v, ...)`, ANDed with anything) cannot match a leaf whose
-//! B-tree or bitmap index on `c` holds none of the values, so that leaf is never planned or
-//! scanned. A point lookup then costs one index search per kept leaf (tens of microseconds
+//! to equal a value (`c = v`, `c IN (v, ...)`, an OR of those on `c`, ANDed with anything)
+//! cannot match a leaf whose index on `c` (B-tree, bitmap, zone map) holds none of the values,
+//! so that leaf is never planned or scanned. A point lookup then costs one index search per kept leaf (tens of microseconds
 //! warm) and a scan of the few leaves that hold the key, instead of a Lance scan of every
 //! leaf (a few hundred microseconds each, mostly planning).
 //!
@@ -157,10 +157,7 @@ async fn holds_none(ds: &Dataset, eq: &Equality) -> Result<bool> {
         return Ok(false);
     };
     let indexes = ds.load_indices().await?;
-    let segments: Vec<_> = indexes
-        .iter()
-        .filter(|m| m.fields == [field.id])
-        .collect();
+    let segments: Vec<_> = indexes.iter().filter(|m| m.fields == [field.id]).collect();
     if segments.is_empty() {
         return Ok(false);
     }
