@@ -12,15 +12,20 @@
 //! ever skips work, never changes an answer. Deleted rows an index still lists only keep a
 //! leaf in.
 
+use std::collections::HashSet;
+
 use lance::dataset::Dataset;
 use lance::index::{DatasetIndexExt, DatasetIndexInternalExt};
 use lance_index::metrics::NoOpMetricsCollector;
 use lance_index::scalar::{SargableQuery, SearchResult};
+use lance_table::format::IndexMetadata;
 
 use crate::arrow::datatypes::DataType;
 use crate::datafusion::logical_expr::{Expr, Operator};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::Result;
+use crate::field_ids::field_id;
+use crate::ns::manifest::{declared_indexes, Snapshot};
 
 /// One conjunct of the filter an index can answer: column `column` equals one of `values`.
 #[derive(Debug, Clone)]
@@ -36,10 +41,22 @@ pub(super) struct IndexProbe {
 }
 
 impl IndexProbe {
-    /// The equalities among the top-level conjuncts of `expr` (none: nothing to probe).
-    pub(super) fn of(expr: &Expr) -> Option<Self> {
+    /// The equalities among the top-level conjuncts of `expr` on columns of `snap` with a
+    /// declared index (`create_index`); `None` when there are none (a namespace without
+    /// indexes, or a filter on other columns, asks no leaf anything).
+    pub(super) fn of(expr: &Expr, snap: &Snapshot) -> Option<Self> {
+        let declared = declared_indexes(&snap.root_props.props).ok()?;
+        let indexed: HashSet<&str> = snap
+            .root_props
+            .schema
+            .fields()
+            .iter()
+            .filter(|f| field_id(f).is_some_and(|id| declared.values().any(|d| d.field_id == id)))
+            .map(|f| f.name().as_str())
+            .collect();
         let mut equalities = Vec::new();
         collect(expr, &mut equalities);
+        equalities.retain(|e| indexed.contains(e.column.name.as_str()));
         (!equalities.is_empty()).then_some(Self { equalities })
     }
 
@@ -47,8 +64,11 @@ impl IndexProbe {
     /// are the leaf's own under their namespace names (the caller checked that the leaf has
     /// each filter column under its namespace name and type).
     pub(super) async fn rules_out(&self, ds: &Dataset) -> bool {
+        let Ok(indexes) = ds.load_indices().await else {
+            return false;
+        };
         for eq in &self.equalities {
-            if matches!(holds_none(ds, eq).await, Ok(true)) {
+            if matches!(holds_none(ds, &indexes, eq).await, Ok(true)) {
                 return true;
             }
         }
@@ -144,9 +164,9 @@ struct Column {
     cast: bool,
 }
 
-/// Whether the indexes of `ds` on `eq.column` cover all of its fragments and find none of
-/// `eq.values`; `Ok(false)` whenever that cannot be shown.
-async fn holds_none(ds: &Dataset, eq: &Equality) -> Result<bool> {
+/// Whether the indexes of `ds` (`indexes`, its index list) on `eq.column` cover all of its
+/// fragments and find none of `eq.values`; `Ok(false)` whenever that cannot be shown.
+async fn holds_none(ds: &Dataset, indexes: &[IndexMetadata], eq: &Equality) -> Result<bool> {
     let Some(field) = ds.schema().fields.iter().find(|f| f.name == eq.column.name) else {
         return Ok(false);
     };
@@ -156,7 +176,6 @@ async fn holds_none(ds: &Dataset, eq: &Equality) -> Result<bool> {
     let Some(values) = as_column_type(&eq.values, &field.data_type()) else {
         return Ok(false);
     };
-    let indexes = ds.load_indices().await?;
     let segments: Vec<_> = indexes.iter().filter(|m| m.fields == [field.id]).collect();
     if segments.is_empty() {
         return Ok(false);

@@ -412,7 +412,7 @@ pub fn read_leaves(
         .as_ref()
         .map(|f| f.physical(&read_schema))
         .transpose()?;
-    let probe = filter.as_ref().and_then(|f| IndexProbe::of(&f.expr));
+    let probe = filter.as_ref().and_then(|f| IndexProbe::of(&f.expr, &snap));
     let opener = LeafOpener {
         storage: snap.storage.clone(),
         snap,
