@@ -225,6 +225,13 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         ["--sf", "1"],
         ["--sf", "0.05", "--repeat", "1"],
     ),
+    (
+        "stream-read",
+        "## A time window over a stream's partitions",
+        "stream_read.py",
+        [],
+        ["--days", "1", "--batches", "12", "--rows", "2000", "--repeat", "1"],
+    ),
 ]
 
 

@@ -136,7 +136,8 @@ class Snapshot:
     def explain(self, filter: Filter = None, *, check_sizes: bool = True) -> str:
         """The manifest predicate built per spec version and how many partitions were kept,
         with how many of those the partition values kept were then skipped by the column
-        statistics their commits recorded (bounds that rule the filter out).
+        statistics their commits recorded (bounds that rule the filter out), and how many
+        fragments inside the kept partitions the statistics of each write's rows skip.
 
         With ``check_sizes`` (and at least ``TINY_CHECK_MIN_PARTITIONS`` kept partitions), the
         row counts of up to ``TINY_CHECK_SAMPLE`` kept partitions are read; a warning line is
@@ -160,6 +161,13 @@ class Snapshot:
                 + _stats_note(p["skipped_by_stats"])
             )
         lines.append(f"total: kept {kept} of {total} partitions" + _stats_note(by_stats))
+        if native is not None and kept:
+            skipped = self._s.fragments_skipped(native)
+            if skipped:
+                lines.append(
+                    f"fragments: {skipped} of the kept partitions skipped by the column"
+                    " statistics of the rows their writes added"
+                )
         if check_sizes and kept >= TINY_CHECK_MIN_PARTITIONS:
             lines.extend(self._tiny_partition_warning(native))
         return "\n".join(lines)

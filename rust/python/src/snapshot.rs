@@ -142,6 +142,17 @@ impl ManifestSnapshot {
         Ok((plan_to_py(py, &plan)?, ArrowBatch(batch)))
     }
 
+    /// Of the fragments of the leaves `filter` keeps, how many their recorded fragment
+    /// statistics rule the filter out (explain; reads the manifest only).
+    fn fragments_skipped(&self, py: Python<'_>, filter: FilterArg) -> PyResult<u64> {
+        let snap = Arc::clone(&self.snap);
+        run(py, || {
+            let f = scan::Filter::from_input(&filter.0, &snap.schema())?;
+            let kept = block_on(scan::prune(&snap, Some(&f)))?.leaves;
+            block_on(scan::fragments_skipped(&snap, &f, &kept))
+        })
+    }
+
     /// Row counts of at most `sample` pruned leaves, evenly spaced over all kept leaves
     /// (explain's partition-size check: bounded cost on namespaces of any size).
     #[pyo3(signature = (filter, sample))]
@@ -361,6 +372,13 @@ impl Scan {
     #[getter]
     fn leaves_ruled_out_by_index(&self) -> usize {
         self.count(|i| i.ruled_out)
+    }
+
+    /// Fragments of the partitions kept that were not read because the column statistics of
+    /// the rows their write added rule the filter out.
+    #[getter]
+    fn fragments_skipped_by_stats(&self) -> usize {
+        self.count(|i| i.fragments_skipped)
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

@@ -70,8 +70,8 @@ pub use auto_expire::{
     EXPIRE_INTERVAL_KEY, EXPIRE_OLDER_THAN_KEY, EXPIRE_RETAIN_KEY,
 };
 pub use column_stats::{
-    cast_bound, column_stats_enabled, ColumnStats, LeafColumnStats, COLUMN_STATS_ENABLED_KEY,
-    COLUMN_STATS_KEY, PREFIX_BYTES,
+    cast_bound, column_stats_enabled, ColumnStats, FragmentGroup, FragmentStats, LeafColumnStats,
+    COLUMN_STATS_ENABLED_KEY, COLUMN_STATS_KEY, FRAGMENT_STATS_KEY, PREFIX_BYTES,
 };
 pub use compact::{
     leaf_max_fragments, max_fragments, too_fragmented, DEFAULT_LEAF_MAX_FRAGMENTS,
@@ -101,7 +101,8 @@ pub use retention::{
 pub use root::Root;
 pub use sort_order::{SortKey, SortOrder, SORT_ORDER_KEY};
 pub use stats::{
-    leaf_column_stats, leaf_stats, recorded_totals, LeafStats, LeafTotals, LeafVersion,
+    leaf_column_stats, leaf_fragment_stats, leaf_stats, recorded_totals, LeafStats, LeafTotals,
+    LeafVersion,
 };
 pub use versions::{TableVersion, VersionRow};
 pub use write_ids::{stream_batch, WriteIds, STREAM_PREFIX};

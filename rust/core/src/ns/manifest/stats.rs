@@ -11,7 +11,7 @@
 //! (one listing of the leaf's `_versions/` each).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use futures::stream::{self, StreamExt, TryStreamExt};
@@ -21,7 +21,7 @@ use serde::Deserialize;
 use crate::arrow::array::{Array, StringArray};
 use crate::error::{corrupt, Error, Result};
 
-use super::column_stats::LeafColumnStats;
+use super::column_stats::{FragmentStats, LeafColumnStats};
 use super::format::{required_string, version_rows};
 use super::{parse_props, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE};
 
@@ -173,12 +173,15 @@ impl TotalsJson<'_> {
 }
 
 /// A committed leaf version and what it holds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LeafVersion {
     /// The version.
     pub version: u64,
     /// Its totals.
     pub totals: LeafTotals,
+    /// Its fragments: id and the path of the first data file (which names a fragment before
+    /// its commit numbers it).
+    pub fragments: Vec<(u64, String)>,
 }
 
 impl LeafVersion {
@@ -187,10 +190,42 @@ impl LeafVersion {
     /// # Errors
     /// As [`LeafTotals::of`].
     pub async fn of(ds: &Dataset) -> Result<Self> {
+        let fragments = ds
+            .fragments()
+            .iter()
+            .map(|f| {
+                (
+                    f.id,
+                    f.files.first().map(|d| d.path.clone()).unwrap_or_default(),
+                )
+            })
+            .collect();
         Ok(Self {
             version: ds.version().version,
             totals: LeafTotals::of(ds).await?,
+            fragments,
         })
+    }
+
+    /// The ids of the version's fragments.
+    #[must_use]
+    pub fn fragment_ids(&self) -> Vec<u64> {
+        self.fragments.iter().map(|(id, _)| *id).collect()
+    }
+
+    /// The ids this version gave to `written` (fragments staged before the commit numbered
+    /// them), found by their first data file.
+    #[must_use]
+    pub fn ids_of(&self, written: &[lance::table::format::Fragment]) -> Vec<u64> {
+        let files: HashSet<&str> = written
+            .iter()
+            .filter_map(|f| f.files.first().map(|d| d.path.as_str()))
+            .collect();
+        self.fragments
+            .iter()
+            .filter(|(_, path)| !path.is_empty() && files.contains(path.as_str()))
+            .map(|(id, _)| *id)
+            .collect()
     }
 }
 
@@ -383,6 +418,25 @@ pub async fn leaf_column_stats(snap: &Snapshot) -> Result<Arc<Vec<Option<LeafCol
         })
         .await?;
     Ok(Arc::clone(parsed))
+}
+
+/// The fragment groups recorded for the read version of the leaf `leaf` of `snap` (`None`
+/// when there are none: see [`FragmentStats`]). Parsed on each call: a read asks once per
+/// leaf it opens.
+///
+/// # Errors
+/// `Lance` when the manifest's properties cannot be read; `Corrupt` for a malformed one.
+pub async fn leaf_fragment_stats(snap: &Snapshot, leaf: usize) -> Result<Option<FragmentStats>> {
+    if !snap.strong_mode(None)? {
+        return Ok(None);
+    }
+    let recorded = snap
+        .recorded
+        .get_or_try_init(|| Recorded::index(snap))
+        .await?;
+    Ok(recorded
+        .props(leaf)?
+        .and_then(|p| FragmentStats::recorded(&p)))
 }
 
 /// The rows and bytes the manifest records for the leaves `idx` together, without opening

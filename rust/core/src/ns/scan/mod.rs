@@ -28,3 +28,4 @@ pub use exec::ScanRecord;
 pub use provider::NamespaceTable;
 pub use prune::{prune, Pruned, SpecPlan};
 pub use read::{read_leaves, scan, ScanIter, ScanOptions};
+pub use stats_prune::fragments_skipped;

@@ -85,20 +85,24 @@ pub(super) fn date_part(e: &Expr) -> Option<(&'static str, Vec<String>)> {
 }
 
 /// The source a filter reads: a column, or a struct child (`s.city` parses to
-/// `get_field(s, 'city')`), as its path of names.
+/// `get_field(s, 'city')`, `s.pos.x` to `get_field(s, 'pos', 'x')`), as its path of names.
 pub(super) fn as_column(e: &Expr) -> Option<Vec<String>> {
     match e {
         Expr::Column(c) => Some(vec![c.name.clone()]),
         Expr::ScalarFunction(f) if f.func.name() == "get_field" => {
-            let [inner, name] = f.args.as_slice() else {
+            // `a.b.c` parses to `get_field(a, 'b', 'c')`: one call for the whole path.
+            let (inner, names) = f.args.split_first()?;
+            if names.is_empty() {
                 return None;
-            };
+            }
             let mut path = as_column(inner)?;
-            match as_literal(name)? {
-                ScalarValue::Utf8(Some(n))
-                | ScalarValue::LargeUtf8(Some(n))
-                | ScalarValue::Utf8View(Some(n)) => path.push(n),
-                _ => return None,
+            for name in names {
+                match as_literal(name)? {
+                    ScalarValue::Utf8(Some(n))
+                    | ScalarValue::LargeUtf8(Some(n))
+                    | ScalarValue::Utf8View(Some(n)) => path.push(n),
+                    _ => return None,
+                }
             }
             Some(path)
         }

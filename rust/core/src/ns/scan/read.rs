@@ -10,6 +10,8 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesOrdered;
 use futures::StreamExt;
 use lance::dataset::scanner::DatasetRecordBatchStream;
+use lance::dataset::Dataset;
+use lance::table::format::Fragment;
 
 use crate::arrow::array::RecordBatch;
 use crate::arrow::compute::{concat_batches, filter_record_batch};
@@ -19,10 +21,11 @@ use crate::error::{Error, Result};
 use crate::ns::infra::filter::{evaluate_mask, Filter, FilterInput};
 use crate::ns::infra::storage::Storage;
 use crate::ns::leaf_io::read_rules::{adapt, leaf_columns};
-use crate::ns::manifest::Snapshot;
+use crate::ns::manifest::{leaf_fragment_stats, Snapshot};
 
 use super::index_probe::IndexProbe;
 use super::prune::{prune, Pruned};
+use super::stats_prune::StatsPredicate;
 
 /// What to read.
 #[derive(Debug, Clone, Default)]
@@ -56,6 +59,8 @@ struct LeafOpener {
     never_true: Mutex<HashMap<Vec<String>, bool>>,
     /// The filter's equalities, asked of each leaf's indexes before it is scanned.
     probe: Option<IndexProbe>,
+    /// The filter over column statistics, asked of each leaf's fragment groups.
+    stats: Option<StatsPredicate>,
 }
 
 /// One leaf being read.
@@ -69,6 +74,8 @@ struct OpenLeaf {
     ahead: Option<RecordBatch>,
     /// The stream ended while reading ahead.
     ended: bool,
+    /// Fragments not read: their statistics rule the filter out.
+    fragments_skipped: usize,
 }
 
 /// A leaf opened, or skipped without reading data.
@@ -78,6 +85,8 @@ enum Opened {
     Skipped,
     /// The leaf's indexes hold none of the values the filter requires.
     RuledOut,
+    /// The statistics of every fragment of the leaf rule the filter out (this many).
+    FragmentsRuledOut(usize),
 }
 
 /// A streaming snapshot read over the kept leaves.
@@ -98,6 +107,9 @@ pub struct ScanIter {
     /// Leaves skipped without reading data because their indexes hold none of the values the
     /// filter requires ([`super::index_probe`]).
     pub ruled_out: usize,
+    /// Fragments of the leaves kept that were not read because the statistics of the rows
+    /// their change added rule the filter out ([`crate::ns::manifest::FragmentStats`]).
+    pub fragments_skipped: usize,
     /// Batches of fewer rows are combined up to this many (see [`Self::combined`]).
     combine_to: Option<usize>,
     /// Small batches held to be returned as one.
@@ -209,8 +221,10 @@ impl ScanIter {
                     None => return Ok(None),
                     Some(Opened::Skipped) => self.skipped += 1,
                     Some(Opened::RuledOut) => self.ruled_out += 1,
+                    Some(Opened::FragmentsRuledOut(n)) => self.fragments_skipped += n,
                     Some(Opened::Leaf(leaf)) => {
                         self.opened += 1;
+                        self.fragments_skipped += leaf.fragments_skipped;
                         self.current = Some(leaf);
                         self.open_ahead();
                     }
@@ -288,11 +302,18 @@ impl LeafOpener {
             .iter()
             .filter_map(|f| map.get(f.name()).cloned())
             .collect();
+        let kept = self.fragments_kept(i, &ds).await?;
+        let fragments_skipped = kept.as_ref().map_or(0, |k| ds.fragments().len() - k.len());
+        if kept.as_ref().is_some_and(Vec::is_empty) {
+            return Ok(Opened::FragmentsRuledOut(fragments_skipped));
+        }
         let mut scanner = ds.scan();
         scanner.project(&wanted)?;
+        let fragments = kept.as_deref().unwrap_or(ds.fragments().as_slice());
         if let Some((k, n)) = self.split {
-            let part = ds.fragments().iter().skip(k).step_by(n).cloned().collect();
-            scanner.with_fragments(part);
+            scanner.with_fragments(fragments.iter().skip(k).step_by(n).cloned().collect());
+        } else if let Some(kept) = kept {
+            scanner.with_fragments(kept);
         }
         if let Some(n) = self.batch_size {
             scanner.batch_size(n);
@@ -311,7 +332,25 @@ impl LeafOpener {
             pushed,
             ahead,
             ended,
+            fragments_skipped,
         }))
+    }
+
+    /// The fragments of leaf `i` (opened as `ds`) its fragment groups' statistics do not rule
+    /// out; `None` when that is all of them.
+    async fn fragments_kept(&self, i: usize, ds: &Dataset) -> Result<Option<Vec<Fragment>>> {
+        let Some(predicate) = &self.stats else {
+            return Ok(None);
+        };
+        let Some(groups) = leaf_fragment_stats(&self.snap, i).await? else {
+            return Ok(None);
+        };
+        let out = predicate.fragments_ruled_out(&groups);
+        if out.is_empty() {
+            return Ok(None);
+        }
+        let kept = ds.fragments().iter().filter(|f| !out.contains(&f.id));
+        Ok(Some(kept.cloned().collect()))
     }
 
     /// Whether `f` is never TRUE when the columns `missing` are NULL (decided once per set).
@@ -413,6 +452,7 @@ pub fn read_leaves(
         .map(|f| f.physical(&read_schema))
         .transpose()?;
     let probe = filter.as_ref().and_then(|f| IndexProbe::of(&f.expr, &snap));
+    let stats = filter.as_ref().and_then(|f| StatsPredicate::of(&snap, f));
     let opener = LeafOpener {
         storage: snap.storage.clone(),
         snap,
@@ -422,6 +462,7 @@ pub fn read_leaves(
         split: None,
         never_true: Mutex::new(HashMap::new()),
         probe,
+        stats,
     };
     Ok(ScanIter {
         opener: Arc::new(opener),
@@ -434,6 +475,7 @@ pub fn read_leaves(
         opened: 0,
         skipped: 0,
         ruled_out: 0,
+        fragments_skipped: 0,
         combine_to: None,
         held: Vec::new(),
         held_rows: 0,

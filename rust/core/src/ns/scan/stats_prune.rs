@@ -1,21 +1,93 @@
-//! Skipping leaves by their column statistics, after partition pruning: DataFusion's
+//! Skipping leaves, and fragments inside the leaves kept, by their column statistics, after
+//! partition pruning: DataFusion's
 //! `PruningPredicate` rewrites the filter into a predicate over each column's bounds and counts
 //! (`x > 5` becomes `x_max > 5`), evaluated once over every candidate leaf's recorded
 //! statistics. A leaf is skipped only when its statistics prove that no row can satisfy the
-//! filter; leaves without statistics, and columns without them, are kept.
+//! filter; leaves without statistics, and columns without them, are kept. The same predicate
+//! judges the fragment groups a leaf version records ([`FragmentStats`]) when the leaf is
+//! opened to be read.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use super::prune_expr::as_column;
 use crate::arrow::array::{ArrayRef, BooleanArray, UInt64Array};
-use crate::arrow::datatypes::DataType;
+use crate::arrow::datatypes::{DataType, Field, Schema};
+use crate::datafusion::common::tree_node::{Transformed, TreeNode};
 use crate::datafusion::common::Column;
+use crate::datafusion::logical_expr::Expr;
 use crate::datafusion::physical_optimizer::pruning::{PruningPredicate, PruningStatistics};
 use crate::datafusion::scalar::ScalarValue;
 use crate::error::Result;
 use crate::field_ids::field_id;
-use crate::ns::infra::filter::{plain, Filter};
-use crate::ns::manifest::{cast_bound, leaf_column_stats, ColumnStats, LeafColumnStats, Snapshot};
+use crate::ns::infra::filter::Filter;
+use crate::ns::manifest::{
+    cast_bound, leaf_column_stats, leaf_fragment_stats, ColumnStats, FragmentStats,
+    LeafColumnStats, Snapshot,
+};
+
+/// A filter rewritten over column statistics (`x > 5` becomes `x_max > 5`), evaluated over
+/// leaves and over the fragment groups inside a leaf.
+pub(super) struct StatsPredicate {
+    predicate: PruningPredicate,
+    /// Column name (a struct child's: its path joined by [`PATH_SEP`]) -> (field id,
+    /// namespace type).
+    fields: HashMap<String, (i32, DataType)>,
+}
+
+impl StatsPredicate {
+    /// The predicate of `filter` over `snap`'s columns; `None` when statistics cannot rule it
+    /// out (it reads only partition sources, which partition pruning has judged, or the
+    /// rewrite cannot use it).
+    pub(super) fn of(snap: &Snapshot, filter: &Filter) -> Option<Self> {
+        let ns = snap.schema();
+        let mut fields: HashMap<String, (i32, DataType)> = HashMap::new();
+        let mut columns: Vec<Field> = Vec::new();
+        for f in ns.fields() {
+            columns.push(f.as_ref().clone().with_metadata(HashMap::new()));
+            if let Some(id) = field_id(f) {
+                fields.insert(f.name().clone(), (id, f.data_type().clone()));
+            }
+            children(&[f.name().clone()], f, &mut fields, &mut columns);
+        }
+        if only_partition_sources(snap, filter, &fields) {
+            return None;
+        }
+        let schema = Arc::new(Schema::new(columns));
+        let by_child = Filter {
+            sql: filter.sql.clone(),
+            expr: child_columns(&filter.expr, &fields),
+        };
+        let expr = by_child.physical(&schema).ok()?;
+        let predicate = PruningPredicate::try_new(expr, Arc::clone(&schema)).ok()?;
+        (!predicate.always_true()).then_some(Self { predicate, fields })
+    }
+
+    /// Per statistics, whether rows they describe may satisfy the filter (all `true` when the
+    /// predicate cannot be evaluated over them).
+    fn may_match(&self, stats: Vec<&LeafColumnStats>) -> Vec<bool> {
+        let n = stats.len();
+        let view = Containers {
+            leaves: stats,
+            fields: &self.fields,
+        };
+        self.predicate
+            .prune(&view)
+            .unwrap_or_else(|_| vec![true; n])
+    }
+
+    /// The fragments of `groups` whose statistics rule the filter out.
+    pub(super) fn fragments_ruled_out(&self, groups: &FragmentStats) -> HashSet<u64> {
+        let may = self.may_match(groups.groups.iter().map(|g| &g.stats).collect());
+        groups
+            .groups
+            .iter()
+            .zip(may)
+            .filter(|(_, may)| !may)
+            .flat_map(|(g, _)| g.ids.iter().copied())
+            .collect()
+    }
+}
 
 /// Removes from `kept` (indexes into the snapshot's leaves) the leaves whose statistics prove
 /// that no row satisfies `filter`; returns those removed.
@@ -27,47 +99,20 @@ pub(super) async fn skip_by_stats(
     filter: &Filter,
     kept: &mut Vec<usize>,
 ) -> Result<HashSet<usize>> {
-    let none = HashSet::new;
     if kept.is_empty() {
-        return Ok(none());
+        return Ok(HashSet::new());
     }
-    let fields: HashMap<String, (i32, DataType)> = snap
-        .schema()
-        .fields()
-        .iter()
-        .filter_map(|f| Some((f.name().clone(), (field_id(f)?, f.data_type().clone()))))
-        .collect();
-    if only_partition_sources(snap, filter, &fields) {
-        // Partition pruning has done what statistics could: no need to read them.
-        return Ok(none());
-    }
-    let schema = Arc::new(plain(&snap.schema()));
-    // A filter the rewrite cannot use (or that needs no column) prunes nothing here.
-    let Ok(expr) = filter.physical(&schema) else {
-        return Ok(none());
+    let Some(predicate) = StatsPredicate::of(snap, filter) else {
+        return Ok(HashSet::new());
     };
-    let Ok(predicate) = PruningPredicate::try_new(expr, Arc::clone(&schema)) else {
-        return Ok(none());
-    };
-    if predicate.always_true() {
-        return Ok(none());
-    }
     let recorded = leaf_column_stats(snap).await?;
     let with: Vec<usize> = kept
         .iter()
         .copied()
         .filter(|&i| recorded[i].is_some())
         .collect();
-    if with.is_empty() {
-        return Ok(none());
-    }
-    let view = Containers {
-        leaves: with.iter().filter_map(|&i| recorded[i].as_ref()).collect(),
-        fields,
-    };
-    let Ok(may_match) = predicate.prune(&view) else {
-        return Ok(none());
-    };
+    let may_match =
+        predicate.may_match(with.iter().filter_map(|&i| recorded[i].as_ref()).collect());
     let skipped: HashSet<usize> = with
         .iter()
         .zip(may_match)
@@ -76,6 +121,66 @@ pub(super) async fn skip_by_stats(
         .collect();
     kept.retain(|i| !skipped.contains(i));
     Ok(skipped)
+}
+
+/// How many fragments of the leaves `kept` their recorded fragment groups' statistics rule
+/// `filter` out (`explain`; the manifest alone is read).
+///
+/// # Errors
+/// `Lance` or `Corrupt` when the manifest's recorded properties cannot be read.
+pub async fn fragments_skipped(snap: &Snapshot, filter: &Filter, kept: &[usize]) -> Result<u64> {
+    let Some(predicate) = StatsPredicate::of(snap, filter) else {
+        return Ok(0);
+    };
+    let mut skipped = 0;
+    for &i in kept {
+        if let Some(groups) = leaf_fragment_stats(snap, i).await? {
+            skipped += predicate.fragments_ruled_out(&groups).len() as u64;
+        }
+    }
+    Ok(skipped)
+}
+
+/// Separates the names of a struct child's path in the column that stands for it.
+const PATH_SEP: char = '\u{1f}';
+
+/// Adds the struct children of `f` (at `path`), at every depth, as columns of their own
+/// named by their path: the statistics of a child are recorded under its field id.
+fn children(
+    path: &[String],
+    f: &Field,
+    fields: &mut HashMap<String, (i32, DataType)>,
+    columns: &mut Vec<Field>,
+) {
+    let DataType::Struct(kids) = f.data_type() else {
+        return;
+    };
+    for kid in kids {
+        let mut at = path.to_vec();
+        at.push(kid.name().clone());
+        let name = at.join(&PATH_SEP.to_string());
+        if let Some(id) = field_id(kid) {
+            fields.insert(name.clone(), (id, kid.data_type().clone()));
+            columns.push(Field::new(&name, kid.data_type().clone(), true));
+        }
+        children(&at, kid, fields, columns);
+    }
+}
+
+/// `e` with every struct child it reads (`get_field(s, 'x')`) replaced by the column that
+/// stands for it, so the pruning rewrite sees it as a column with bounds.
+fn child_columns(e: &Expr, fields: &HashMap<String, (i32, DataType)>) -> Expr {
+    let rewritten = e.clone().transform_up(|e| {
+        let Expr::ScalarFunction(_) = &e else {
+            return Ok(Transformed::no(e));
+        };
+        let name = as_column(&e).map(|p| p.join(&PATH_SEP.to_string()));
+        Ok(match name.filter(|n| fields.contains_key(n)) {
+            Some(n) => Transformed::yes(Expr::Column(Column::new_unqualified(n))),
+            None => Transformed::no(e),
+        })
+    });
+    rewritten.map_or_else(|_| e.clone(), |t| t.data)
 }
 
 /// Whether every column `filter` reads is a source of a partition field (of any spec version).
@@ -100,8 +205,8 @@ fn only_partition_sources(
 /// leaf, columns found by their namespace field id.
 struct Containers<'a> {
     leaves: Vec<&'a LeafColumnStats>,
-    /// Top-level column name -> (field id, namespace type).
-    fields: HashMap<String, (i32, DataType)>,
+    /// As [`StatsPredicate::fields`].
+    fields: &'a HashMap<String, (i32, DataType)>,
 }
 
 impl Containers<'_> {

@@ -6,10 +6,13 @@
 //! zero is widened to both zeros (SQL and Arrow's total order disagree on `-0.0 < 0.0`).
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use crate::arrow::array::{
-    Array, ArrayRef, ArrowNativeTypeOp, AsArray, GenericByteArray, PrimitiveArray, RecordBatch,
+    make_array, Array, ArrayRef, ArrowNativeTypeOp, AsArray, GenericByteArray, PrimitiveArray,
+    RecordBatch,
 };
+use crate::arrow::buffer::NullBuffer;
 use crate::arrow::datatypes::{ArrowNativeType, ArrowPrimitiveType, ByteArrayType};
 use crate::arrow::datatypes::{DataType, Field, Float32Type, Float64Type};
 use crate::datafusion::functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
@@ -35,18 +38,44 @@ impl LeafColumnStats {
     pub fn of_batch_except(batch: &RecordBatch, skip: &HashSet<i32>) -> Self {
         let mut columns = BTreeMap::new();
         for (f, a) in batch.schema().fields().iter().zip(batch.columns()) {
-            let Some(id) = namespace_field_id(f).filter(|id| !skip.contains(id)) else {
-                continue;
-            };
-            if let Some(s) = of_array(a) {
-                columns.insert(id, s);
-            }
+            collect(f, a, skip, &mut columns);
         }
         Self {
             rows: batch.num_rows() as u64,
             columns,
         }
     }
+}
+
+/// Adds the statistics of column `a` (field `f`) to `columns`, and those of its struct
+/// children at every depth: a child's value is NULL where it or any struct above it is.
+fn collect(f: &Field, a: &ArrayRef, skip: &HashSet<i32>, columns: &mut BTreeMap<i32, ColumnStats>) {
+    if let Some(id) = namespace_field_id(f).filter(|id| !skip.contains(id)) {
+        if let Some(s) = of_array(a) {
+            columns.insert(id, s);
+        }
+    }
+    let (DataType::Struct(kids), Some(parent)) = (f.data_type(), a.as_struct_opt()) else {
+        return;
+    };
+    let parent_nulls = parent.logical_nulls().filter(|n| n.null_count() > 0);
+    for (kid, child) in kids.iter().zip(parent.columns()) {
+        let child = match &parent_nulls {
+            None => Arc::clone(child),
+            Some(n) => match with_nulls(child, n) {
+                Some(c) => c,
+                None => continue,
+            },
+        };
+        collect(kid, &child, skip, columns);
+    }
+}
+
+/// `a` with its NULLs and those of `outer` (the struct holding it).
+fn with_nulls(a: &ArrayRef, outer: &NullBuffer) -> Option<ArrayRef> {
+    let nulls = NullBuffer::union(Some(outer), a.logical_nulls().as_ref());
+    let data = a.to_data().into_builder().nulls(nulls).build().ok()?;
+    Some(make_array(data))
 }
 
 fn namespace_field_id(f: &Field) -> Option<i32> {

@@ -11,6 +11,8 @@
 //! keep a leaf without a matching row, never skip a leaf with one.
 //!
 //! - `compute`: the statistics of Arrow data (what a write records);
+//! - `fragments`: the statistics of groups of a leaf version's fragments (the rows each write
+//!   added), which skip fragments inside a leaf the leaf's statistics keep;
 //! - `text`: the recorded form of a bound.
 
 use std::collections::BTreeMap;
@@ -24,9 +26,11 @@ use crate::datafusion::scalar::ScalarValue;
 use crate::error::{Error, Result};
 
 mod compute;
+mod fragments;
 mod text;
 
 pub use compute::PREFIX_BYTES;
+pub use fragments::{FragmentGroup, FragmentStats, FRAGMENT_STATS_KEY};
 
 /// The `table_version` property holding a leaf version's column statistics (JSON).
 pub const COLUMN_STATS_KEY: &str = "column_stats";
@@ -143,6 +147,11 @@ impl LeafColumnStats {
     /// The recorded form (JSON).
     #[must_use]
     pub fn to_json(&self) -> String {
+        self.to_value().to_string()
+    }
+
+    /// The recorded form as a JSON value.
+    fn to_value(&self) -> Value {
         let mut columns = Map::new();
         for (id, c) in &self.columns {
             let mut o = Map::new();
@@ -156,13 +165,17 @@ impl LeafColumnStats {
             o.insert("nans".into(), json!(c.nans));
             columns.insert(id.to_string(), Value::Object(o));
         }
-        json!({"format": FORMAT, "rows": self.rows, "columns": columns}).to_string()
+        json!({"format": FORMAT, "rows": self.rows, "columns": columns})
     }
 
     /// Statistics from [`Self::to_json`]'s form; `None` for anything else.
     #[must_use]
     pub fn from_json(text: &str) -> Option<Self> {
-        let v: Value = serde_json::from_str(text).ok()?;
+        Self::from_value(&serde_json::from_str(text).ok()?)
+    }
+
+    /// Statistics from [`Self::to_value`]'s form; `None` for anything else.
+    fn from_value(v: &Value) -> Option<Self> {
         if v.get("format")?.as_u64()? != FORMAT {
             return None;
         }

@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 
 use crate::error::{Error, Result};
 use crate::ns::manifest::{version_row_id, LeafVersion, Snapshot};
-use crate::ns::txn::conflict::{carried_stats, version_row};
+use crate::ns::txn::conflict::{carried_stats, version_row, Added};
 use crate::ns::txn::leaf::Written;
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
 
@@ -127,13 +127,13 @@ impl DeleteUpdate<'_> {
         change
             .read_versions
             .insert(object_id.to_string(), committed.version);
-        let stats = carried_stats(latest, object_id, base, (None, 0))?;
+        let stats = carried_stats(latest, object_id, base, committed, Added::NONE)?;
         change.rows.push(version_row(
             object_id,
             committed,
             ("delete", base),
             rows,
-            stats.as_ref(),
+            &stats,
         ));
         Ok(())
     }

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use crate::error::Result;
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{LeafVersion, Snapshot};
-use crate::ns::txn::conflict::{carried_stats, version_row};
+use crate::ns::txn::conflict::{carried_stats, version_row, Added};
 use crate::ns::txn::leaf::Written;
 use crate::ns::txn::leaf_index::{IndexOutcome, LeafIndexing};
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
@@ -83,13 +83,13 @@ impl IndexUpdate<'_> {
                 .read_versions
                 .insert(c.object_id.clone(), c.committed.version);
             let base = Some(c.base);
-            let stats = carried_stats(latest, &c.object_id, base, (None, 0))?;
+            let stats = carried_stats(latest, &c.object_id, base, &c.committed, Added::NONE)?;
             change.rows.push(version_row(
                 &c.object_id,
                 &c.committed,
                 ("index", base),
                 0,
-                stats.as_ref(),
+                &stats,
             ));
             kept.push(c);
         }

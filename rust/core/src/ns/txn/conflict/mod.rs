@@ -16,4 +16,4 @@ pub(crate) mod optimize;
 pub(crate) mod row_change;
 pub(crate) mod write;
 
-pub(crate) use write::{carried_stats, version_row};
+pub(crate) use write::{carried_stats, version_row, Added};

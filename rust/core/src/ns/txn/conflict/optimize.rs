@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{LeafVersion, Snapshot};
 use crate::ns::txn::compaction::{split, LeafCompaction, LeafOutcome, Rewrite};
-use crate::ns::txn::conflict::{carried_stats, version_row};
+use crate::ns::txn::conflict::{carried_stats, version_row, Added};
 use crate::ns::txn::leaf::Written;
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
 
@@ -82,13 +82,13 @@ impl OptimizeUpdate<'_> {
                 .read_versions
                 .insert(c.object_id.clone(), c.committed.version);
             let base = Some(c.rewrite.base);
-            let stats = carried_stats(latest, &c.object_id, base, (None, 0))?;
+            let stats = carried_stats(latest, &c.object_id, base, &c.committed, Added::NONE)?;
             change.rows.push(version_row(
                 &c.object_id,
                 &c.committed,
                 ("compact", base),
                 c.rewrite.rows,
-                stats.as_ref(),
+                &stats,
             ));
             kept.push(c);
         }

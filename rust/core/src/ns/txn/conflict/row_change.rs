@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::ns::manifest::{describe_key, LeafColumnStats, LeafVersion, Snapshot};
 use crate::ns::txn::conflict::delete::{drop_empty_namespaces, drop_partition};
 use crate::ns::txn::conflict::write::{tag_version_rows, NewPartition};
-use crate::ns::txn::conflict::{carried_stats, version_row};
+use crate::ns::txn::conflict::{carried_stats, version_row, Added};
 use crate::ns::txn::leaf::{Pending, Written};
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
 
@@ -125,14 +125,19 @@ impl RowChangeUpdate<'_> {
                 Some(c) if self.strong => {
                     change.copy_rows.push(k1.row_by_id[&l.object_id]);
                     change.read_versions.insert(l.object_id.clone(), c.version);
-                    let added = (l.stats.as_ref(), l.added);
-                    let stats = carried_stats(latest, &l.object_id, l.base, added)?;
+                    let ids = c.ids_of(&l.fragments);
+                    let added = Added {
+                        stats: l.stats.as_ref(),
+                        rows: l.added,
+                        ids: &ids,
+                    };
+                    let stats = carried_stats(latest, &l.object_id, l.base, c, added)?;
                     change.rows.push(version_row(
                         &l.object_id,
                         c,
                         (self.operation, l.base),
                         l.added + l.deleted,
-                        stats.as_ref(),
+                        &stats,
                     ));
                 }
                 Some(_) => {}

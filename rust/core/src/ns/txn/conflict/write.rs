@@ -25,8 +25,8 @@ use crate::ns::infra::storage::Storage;
 use crate::ns::infra::values;
 use crate::ns::leaf_io::{op_fragments, write_params};
 use crate::ns::manifest::{
-    describe_key, LeafColumnStats, LeafVersion, Row, Snapshot, NAMESPACE, ROWS_KEY, TABLE,
-    TABLE_VERSION, WRITE_ID_KEY,
+    describe_key, FragmentStats, LeafColumnStats, LeafVersion, Row, Snapshot, NAMESPACE, ROWS_KEY,
+    TABLE, TABLE_VERSION, WRITE_ID_KEY,
 };
 use crate::ns::txn::leaf::{rewritten_under_another_schema, Pending, Written};
 use crate::ns::txn::manifest_commit::{ManifestChange, ManifestUpdate};
@@ -202,8 +202,16 @@ impl WriteUpdate<'_> {
         }
         let p = &self.pending[i];
         let stats = match p.operation {
-            "append" => carried_stats(latest, &oid, p.base, (p.stats.as_ref(), p.rows()))?,
-            _ => p.stats.clone(),
+            "append" => {
+                let ids = p.committed.ids_of(&p.fragments);
+                let added = Added {
+                    stats: p.stats.as_ref(),
+                    rows: p.rows(),
+                    ids: &ids,
+                };
+                carried_stats(latest, &oid, p.base, &p.committed, added)?
+            }
+            _ => VersionStats::written(p.stats.as_ref()),
         };
         change.copy_rows.push(row);
         change.rows.push(version_row(
@@ -211,7 +219,7 @@ impl WriteUpdate<'_> {
             &p.committed,
             (p.operation, p.base),
             p.rows(),
-            stats.as_ref(),
+            &stats,
         ));
         Ok(())
     }
@@ -353,8 +361,14 @@ impl NewPartition<'_> {
                 .collect(),
         });
         if self.strong {
-            let (stats, create) = (p.stats.as_ref(), ("create", None));
-            rows.push(version_row(&oid, &p.committed, create, p.rows(), stats));
+            let stats = VersionStats::written(p.stats.as_ref());
+            rows.push(version_row(
+                &oid,
+                &p.committed,
+                ("create", None),
+                p.rows(),
+                &stats,
+            ));
         }
         Ok(oid)
     }
@@ -407,23 +421,64 @@ fn plan_namespaces(
     Ok(format!("{parent}${LEAF_TABLE}"))
 }
 
+/// What a version row records for pruning: the leaf's column statistics and its fragment
+/// groups (`None` when unknown, or nothing to record).
+#[derive(Debug, Default)]
+pub(crate) struct VersionStats {
+    pub(crate) leaf: Option<LeafColumnStats>,
+    pub(crate) fragments: Option<FragmentStats>,
+}
+
+impl VersionStats {
+    /// Statistics of a version whose every row this change wrote (no groups: one would hold
+    /// every fragment).
+    pub(crate) fn written(leaf: Option<&LeafColumnStats>) -> Self {
+        Self {
+            leaf: leaf.cloned(),
+            fragments: None,
+        }
+    }
+}
+
+/// The rows a change added to a leaf version: their statistics (`None`: unknown), their
+/// count and the ids the version gave their fragments.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Added<'a> {
+    pub(crate) stats: Option<&'a LeafColumnStats>,
+    pub(crate) rows: u64,
+    pub(crate) ids: &'a [u64],
+}
+
+impl Added<'_> {
+    /// A change that added no rows (a delete, a compaction, an index build).
+    pub(crate) const NONE: Added<'static> = Added {
+        stats: None,
+        rows: 0,
+        ids: &[],
+    };
+}
+
 /// The `table_version` row recording `version` of `table`, made by `operation` from `base`;
 /// `rows` are the rows it wrote (appended, rewritten) or deleted, for `history()`, `totals`
-/// what the version holds, for `stats()`, and `stats` its column statistics, for pruning.
+/// what the version holds, for `stats()`, and `stats` its column statistics and fragment
+/// groups, for pruning.
 pub(crate) fn version_row(
     table: &str,
     leaf: &LeafVersion,
     (operation, base): (&str, Option<u64>),
     rows: u64,
-    stats: Option<&LeafColumnStats>,
+    stats: &VersionStats,
 ) -> Row {
     let mut props = HashMap::from([
         ("operation".to_string(), operation.to_string()),
         (ROWS_KEY.to_string(), rows.to_string()),
     ]);
     leaf.totals.record(&mut props);
-    if let Some(s) = stats {
+    if let Some(s) = &stats.leaf {
         s.record(&mut props);
+    }
+    if let Some(g) = &stats.fragments {
+        g.record(&mut props);
     }
     if let Some(b) = base {
         props.insert("base_version".into(), b.to_string());
@@ -438,10 +493,11 @@ pub(crate) fn version_row(
     }
 }
 
-/// The column statistics of a version of `table` made from its version `base` (as `latest`
-/// records it) by a change that removed rows or added `added` (their statistics, `None` when
-/// unknown, and their count): the base's, widened by the added rows'. `None` when the base has
-/// none recorded or the added rows' are unknown.
+/// The statistics of `committed`, a version of `table` made from its version `base` (as
+/// `latest` records it) by a change that removed rows or `added` some: the base's column
+/// statistics widened by the added rows' (`None` when the base has none recorded or the added
+/// rows' are unknown), and the base's fragment groups carried, with the added fragments as a
+/// group of their own ([`FragmentStats::carried`]).
 ///
 /// # Errors
 /// `Corrupt` for a malformed `table_version` row.
@@ -449,20 +505,29 @@ pub(crate) fn carried_stats(
     latest: &Snapshot,
     table: &str,
     base: Option<u64>,
-    (added, added_rows): (Option<&LeafColumnStats>, u64),
-) -> Result<Option<LeafColumnStats>> {
+    committed: &LeafVersion,
+    added: Added<'_>,
+) -> Result<VersionStats> {
     let Some(base) = base else {
-        return Ok(None);
+        return Ok(VersionStats::default());
     };
     // One row parsed, not the partition's every version row: this runs on every commit.
-    let recorded = latest.table_version(table, base)?;
-    let Some(prev) = recorded.and_then(|t| LeafColumnStats::recorded(&t.props)) else {
-        return Ok(None);
+    let Some(recorded) = latest.table_version(table, base)? else {
+        return Ok(VersionStats::default());
     };
-    if added_rows == 0 {
-        return Ok(Some(prev));
-    }
-    Ok(added.map(|a| LeafColumnStats::merge(&prev, a)))
+    let prev = LeafColumnStats::recorded(&recorded.props);
+    let leaf = match (&prev, added.rows) {
+        (Some(p), 0) => Some(p.clone()),
+        (Some(p), _) => added.stats.map(|a| LeafColumnStats::merge(p, a)),
+        (None, _) => None,
+    };
+    let fragments = FragmentStats::carried(
+        FragmentStats::recorded(&recorded.props).as_ref(),
+        prev.as_ref(),
+        &committed.fragment_ids(),
+        (added.ids, added.stats),
+    );
+    Ok(VersionStats { leaf, fragments })
 }
 
 /// Every version between `base` (exclusive) and `current` of the leaf at `location` must be an

@@ -1,0 +1,280 @@
+"""Fragment statistics skip fragments inside the partitions kept, without changing an answer.
+
+Each write records, beside the ids of the fragments it added to a partition, the statistics of
+the rows it added; a read skips those fragments when the statistics rule the filter out. A
+partition appended to by many small writes (a stream) then reads only the writes a filter can
+match. The expected rows come from pylance over a plain Lance dataset of the namespace's whole
+content; the expected skips from pylance reading each partition's fragments at the version
+the manifest names (the bounds of each fragment's own rows).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import lance
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from races import python_child, resume, wait_for_pause
+
+import lance_partitioned as lp
+
+SCHEMA = pa.schema([("p", pa.int32()), ("t", pa.int64()), ("f", pa.float64()), ("s", pa.string())])
+SPEC = lp.PartitionSpec([lp.PartitionField("p", "p", lp.Identity())])
+PARTS = 3
+BATCHES = 6  # with the create, no more writes than a version keeps groups
+STEP = 100
+
+
+def batch(k: int, parts: range = range(PARTS), n: int = 20) -> pa.Table:
+    """Micro-batch ``k``: ``n`` rows per partition with ``t`` in ``[k * STEP, k * STEP + n)``
+    (each batch a range of its own), ``f`` and ``s`` following ``t`` with a NaN, a NULL and a
+    string NULL in some batches."""
+    p, t, f, s = [], [], [], []
+    for part in parts:
+        for j in range(n):
+            v = k * STEP + j
+            p.append(part)
+            t.append(v)
+            f.append(float("nan") if (k == 4 and j == 3) else None if j == 7 else v / 2)
+            s.append(None if (k % 5 == 1 and j == 2) else f"s{v:06d}")
+    return pa.table({"p": p, "t": t, "f": f, "s": s}, schema=SCHEMA)
+
+
+def streamed(root: Path) -> lp.PartitionedNamespace:
+    ns = lp.PartitionedNamespace.create(str(root), SCHEMA, SPEC)
+    for k in range(BATCHES):
+        ns.write(batch(k))
+    return ns
+
+
+def fragment_ranges(ns: lp.PartitionedNamespace, sql: str | None = None) -> list[tuple[int, int]]:
+    """The (min, max) of ``t`` of every fragment of the partitions ``sql`` keeps, as pylance
+    reads them at the manifest's versions (live rows only)."""
+    out = []
+    for p in ns.partitions(sql, with_rows=False).to_pylist():
+        ds = lance.dataset(f"{ns.root}/{p['location']}", version=p["read_version"])
+        for frag in ds.get_fragments():
+            t = frag.to_table(columns=["t"])["t"]
+            out.append((pc.min(t).as_py(), pc.max(t).as_py()))
+    return out
+
+
+def scanned(
+    ns: lp.PartitionedNamespace, sql: str, split: tuple[int, int] | None = None
+) -> tuple[pa.Table, int]:
+    s = ns.snapshot()._s.scan(sql, None, None, None, split)
+    t = pa.Table.from_batches(list(s), schema=s.schema)
+    return t, s.fragments_skipped_by_stats
+
+
+def rows_of(t: pa.Table) -> list[str]:
+    return sorted(repr(r) for r in t.to_pylist())
+
+
+@pytest.fixture(scope="module")
+def stream_ns(tmp_path_factory: pytest.TempPathFactory) -> lp.PartitionedNamespace:
+    return streamed(tmp_path_factory.mktemp("frag") / "ns")
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi"),
+    [(0, 5), (300, 310), (250, 260), (450, 1300), (-50, -1), (505, 1000), (0, 10_000)],
+)
+def test_a_range_reads_only_the_fragments_its_writes_can_match(
+    stream_ns: lp.PartitionedNamespace, lo: int, hi: int
+) -> None:
+    """Six writes to three partitions, each a range of ``t`` of its own: a range filter
+    skips exactly the fragments whose rows lie outside it (pylance's per-fragment bounds), and
+    returns pylance's rows."""
+    sql = f"t >= {lo} AND t <= {hi}"
+    got, skipped = scanned(stream_ns, sql)
+    ranges = fragment_ranges(stream_ns, sql)
+    assert skipped == sum(1 for a, b in ranges if b < lo or a > hi), sql
+    whole = stream_ns.to_table()
+    expected = whole.filter(
+        pc.and_(pc.greater_equal(whole["t"], lo), pc.less_equal(whole["t"], hi))
+    )
+    assert rows_of(got) == rows_of(expected)
+    if skipped > 0:
+        assert f"fragments: {skipped} of the kept partitions skipped" in stream_ns.explain(sql)
+
+
+def test_split_reads_share_the_fragments_kept(stream_ns: lp.PartitionedNamespace) -> None:
+    """A Spark task reads part k of n of each partition: over the parts, every kept row is read
+    once."""
+    sql = "t >= 420 AND t < 720"  # batch 5 only
+    whole, _ = scanned(stream_ns, sql)
+    parts = [scanned(stream_ns, sql, (k, 3))[0] for k in range(3)]
+    assert rows_of(pa.concat_tables(parts)) == rows_of(whole)
+    assert whole.num_rows == PARTS * 20
+
+
+def recorded_groups(ns: lp.PartitionedNamespace, p: int) -> list[dict[str, Any]] | None:
+    """The fragment groups recorded on the manifest row of partition ``p``'s read version,
+    read with pylance."""
+    manifest = lance.dataset(ns.root + "/__manifest").to_table().to_pylist()
+    by_id = {r["object_id"]: r for r in manifest}
+    leaf = ns.partitions(f"p = {p}", with_rows=False).to_pylist()[0]
+    row = by_id[f"{leaf['object_id']}${leaf['read_version']}"]
+    text = json.loads(row["metadata"]).get("fragment_stats")
+    return None if text is None else list(json.loads(text)["groups"])
+
+
+def test_deletes_merges_and_compaction_keep_the_groups_true(tmp_path: Path) -> None:
+    """A delete that empties a write's fragment drops it from its group; a merge's new rows
+    form a group of their own; a compaction leaves one fragment and no groups. After each,
+    answers equal pylance's and skips match the fragments' bounds."""
+    ns = streamed(tmp_path / "ns")
+    ns.delete("p = 0 AND t >= 300 AND t < 400")
+    ns.delete("p = 1 AND t = 505")
+    changed = batch(20, range(1, 2), 5)  # t 2000..2004 in p = 1
+    ns.merge_insert(on=["p", "t"]).when_matched_update_all().when_not_matched_insert_all().execute(
+        changed
+    )
+    for sql, lo, hi in [
+        ("t >= 300 AND t <= 399", 300, 399),
+        ("t >= 2000 AND t <= 2100", 2000, 2100),
+        ("t >= 500 AND t <= 505", 500, 505),
+    ]:
+        got, skipped = scanned(ns, sql)
+        ranges = fragment_ranges(ns, sql)
+        assert skipped == sum(1 for a, b in ranges if b < lo or a > hi), sql
+        whole = ns.to_table()
+        assert rows_of(got) == rows_of(whole.filter(pc.field("t").isin(list(range(lo, hi + 1)))))
+    g0 = recorded_groups(ns, 0)
+    assert g0 is not None
+    assert len(g0) == BATCHES - 1  # the emptied write's group is gone
+    ns.optimize()
+    assert recorded_groups(ns, 1) is None
+    got, skipped = scanned(ns, "t >= 2000")
+    assert (got.num_rows, skipped) == (5, 0)
+
+
+def test_an_append_rebased_over_a_concurrent_one_keeps_its_own_group(tmp_path: Path) -> None:
+    """A writer pauses before its manifest commit while another append to the same partition
+    commits; rebased, its fragment gets another id than the one first planned. Its group must
+    name the fragment that holds its rows (a wrong id would skip them)."""
+    root = tmp_path / "ns"
+    ns = streamed(root)
+    flag = tmp_path / "paused"
+    code = (
+        "import sys, lance_partitioned as lp\n"
+        "sys.path.insert(0, sys.argv[2])\n"
+        "from test_fragment_stats import batch\n"
+        "ns = lp.PartitionedNamespace.open(sys.argv[1])\n"
+        "print(ns.write(batch(50)).rebased)\n"
+    )
+    here = str(Path(__file__).parent)
+    p = python_child(["-c", code, str(root), here], f"before_manifest_commit:{flag}")
+    try:
+        wait_for_pause(p, flag)
+        ns.write(batch(60))
+        resume(p, flag)
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert out.strip() == "3"  # every partition was rebased
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    ns.refresh()
+    for lo in (5000, 6000, 0):
+        sql = f"t >= {lo} AND t < {lo + STEP}"
+        got, skipped = scanned(ns, sql)
+        assert got.num_rows == PARTS * 20, sql
+        assert skipped == PARTS * (BATCHES + 1), sql
+
+
+def test_a_long_stream_keeps_a_bounded_number_of_groups_of_like_sizes(tmp_path: Path) -> None:
+    """Thirty writes to one partition: the version records at most eight groups (the
+    neighbours of fewest rows merged), and a window on the newest write still skips every
+    fragment outside its group; answers stay pylance's."""
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    n = 30
+    for k in range(n):
+        ns.write(batch(k, range(1)))
+    groups = recorded_groups(ns, 0)
+    assert groups is not None
+    assert len(groups) == 8
+    sizes = [sum(b - a + 1 for a, b in g["ids"]) for g in groups]
+    assert sum(sizes) == n
+    assert max(sizes) <= 2 * min(sizes) + 1, sizes
+    lo = (n - 1) * STEP
+    got, skipped = scanned(ns, f"t >= {lo}")
+    assert got.num_rows == 20
+    assert skipped >= n - max(sizes)
+    ranges = fragment_ranges(ns)
+    assert len(ranges) == n
+
+
+_LITS = {
+    "t": ["-1", "0", "7", "119", "400", "403", "650", "1119", "1200"],
+    "f": ["0.0", "3.5", "150.0", "201.5", "559.5", "CAST('NaN' AS DOUBLE)"],
+    "s": ["'s000000'", "'s000403'", "'s0006'", "'s001119'", "'t'"],
+}
+
+
+@st.composite
+def _atom(draw: st.DrawFn) -> str:
+    col = draw(st.sampled_from(sorted(_LITS)))
+    kind = draw(st.sampled_from(["cmp", "cmp", "in", "null", "between"]))
+    lits = _LITS[col]
+    if kind == "null":
+        return f"{col} IS {draw(st.sampled_from(['', 'NOT ']))}NULL"
+    if kind == "in":
+        picked = draw(st.lists(st.sampled_from(lits), min_size=1, max_size=3, unique=True))
+        return f"{col} IN ({', '.join(picked)})"
+    if kind == "between":
+        lo, hi = draw(st.lists(st.sampled_from(lits), min_size=2, max_size=2))
+        return f"{col} BETWEEN {lo} AND {hi}"
+    op = draw(st.sampled_from(["=", "<>", "<", "<=", ">", ">="]))
+    return f"{col} {op} {draw(st.sampled_from(lits))}"
+
+
+_FILTER = st.recursive(
+    _atom(),
+    lambda inner: st.one_of(
+        st.tuples(inner, st.sampled_from(["AND", "OR"]), inner).map(
+            lambda t: f"({t[0]}) {t[1]} ({t[2]})"
+        ),
+        inner.map(lambda e: f"NOT ({e})"),
+    ),
+    max_leaves=3,
+)
+
+
+@pytest.fixture(scope="module")
+def changed_ns(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[lp.PartitionedNamespace, lance.LanceDataset]:
+    """Appends, a partial delete, a merge and more appends (no compaction), with the oracle
+    dataset of the whole content."""
+    root = tmp_path_factory.mktemp("fragchg")
+    ns = streamed(root / "ns")
+    ns.delete("t % 9 = 0")
+    ns.merge_insert(on=["p", "t"]).when_matched_update_all().when_not_matched_insert_all().execute(
+        batch(3, range(2), 30)
+    )
+    ns.write(batch(30))
+    oracle = lance.write_dataset(ns.to_table(), str(root / "oracle"))
+    return ns, oracle
+
+
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(sql=_FILTER)
+def test_fragment_statistics_never_change_an_answer(
+    changed_ns: tuple[lp.PartitionedNamespace, lance.LanceDataset], sql: str
+) -> None:
+    ns, oracle = changed_ns
+    got, _ = scanned(ns, sql)
+    assert rows_of(got.select(SCHEMA.names)) == rows_of(oracle.to_table(filter=sql)), sql
