@@ -173,9 +173,12 @@ impl FragmentStats {
 /// together: groups stay of like sizes, so a partition written by a long stream keeps bounds
 /// over spans of like length rather than one over all but the newest writes.
 fn merge_smallest_neighbours(groups: &mut Vec<FragmentGroup>) {
-    let Some(i) = (0..groups.len().saturating_sub(1))
-        .min_by_key(|&i| groups[i].stats.rows.saturating_add(groups[i + 1].stats.rows))
-    else {
+    let Some(i) = (0..groups.len().saturating_sub(1)).min_by_key(|&i| {
+        groups[i]
+            .stats
+            .rows
+            .saturating_add(groups[i + 1].stats.rows)
+    }) else {
         return;
     };
     let newer = groups.remove(i + 1);
@@ -274,7 +277,11 @@ mod tests {
         // Each group's bounds hold the writes it merged.
         for g in &s.groups {
             let c = &g.stats.columns[&1];
-            let lo = g.ids.iter().map(|&k| if k == 0 { 0 } else { k as i64 * 10 }).min();
+            let lo = g
+                .ids
+                .iter()
+                .map(|&k| if k == 0 { 0 } else { k as i64 * 10 })
+                .min();
             assert_eq!(c.min, lo.map(|v| ScalarValue::Int64(Some(v))));
         }
         // A delete removed fragment 3: no group lists it any more.
