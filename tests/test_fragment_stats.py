@@ -105,6 +105,33 @@ def test_a_range_reads_only_the_fragments_its_writes_can_match(
         assert f"fragments: {skipped} of the kept partitions skipped" in stream_ns.explain(sql)
 
 
+def test_a_partition_whose_every_write_is_ruled_out_is_skipped(
+    stream_ns: lp.PartitionedNamespace,
+) -> None:
+    """``t`` between two writes' ranges: each partition's bounds (0 to 519) keep it, its
+    writes' bounds rule each fragment out, so pruning skips the partition before anything
+    opens it (``plan``, ``partitions``), and a delete reads no partition."""
+    sql = "t >= 250 AND t <= 260"
+    plan = stream_ns.snapshot().plan(sql)
+    assert (sum(p["kept"] for p in plan), sum(p["skipped_by_stats"] for p in plan)) == (0, PARTS)
+    assert stream_ns.partitions(sql, with_rows=False).num_rows == 0
+    whole = stream_ns.to_table()
+    assert whole.filter(pc.field("t").isin(list(range(250, 261)))).num_rows == 0
+    plan = stream_ns.snapshot().plan("t >= 250 AND t <= 300")
+    assert sum(p["kept"] for p in plan) == PARTS
+
+
+def test_a_delete_its_writes_rule_out_changes_nothing(tmp_path: Path) -> None:
+    """A delete prunes as a read does (the same ``plan``): nothing matches, nothing commits."""
+    ns = streamed(tmp_path / "ns")
+    before = ns.version
+    result = ns.delete("t >= 250 AND t <= 260")
+    assert (result.rows, result.changed, result.dropped, ns.version) == (0, 0, 0, before)
+    assert ns.to_table().num_rows == PARTS * BATCHES * 20
+    result = ns.delete("t >= 250 AND t <= 300")
+    assert (result.rows, result.changed) == (PARTS, PARTS)
+
+
 def test_split_reads_share_the_fragments_kept(stream_ns: lp.PartitionedNamespace) -> None:
     """A Spark task reads part k of n of each partition: over the parts, every kept row is read
     once."""

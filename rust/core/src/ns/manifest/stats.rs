@@ -21,7 +21,7 @@ use serde::Deserialize;
 use crate::arrow::array::{Array, StringArray};
 use crate::error::{corrupt, Error, Result};
 
-use super::column_stats::{FragmentStats, LeafColumnStats};
+use super::column_stats::{FragmentStats, LeafColumnStats, FRAGMENT_STATS_KEY};
 use super::format::{required_string, version_rows};
 use super::{parse_props, Snapshot, METADATA, OBJECT_ID, OBJECT_TYPE};
 
@@ -319,6 +319,8 @@ pub(crate) struct Recorded {
     /// Per leaf: its recorded totals, parsed on first use (a pruned read parses only the
     /// leaves it keeps).
     totals: Vec<OnceLock<Option<LeafTotals>>>,
+    /// Per leaf: its recorded fragment groups, parsed on first use.
+    fragments: Vec<OnceLock<Option<Arc<FragmentStats>>>>,
 }
 
 impl Recorded {
@@ -345,6 +347,7 @@ impl Recorded {
             starts,
             by_leaf: Vec::new(),
             totals: (0..snap.leaves.len()).map(|_| OnceLock::new()).collect(),
+            fragments: (0..snap.leaves.len()).map(|_| OnceLock::new()).collect(),
         };
         let mut by_leaf = vec![None; snap.leaves.len()];
         for (r, table, ver) in version_rows(&ids, &types) {
@@ -381,6 +384,24 @@ impl Recorded {
             None => None,
         };
         Ok(*cell.get_or_init(|| parsed))
+    }
+
+    /// The fragment groups recorded for the read version of leaf `leaf`, parsed on first use
+    /// (a row without them is told by a search of its text, not parsed).
+    fn fragment_stats(&self, leaf: usize) -> Result<Option<Arc<FragmentStats>>> {
+        let Some(cell) = self.fragments.get(leaf) else {
+            return Ok(None);
+        };
+        if let Some(known) = cell.get() {
+            return Ok(known.clone());
+        }
+        let parsed = match self.by_leaf[leaf].and_then(|r| self.text(r)) {
+            Some(t) if t.contains(FRAGMENT_STATS_KEY) => {
+                FragmentStats::recorded(&parse_props(Some(t))?).map(Arc::new)
+            }
+            _ => None,
+        };
+        Ok(cell.get_or_init(|| parsed).clone())
     }
 
     /// The properties of the row recording the read version of the snapshot's leaf `leaf`.
@@ -421,12 +442,15 @@ pub async fn leaf_column_stats(snap: &Snapshot) -> Result<Arc<Vec<Option<LeafCol
 }
 
 /// The fragment groups recorded for the read version of the leaf `leaf` of `snap` (`None`
-/// when there are none: see [`FragmentStats`]). Parsed on each call: a read asks once per
-/// leaf it opens.
+/// when there are none: see [`FragmentStats`]), with the number of fragments the version
+/// holds as its row records it. Parsed once per snapshot.
 ///
 /// # Errors
 /// `Lance` when the manifest's properties cannot be read; `Corrupt` for a malformed one.
-pub async fn leaf_fragment_stats(snap: &Snapshot, leaf: usize) -> Result<Option<FragmentStats>> {
+pub async fn leaf_fragment_stats(
+    snap: &Snapshot,
+    leaf: usize,
+) -> Result<Option<(Arc<FragmentStats>, Option<u64>)>> {
     if !snap.strong_mode(None)? {
         return Ok(None);
     }
@@ -434,9 +458,10 @@ pub async fn leaf_fragment_stats(snap: &Snapshot, leaf: usize) -> Result<Option<
         .recorded
         .get_or_try_init(|| Recorded::index(snap))
         .await?;
-    Ok(recorded
-        .props(leaf)?
-        .and_then(|p| FragmentStats::recorded(&p)))
+    let Some(groups) = recorded.fragment_stats(leaf)? else {
+        return Ok(None);
+    };
+    Ok(Some((groups, recorded.of(leaf)?.map(|t| t.fragments))))
 }
 
 /// The rows and bytes the manifest records for the leaves `idx` together, without opening

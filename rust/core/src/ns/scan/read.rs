@@ -342,7 +342,7 @@ impl LeafOpener {
         let Some(predicate) = &self.stats else {
             return Ok(None);
         };
-        let Some(groups) = leaf_fragment_stats(&self.snap, i).await? else {
+        let Some((groups, _)) = leaf_fragment_stats(&self.snap, i).await? else {
             return Ok(None);
         };
         let out = predicate.fragments_ruled_out(&groups);

@@ -4,8 +4,9 @@
 //! (`x > 5` becomes `x_max > 5`), evaluated once over every candidate leaf's recorded
 //! statistics. A leaf is skipped only when its statistics prove that no row can satisfy the
 //! filter; leaves without statistics, and columns without them, are kept. The same predicate
-//! judges the fragment groups a leaf version records ([`FragmentStats`]) when the leaf is
-//! opened to be read.
+//! judges the fragment groups a leaf version records ([`FragmentStats`]): a leaf whose every
+//! fragment they rule out is skipped too, and a leaf opened to be read hands Lance only the
+//! fragments they keep.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -113,14 +114,38 @@ pub(super) async fn skip_by_stats(
         .collect();
     let may_match =
         predicate.may_match(with.iter().filter_map(|&i| recorded[i].as_ref()).collect());
-    let skipped: HashSet<usize> = with
+    let mut skipped: HashSet<usize> = with
         .iter()
         .zip(may_match)
         .filter(|(_, may)| !may)
         .map(|(&i, _)| i)
         .collect();
+    let left: Vec<usize> = kept
+        .iter()
+        .copied()
+        .filter(|i| !skipped.contains(i))
+        .collect();
+    for i in left {
+        if every_fragment_ruled_out(snap, &predicate, i).await? {
+            skipped.insert(i);
+        }
+    }
     kept.retain(|i| !skipped.contains(i));
     Ok(skipped)
+}
+
+/// Whether the fragment groups of leaf `i` hold each of its fragments and rule every one
+/// out: then no row matches, though the leaf's own bounds (which span the gaps between the
+/// groups') keep it.
+async fn every_fragment_ruled_out(
+    snap: &Snapshot,
+    predicate: &StatsPredicate,
+    i: usize,
+) -> Result<bool> {
+    let Some((groups, Some(fragments))) = leaf_fragment_stats(snap, i).await? else {
+        return Ok(false);
+    };
+    Ok(predicate.fragments_ruled_out(&groups).len() as u64 == fragments)
 }
 
 /// How many fragments of the leaves `kept` their recorded fragment groups' statistics rule
@@ -134,7 +159,7 @@ pub async fn fragments_skipped(snap: &Snapshot, filter: &Filter, kept: &[usize])
     };
     let mut skipped = 0;
     for &i in kept {
-        if let Some(groups) = leaf_fragment_stats(snap, i).await? {
+        if let Some((groups, _)) = leaf_fragment_stats(snap, i).await? {
             skipped += predicate.fragments_ruled_out(&groups).len() as u64;
         }
     }
