@@ -167,7 +167,7 @@ def deltalake(work: str) -> Callable[[], str]:
     sql, _, _ = _window(work)
     qb = QueryBuilder().register("events", DeltaTable(f"{work}/delta"))
     q = f"SELECT {', '.join(COLUMNS)} FROM events WHERE {sql}"
-    return lambda: _sum(qb.execute(q).read_all())
+    return lambda: _sum(pa.table(qb.execute(q).read_all()))
 
 
 def pyiceberg(work: str) -> Callable[[], str]:
