@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from races import python_child, resume, wait_for_pause
+from sql_filters import combined
 
 import lance_partitioned as lp
 
@@ -155,16 +156,7 @@ def _atom(draw: st.DrawFn) -> str:
     return f"{col} {draw(st.sampled_from(_OPS))} {draw(st.sampled_from(lits))}"
 
 
-_FILTER = st.recursive(
-    _atom(),
-    lambda inner: st.one_of(
-        st.tuples(inner, st.sampled_from(["AND", "OR"]), inner).map(
-            lambda t: f"({t[0]}) {t[1]} ({t[2]})"
-        ),
-        inner.map(lambda e: f"NOT ({e})"),
-    ),
-    max_leaves=4,
-)
+_FILTER = combined(_atom(), max_leaves=4)
 
 
 def _key(t: pa.Table) -> list[tuple[Any, ...]]:

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sql_filters import combined
 
 import lance_partitioned as lp
 
@@ -120,16 +121,7 @@ _ATOMS = st.sampled_from(
         "id > 250",
     ]
 )
-_FILTER = st.recursive(
-    _ATOMS,
-    lambda inner: st.one_of(
-        st.tuples(inner, st.sampled_from(["AND", "OR"]), inner).map(
-            lambda t: f"({t[0]}) {t[1]} ({t[2]})"
-        ),
-        inner.map(lambda e: f"NOT ({e})"),
-    ),
-    max_leaves=3,
-)
+_FILTER = combined(_ATOMS, max_leaves=3)
 
 
 @settings(

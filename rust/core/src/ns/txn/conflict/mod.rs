@@ -9,11 +9,14 @@
 //! - [`index`]: an index build's change (built again from a partition's new version).
 //! - [`row_change`]: a merge's or update's change (any partition it read changed since is a
 //!   conflict; the operation runs again).
+//! - `version_row`: the `table_version` row each of them writes for a leaf version, with the
+//!   statistics carried from its base.
 
 pub(crate) mod delete;
 pub(crate) mod index;
 pub(crate) mod optimize;
 pub(crate) mod row_change;
+mod version_row;
 pub(crate) mod write;
 
-pub(crate) use write::{carried_stats, version_row, Added};
+pub(crate) use version_row::{carried_stats, version_row, Added, VersionStats};
