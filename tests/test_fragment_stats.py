@@ -54,16 +54,30 @@ def streamed(root: Path) -> lp.PartitionedNamespace:
     return ns
 
 
-def fragment_ranges(ns: lp.PartitionedNamespace, sql: str | None = None) -> list[tuple[int, int]]:
-    """The (min, max) of ``t`` of every fragment of the partitions ``sql`` keeps, as pylance
-    reads them at the manifest's versions (live rows only)."""
+def fragment_ranges(ns: lp.PartitionedNamespace) -> list[list[tuple[int, int]]]:
+    """Per partition, the (min, max) of ``t`` of each of its fragments, as pylance reads them
+    at the manifest's versions (live rows only)."""
     out = []
-    for p in ns.partitions(sql, with_rows=False).to_pylist():
+    for p in ns.partitions(with_rows=False).to_pylist():
         ds = lance.dataset(f"{ns.root}/{p['location']}", version=p["read_version"])
+        out.append([])
         for frag in ds.get_fragments():
             t = frag.to_table(columns=["t"])["t"]
-            out.append((pc.min(t).as_py(), pc.max(t).as_py()))
+            out[-1].append((pc.min(t).as_py(), pc.max(t).as_py()))
     return out
+
+
+def expected_skips(ns: lp.PartitionedNamespace, lo: int, hi: int) -> tuple[int, int]:
+    """(partitions every fragment of which misses ``[lo, hi]``: pruned before any is opened;
+    fragments missing it in the other partitions: skipped when they are read)."""
+    pruned = skipped = 0
+    for part in fragment_ranges(ns):
+        missing = sum(1 for a, b in part if b < lo or a > hi)
+        if missing == len(part):
+            pruned += 1
+        else:
+            skipped += missing
+    return pruned, skipped
 
 
 def scanned(
@@ -95,8 +109,10 @@ def test_a_range_reads_only_the_fragments_its_writes_can_match(
     returns pylance's rows."""
     sql = f"t >= {lo} AND t <= {hi}"
     got, skipped = scanned(stream_ns, sql)
-    ranges = fragment_ranges(stream_ns, sql)
-    assert skipped == sum(1 for a, b in ranges if b < lo or a > hi), sql
+    pruned, expected = expected_skips(stream_ns, lo, hi)
+    assert skipped == expected, sql
+    plan = stream_ns.snapshot().plan(sql)
+    assert sum(p["kept"] for p in plan) == PARTS - pruned, sql
     whole = stream_ns.to_table()
     expected = whole.filter(
         pc.and_(pc.greater_equal(whole["t"], lo), pc.less_equal(whole["t"], hi))
@@ -171,8 +187,7 @@ def test_deletes_merges_and_compaction_keep_the_groups_true(tmp_path: Path) -> N
         ("t >= 500 AND t <= 505", 500, 505),
     ]:
         got, skipped = scanned(ns, sql)
-        ranges = fragment_ranges(ns, sql)
-        assert skipped == sum(1 for a, b in ranges if b < lo or a > hi), sql
+        assert skipped == expected_skips(ns, lo, hi)[1], sql
         whole = ns.to_table()
         assert rows_of(got) == rows_of(whole.filter(pc.field("t").isin(list(range(lo, hi + 1)))))
     g0 = recorded_groups(ns, 0)
@@ -237,8 +252,7 @@ def test_a_long_stream_keeps_a_bounded_number_of_groups_of_like_sizes(tmp_path: 
     got, skipped = scanned(ns, f"t >= {lo}")
     assert got.num_rows == 20
     assert skipped >= n - max(sizes)
-    ranges = fragment_ranges(ns)
-    assert len(ranges) == n
+    assert [len(part) for part in fragment_ranges(ns)] == [n]
 
 
 _LITS = {
