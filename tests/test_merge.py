@@ -249,6 +249,66 @@ def test_null_keys_never_match(tmp_path: Path) -> None:
     assert sorted(ns.to_table().column("qty").to_pylist()) == [1, 2]
 
 
+_UTC = dt.timezone.utc
+
+
+@pytest.mark.parametrize(
+    ("key_type", "ids"),
+    [
+        # Past the largest int64: the key's bits, not a signed value, must match.
+        (pa.uint64(), [2**64 - 1 - i * 3 for i in range(40)] + [0, 2**63]),
+        (pa.int8(), list(range(-128, 128, 6))),
+        (pa.date32(), [dt.date(1900 + i * 7, 1 + i % 12, 1) for i in range(40)]),
+        (
+            pa.timestamp("us", tz="America/New_York"),
+            [dt.datetime(2024, 3, 10, 6, i, tzinfo=_UTC) for i in range(40)],
+        ),
+        (pa.string(), [f"k{i:03d}" for i in range(40)]),
+    ],
+)
+def test_keys_of_every_integer_like_type_match_by_value(
+    tmp_path: Path, key_type: pa.DataType, ids: list[Any]
+) -> None:
+    """Integer-like keys are looked up by value (strings by their encoded bytes): upserts of
+    each type, a NULL key among them, equal the model."""
+    schema = SCHEMA.set(0, pa.field("id", key_type))
+    ns = by_day_of(tmp_path / "ns", schema)
+    base = [
+        {"id": k, "day": dt.date(2025, 1, 1 + i % 3), "qty": i, "note": "t"}
+        for i, k in enumerate(ids[::2])
+    ]
+    base.append({"id": None, "day": dt.date(2025, 1, 1), "qty": -1, "note": "t"})
+    ns.write(table(base, schema))
+    before = {r["id"]: r for r in ns.to_table().to_pylist() if r["id"] is not None}
+    nulls = [r for r in ns.to_table().to_pylist() if r["id"] is None]
+    source = [
+        {"id": k, "day": dt.date(2025, 1, 2), "qty": 1000 + i, "note": "s"}
+        for i, k in enumerate(ids[::3])
+    ]
+    source.append({"id": None, "day": dt.date(2025, 1, 3), "qty": -2, "note": "s"})
+    result = (
+        ns.merge_insert("id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute(table(source, schema))
+    )
+    keyed = [r for r in source if r["id"] is not None]
+    want = model_merge(before, keyed, update=lambda t, s: dict(s), insert=True)
+    got = ns.to_table().to_pylist()
+    assert {r["id"]: r for r in got if r["id"] is not None} == want
+    assert sorted(r["qty"] for r in got if r["id"] is None) == sorted(
+        [r["qty"] for r in nulls] + [-2]
+    )
+    matched = len({r["id"] for r in keyed} & set(before))
+    assert (result.updated, result.inserted) == (matched, len(source) - matched)
+    assert matched > 0
+
+
+def by_day_of(root: Path, schema: pa.Schema) -> lp.PartitionedNamespace:
+    spec = lp.PartitionSpec([lp.PartitionField("d", source="day", transform=lp.Identity())])
+    return lp.PartitionedNamespace.create(str(root), schema, spec)
+
+
 def test_keys_inside_structs(tmp_path: Path) -> None:
     schema = pa.schema(
         [

@@ -141,7 +141,7 @@ pub(crate) async fn by_source(snap: &Snapshot, plan: &Plan) -> Result<(BTreeSet<
 
 /// The source rows whose key has no NULL (only they can match).
 fn keyed_rows(source: &Source) -> Result<RecordBatch> {
-    let mut idx: Vec<u32> = source.index.values().copied().collect();
+    let mut idx = source.index.rows();
     idx.sort_unstable();
     Ok(take_record_batch(&source.batch, &UInt32Array::from(idx))?)
 }

@@ -19,6 +19,7 @@ use crate::ns::infra::filter::evaluate_mask;
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::Leaf;
 
+use super::key_index::Matches;
 use super::leaf_scan::{LeafScan, RowRefs};
 use super::source::{KeyEncoder, Source};
 use super::sql::{MatchedAction, Plan};
@@ -106,20 +107,12 @@ async fn decide(
     out: &mut LeafChanges,
 ) -> Result<()> {
     let addr = rows.addr.as_slice();
-    let keys = inputs.encoder.encode(target)?;
-    let (mut pair_t, mut pair_s, mut unmatched) = (Vec::new(), Vec::new(), Vec::new());
-    for r in 0..target.num_rows() {
-        let hit = keys.valid[r]
-            .then(|| inputs.source.index.get(keys.rows.row(r).as_ref()))
-            .flatten();
-        match hit {
-            Some(&s) => {
-                pair_t.push(r as u32);
-                pair_s.push(s);
-            }
-            None => unmatched.push(r as u32),
-        }
-    }
+    let Matches {
+        target: pair_t,
+        source: pair_s,
+        unmatched,
+        ..
+    } = (inputs.source.index).find(inputs.encoder, target, !inputs.plan.by_source.is_empty())?;
     out.matched.extend_from_slice(&pair_s);
     if inputs.report_matched {
         out.matched_rows

@@ -21,6 +21,7 @@
 pub(crate) mod candidates;
 pub mod clauses;
 pub(crate) mod distributed;
+pub(crate) mod key_index;
 pub(crate) mod leaf_scan;
 pub(crate) mod matcher;
 pub(crate) mod source;

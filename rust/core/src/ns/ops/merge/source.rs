@@ -15,6 +15,8 @@ use crate::arrow::row::{RowConverter, Rows, SortField};
 use crate::conform::to_namespace_type;
 use crate::error::{Error, Result};
 
+use super::key_index::SourceIndex;
+
 /// A hash map over encoded keys with a fast hasher (foldhash, seeded per map): a merge looks
 /// up every target row's key in the source's index.
 pub(crate) type KeyIndex<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
@@ -195,8 +197,8 @@ pub(crate) struct Source {
     pub(crate) batch: RecordBatch,
     /// Which of `batch`'s columns are namespace columns.
     pub(crate) ns_columns: HashSet<String>,
-    /// Key bytes -> source row, for rows without a NULL key.
-    pub(crate) index: KeyIndex<Box<[u8]>, u32>,
+    /// Key -> source row, for rows without a NULL key.
+    pub(crate) index: SourceIndex,
 }
 
 impl Source {
@@ -265,18 +267,10 @@ impl Source {
             Some(seq) => last_per_key(batch, encoder, seq)?,
             None => batch,
         };
-        let keys = encoder.encode(&batch)?;
-        let mut index = KeyIndex::with_capacity_and_hasher(batch.num_rows(), Default::default());
-        for i in 0..batch.num_rows() {
-            if !keys.valid[i] {
-                continue;
-            }
-            let row = keys.rows.row(i);
-            if let Some(&first) = index.get(row.as_ref()) {
-                return Err(duplicate(&batch, encoder.keys(), first as usize, i));
-            }
-            index.insert(row.as_ref().into(), i as u32);
-        }
+        let index = match SourceIndex::build(encoder, &batch)? {
+            Ok(index) => index,
+            Err((first, second)) => return Err(duplicate(&batch, encoder.keys(), first, second)),
+        };
         Ok(Self {
             batch,
             ns_columns,
