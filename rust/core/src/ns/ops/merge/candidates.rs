@@ -15,7 +15,8 @@ use crate::ns::manifest::Snapshot;
 use crate::ns::scan::prune;
 use crate::spec::{CompiledSpec, PartitionSpec};
 
-use super::source::{KeyPath, Source};
+use super::keys::KeyPath;
+use super::source::Source;
 use super::sql::Plan;
 
 /// The partitions to read and why.

@@ -12,7 +12,7 @@ use crate::arrow::buffer::NullBuffer;
 use crate::arrow::datatypes::DataType;
 use crate::error::{Error, Result};
 
-use super::source::{key_column, KeyEncoder, KeyIndex};
+use super::keys::{key_column, KeyEncoder, KeyIndex};
 
 /// Key -> source row, for the source rows whose key has no NULL.
 pub(crate) enum SourceIndex {
@@ -195,7 +195,7 @@ mod tests {
         UInt32Array, UInt64Array,
     };
     use crate::arrow::datatypes::{Field, Schema};
-    use crate::ns::ops::merge::source::KeyPath;
+    use crate::ns::ops::merge::keys::KeyPath;
 
     fn batch(col: ArrayRef) -> RecordBatch {
         let schema = Schema::new(vec![Field::new("k", col.data_type().clone(), true)]);

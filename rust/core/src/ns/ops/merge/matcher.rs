@@ -20,8 +20,9 @@ use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::Leaf;
 
 use super::key_index::Matches;
+use super::keys::KeyEncoder;
 use super::leaf_scan::{LeafScan, RowRefs};
-use super::source::{KeyEncoder, Source};
+use super::source::Source;
 use super::sql::{MatchedAction, Plan};
 
 /// What a merge decided for one partition.

@@ -22,6 +22,7 @@ pub(crate) mod candidates;
 pub mod clauses;
 pub(crate) mod distributed;
 pub(crate) mod key_index;
+pub(crate) mod keys;
 pub(crate) mod leaf_scan;
 pub(crate) mod matcher;
 pub(crate) mod source;
@@ -54,8 +55,9 @@ pub use clauses::{
     WhenNotMatchedBySource,
 };
 pub use distributed::MergeMessage;
+use keys::{key_paths, KeyEncoder};
 use matcher::{match_leaf, Inputs, LeafChanges};
-use source::{key_paths, KeyEncoder, Source};
+use source::Source;
 use tally::Tally;
 
 /// The rows a merge takes, held in memory.

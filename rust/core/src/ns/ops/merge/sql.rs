@@ -21,7 +21,7 @@ use crate::expr::session;
 use crate::ns::infra::filter::{parse_expression, plain, Filter};
 
 use super::clauses::{MergeClauses, WhenMatched};
-use super::source::KeyPath;
+use super::keys::KeyPath;
 
 /// The qualifier of source columns.
 pub(crate) const SOURCE: &str = "source";

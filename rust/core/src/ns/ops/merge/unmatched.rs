@@ -19,9 +19,9 @@ use crate::ns::manifest::{Leaf, Snapshot};
 use crate::ns::txn::row_change::Deletions;
 
 use super::candidates::by_source;
+use super::keys::key_paths;
 use super::leaf_scan::LeafScan;
 use super::matcher::first_true;
-use super::source::key_paths;
 use super::sql::{self, Plan};
 use super::MergeClauses;
 
