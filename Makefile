@@ -101,8 +101,10 @@ jar: $(JAR)
 # hooks are runtime switches the test suite sets (docs/architecture.md, "Tests").
 MATURIN_FLAGS := --release --strip -q
 
+BUILD_EXTENSION := cd $(ROOT) && maturin develop $(MATURIN_FLAGS)
+
 build: venv jar
-	cd $(ROOT) && maturin develop $(MATURIN_FLAGS)
+	$(BUILD_EXTENSION)
 
 # The installable wheel (abi3) into dist/, as users get it.
 wheel: venv jar
@@ -119,20 +121,23 @@ lint: venv
 # compiles our two crates with clippy-driver, a drop-in rustc that also lints, as cargo's
 # wrapper for workspace members only (dependencies compile with rustc). One build graph thus
 # serves all of them, the lint included: the dependencies compile once and never a second time
-# in check mode, as `cargo clippy` would, and each of our crates once. A build only prints
-# clippy's warnings; `make clippy` fails on any (cargo replays a fresh crate's warnings, so
-# the check holds for what an earlier command built).
+# in check mode, as `cargo clippy` would, and each of our crates once. The binding crate is
+# linted by maturin's own build of it (the command of `make build`): a plain `cargo build` of
+# it differs from maturin's in pyo3's build environment and its link arguments, so it compiled
+# the binding (4 of a cold run's minutes) a second time. A build only prints clippy's
+# warnings; `make clippy` fails on any (cargo replays a fresh crate's warnings, so the check
+# holds for what an earlier command built).
 CLIPPY_DRIVER := $(shell command -v clippy-driver 2>/dev/null)
 ifneq ($(CLIPPY_DRIVER),)
 export RUSTC_WORKSPACE_WRAPPER := $(CLIPPY_DRIVER)
 endif
 CLIPPY_LOG := $(CACHE)/clippy.log
 
-clippy: venv
+clippy: venv jar
 	@[ -n "$(CLIPPY_DRIVER)" ] || { echo "clippy is required: rustup component add clippy"; exit 1; }
 	@mkdir -p $(CACHE)
 	cargo build --release -p lance-partitioned-core --all-targets 2>&1 | tee $(CLIPPY_LOG)
-	cargo build --release -p lance-partitioned-python --features pyo3/extension-module 2>&1 | tee -a $(CLIPPY_LOG)
+	$(BUILD_EXTENSION) 2>&1 | tee -a $(CLIPPY_LOG)
 	@! grep -E '^(warning|error)' $(CLIPPY_LOG) || { echo "make clippy: the warnings above fail the lint"; exit 1; }
 
 lint-python: venv
@@ -150,9 +155,11 @@ test-rust: venv
 
 # Two test processes, each taking whole files (a file's session fixtures, Spark and the
 # servers, start once per process): most tests wait on Spark, a peer process or I/O, so the
-# suite takes about a quarter less time than in one process even on 2 cores.
+# suite takes about a quarter less time than in one process even on 2 cores. Files are handed
+# out in collection order (`--no-loadscope-reorder`), which tests/conftest.py makes longest
+# first (LONGEST_FIRST), so that no long file runs alone at the end.
 test-python: build wheel java-check
-	pytest -q -n 2 --dist loadfile
+	pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 # The test command of README.md (and .ci/run).
 test: venv

@@ -62,3 +62,40 @@ def test_cargo_run_by_hand_with_make_cargo_env_reuses_the_graph(tmp_path: Path) 
     assert built, out[-2000:]
     rebuilt = [a["target"]["name"] for a in built if not a["fresh"]]
     assert not rebuilt, rebuilt
+
+
+def test_the_longest_test_files_are_handed_out_first() -> None:
+    """`make test` hands files to its two pytest workers in collection order, and conftest.py
+    puts the longest first: every file it names exists (a renamed file would silently go back
+    to the end of the run), and the Makefile keeps xdist from reordering the files by their
+    number of tests (which put the one-test kill and cluster files last)."""
+    from conftest import LONGEST_FIRST
+
+    tests = ROOT / "tests"
+    missing = [name for name in LONGEST_FIRST if not (tests / name).is_file()]
+    assert not missing, missing
+    assert len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)
+    makefile = (ROOT / "Makefile").read_text()
+    (command,) = re.findall(r"^\tpytest .*$", makefile, flags=re.MULTILINE)
+    assert "--dist loadfile" in command
+    assert "--no-loadscope-reorder" in command
+
+
+def test_conftest_orders_the_longest_files_first() -> None:
+    """The collection hook on items of files of its own: the named files come first, in the
+    named order, and every other item keeps its place (two tests of one file stay in order)."""
+    from types import SimpleNamespace
+
+    from conftest import LONGEST_FIRST, pytest_collection_modifyitems
+
+    first, second = LONGEST_FIRST[0], LONGEST_FIRST[1]
+    names = ["test_a.py", second, "test_z.py", first, "test_a.py"]
+    items = [SimpleNamespace(path=ROOT / "tests" / n, n=i) for i, n in enumerate(names)]
+    pytest_collection_modifyitems(items)  # type: ignore[arg-type]
+    assert [(it.path.name, it.n) for it in items] == [
+        (first, 3),
+        (second, 1),
+        ("test_a.py", 0),
+        ("test_z.py", 2),
+        ("test_a.py", 4),
+    ]
