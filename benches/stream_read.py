@@ -7,6 +7,9 @@ stores the same rows its own way, written the same way, one commit per micro-bat
   of its rows, so the window reads only the fragments whose hours it can match;
 - ours with column statistics turned off (``lance_partitioned.column_stats = false``): what
   the statistics buy;
+- ours with a zone-map index on ``ts`` (``ns.create_index("ts", "zonemap")`` before the
+  stream; every write indexes what it adds): Lance skips the zones of a fragment the window
+  cannot match, inside the fragments a compaction made of many micro-batches;
 - DuckDB over Hive Parquet, one file per micro-batch (as Spark's file sink writes them;
   DuckDB skips files and row groups by their min/max);
 - deltalake, one ``write_deltalake(mode="append")`` per micro-batch (its log's per-file
@@ -86,10 +89,14 @@ def prepare(days: int, batches: int, rows: int, work: Path) -> dict[str, float]:
         SPEC,
         properties={"lance_partitioned.column_stats": "false"},
     )
+    zoned = lp.PartitionedNamespace.create(str(work / "ours_zonemap"), SCHEMA, SPEC)
+    zoned.create_index("ts", "zonemap")
     ice = iceberg_catalog(work / "iceberg").create_table("bench.events", schema=SCHEMA)
     with ice.update_spec() as update:
         update.add_field("ts", DayTransform(), "day")
-    spent = dict.fromkeys(["ours", "ours_plain", "duckdb_hive", "deltalake", "pyiceberg"], 0.0)
+    spent = dict.fromkeys(
+        ["ours", "ours_plain", "ours_zonemap", "duckdb_hive", "deltalake", "pyiceberg"], 0.0
+    )
 
     def timed(name: str, f: Callable[[], Any]) -> None:
         t0 = time.perf_counter()
@@ -102,6 +109,7 @@ def prepare(days: int, batches: int, rows: int, work: Path) -> dict[str, float]:
             dated = b.append_column("day", pc.strftime(b["ts"], "%Y-%m-%d"))
             timed("ours", lambda b=b: ours.write(b))
             timed("ours_plain", lambda b=b: plain.write(b))
+            timed("ours_zonemap", lambda b=b: zoned.write(b))
             timed(
                 "duckdb_hive",
                 lambda d=dated, day=day, k=k: pds.write_dataset(
@@ -151,6 +159,12 @@ def ours_plain(work: str) -> Callable[[], str]:
     return lambda: _sum(ns.to_table(filter=sql, columns=COLUMNS))
 
 
+def ours_zonemap(work: str) -> Callable[[], str]:
+    ns = lp.PartitionedNamespace.open(f"{work}/ours_zonemap")
+    sql, _, _ = _window(work)
+    return lambda: _sum(ns.to_table(filter=sql, columns=COLUMNS))
+
+
 def duckdb_hive(work: str) -> Callable[[], str]:
     import duckdb
 
@@ -182,6 +196,7 @@ def pyiceberg(work: str) -> Callable[[], str]:
 CASES: dict[str, Callable[..., Any]] = {
     "ours": ours,
     "ours_plain": ours_plain,
+    "ours_zonemap": ours_zonemap,
     "duckdb_hive": duckdb_hive,
     "deltalake": deltalake,
     "pyiceberg": pyiceberg,
@@ -189,6 +204,7 @@ CASES: dict[str, Callable[..., Any]] = {
 LABELS = {
     "ours": "ours (`ns.to_table(filter=SQL)`)",
     "ours_plain": "ours, column statistics off",
+    "ours_zonemap": "ours with a zone-map index on `ts`",
     "duckdb_hive": "DuckDB `read_parquet(hive)`, a file per micro-batch",
     "deltalake": "deltalake `QueryBuilder` SQL",
     "pyiceberg": "pyiceberg `scan(row_filter=...)`",

@@ -47,8 +47,8 @@ def batch(k: int, parts: range = range(PARTS), n: int = 20) -> pa.Table:
     return pa.table({"p": p, "t": t, "f": f, "s": s}, schema=SCHEMA)
 
 
-def streamed(root: Path) -> lp.PartitionedNamespace:
-    ns = lp.PartitionedNamespace.create(str(root), SCHEMA, SPEC)
+def streamed(root: Path, spec: lp.PartitionSpec = SPEC) -> lp.PartitionedNamespace:
+    ns = lp.PartitionedNamespace.create(str(root), SCHEMA, spec)
     for k in range(BATCHES):
         ns.write(batch(k))
     return ns
@@ -120,6 +120,34 @@ def test_a_range_reads_only_the_fragments_its_writes_can_match(
     assert rows_of(got) == rows_of(expected)
     if skipped > 0:
         assert f"fragments: {skipped} of the kept partitions skipped" in stream_ns.explain(sql)
+
+
+@pytest.mark.parametrize(
+    ("transform", "lo", "hi"),
+    [(lp.Truncate(1000), 300, 310), (lp.Bucket(4), 450, 1300), (lp.Truncate(1000), 250, 260)],
+)
+def test_a_filter_on_a_coarse_partition_source_is_judged_by_statistics_too(
+    tmp_path: Path, transform: lp.Transform, lo: int, hi: int
+) -> None:
+    """Partitioned by a transform of ``t`` that keeps many values per partition (a truncation,
+    a bucket): partition pruning cannot tell a range of ``t`` inside one partition, the
+    fragments' statistics can. The skips are pylance's per-fragment bounds, the rows pyarrow's
+    filter over the whole content."""
+    spec = lp.PartitionSpec([lp.PartitionField("tb", "t", transform)])
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, spec)
+    for k in range(BATCHES):
+        ns.write(batch(k))
+    sql = f"t >= {lo} AND t <= {hi}"
+    got, skipped = scanned(ns, sql)
+    pruned, expected = expected_skips(ns, lo, hi)
+    assert expected > 0 or pruned > 0, "the case must give statistics something to skip"
+    assert (skipped, pruned) == (
+        expected,
+        sum(p["skipped_by_stats"] for p in ns.snapshot().plan(sql)),
+    )
+    whole = ns.to_table()
+    want = whole.filter(pc.and_(pc.greater_equal(whole["t"], lo), pc.less_equal(whole["t"], hi)))
+    assert rows_of(got) == rows_of(want)
 
 
 def test_a_partition_whose_every_write_is_ruled_out_is_skipped(
@@ -282,14 +310,21 @@ def _atom(draw: st.DrawFn) -> str:
 _FILTER = combined(_atom(), max_leaves=3)
 
 
-@pytest.fixture(scope="module")
+# Partitioned by identity of ``p``, and also by a truncation of ``t``: a filter on ``t`` alone
+# then reads only partition sources, which statistics judge too.
+COARSE = lp.PartitionSpec(
+    [lp.PartitionField("p", "p", lp.Identity()), lp.PartitionField("tb", "t", lp.Truncate(200))]
+)
+
+
+@pytest.fixture(scope="module", params=["identity", "coarse"])
 def changed_ns(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> tuple[lp.PartitionedNamespace, lance.LanceDataset]:
     """Appends, a partial delete, a merge and more appends (no compaction), with the oracle
     dataset of the whole content."""
     root = tmp_path_factory.mktemp("fragchg")
-    ns = streamed(root / "ns")
+    ns = streamed(root / "ns", SPEC if request.param == "identity" else COARSE)
     ns.delete("t % 9 = 0")
     ns.merge_insert(on=["p", "t"]).when_matched_update_all().when_not_matched_insert_all().execute(
         batch(3, range(2), 30)

@@ -38,8 +38,8 @@ pub(super) struct StatsPredicate {
 
 impl StatsPredicate {
     /// The predicate of `filter` over `snap`'s columns; `None` when statistics cannot rule it
-    /// out (it reads only partition sources, which partition pruning has judged, or the
-    /// rewrite cannot use it).
+    /// out (it reads only identity partition sources, which partition pruning has judged, or
+    /// the rewrite cannot use it).
     pub(super) fn of(snap: &Snapshot, filter: &Filter) -> Option<Self> {
         let ns = snap.schema();
         let mut fields: HashMap<String, (i32, DataType)> = HashMap::new();
@@ -51,7 +51,7 @@ impl StatsPredicate {
             }
             children(&[f.name().clone()], f, &mut fields, &mut columns);
         }
-        if only_partition_sources(snap, filter, &fields) {
+        if only_identity_sources(snap, filter, &fields) {
             return None;
         }
         let schema = Arc::new(Schema::new(columns));
@@ -208,22 +208,30 @@ fn child_columns(e: &Expr, fields: &HashMap<String, (i32, DataType)>) -> Expr {
     rewritten.map_or_else(|_| e.clone(), |t| t.data)
 }
 
-/// Whether every column `filter` reads is a source of a partition field (of any spec version).
-fn only_partition_sources(
+/// Whether every column `filter` reads is the source of an identity field in every spec
+/// version: then a leaf's values of it are its partition value, which partition pruning has
+/// judged, and statistics cannot rule out more. Any other transform (a day of a timestamp, a
+/// bucket, a truncation) keeps many values per partition, which a leaf's and its fragment
+/// groups' bounds narrow (a one-hour window inside a day's partition).
+fn only_identity_sources(
     snap: &Snapshot,
     filter: &Filter,
     fields: &HashMap<String, (i32, DataType)>,
 ) -> bool {
-    let sources: HashSet<i32> = snap
-        .root_props
-        .specs
-        .values()
-        .flat_map(|s| s.fields.iter().flat_map(|f| f.source_ids.iter().copied()))
-        .collect();
-    filter
-        .columns()
-        .iter()
-        .all(|c| fields.get(c).is_some_and(|(id, _)| sources.contains(id)))
+    let specs: Vec<_> = snap.root_props.specs.values().collect();
+    let identity_in_every_spec = |id: i32| {
+        specs.iter().all(|s| {
+            s.fields.iter().any(|f| {
+                f.source_ids == [id] && f.transform.as_ref().is_some_and(|t| t.kind == "identity")
+            })
+        })
+    };
+    !specs.is_empty()
+        && filter.columns().iter().all(|c| {
+            fields
+                .get(c)
+                .is_some_and(|(id, _)| identity_in_every_spec(*id))
+        })
 }
 
 /// The candidate leaves' statistics as DataFusion's pruning reads them: one container per
