@@ -28,6 +28,7 @@ use crate::datafusion::sql::sqlparser::ast::{BinaryOperator, Expr as SqlExpr};
 use crate::error::{Error, Result};
 use crate::expr::{forbidden_construct, session};
 
+mod in_lists;
 mod pyarrow;
 
 /// A user filter as given: SQL text (DataFusion dialect), or a `pyarrow.compute.Expression`
@@ -186,9 +187,7 @@ impl Filter {
                 })?
                 .data;
             let df = DFSchema::try_from(plain(ns))?;
-            let simplifier =
-                ExprSimplifier::new(SimplifyContext::builder().with_schema(Arc::new(df)).build());
-            Ok(simplifier.simplify(nulled)?)
+            Ok(in_lists::simplify(nulled, &df)?)
         });
         matches!(reduced, Ok(e) if !can_be_true(&e))
     }
@@ -297,7 +296,7 @@ pub(crate) fn parse_expression(
         );
         simplifier
             .coerce(expr, df)
-            .and_then(|e| simplifier.simplify(e))
+            .and_then(|e| in_lists::simplify(e, df))
             .map_err(|e| bad(&e))
     })
 }
@@ -337,7 +336,7 @@ fn checked(sql: &str, expr: Expr, schema: &Schema, df: DFSchema) -> Result<Filte
     );
     let expr = simplifier
         .coerce(expr, &df)
-        .and_then(|e| simplifier.simplify(e))
+        .and_then(|e| in_lists::simplify(e, &df))
         .map_err(|e| bad(sql, e))?;
     let filter = Filter {
         sql: sql.to_string(),
