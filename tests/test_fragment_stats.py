@@ -283,6 +283,27 @@ def test_a_long_stream_keeps_a_bounded_number_of_groups_of_like_sizes(tmp_path: 
     assert [len(part) for part in fragment_ranges(ns)] == [n]
 
 
+def test_a_compaction_into_several_files_keeps_each_files_span(tmp_path: Path) -> None:
+    """Eight writes of twenty rows to one partition, compacted into files of forty: each new
+    file is bounded by the two writes it holds (not by the whole partition), so a window still
+    skips the files outside it, as pylance's per-fragment bounds at the manifest's version
+    say; answers stay pyarrow's over the whole."""
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
+    for k in range(8):
+        ns.write(batch(k, range(1)))
+    ns.optimize(target_rows_per_file=40)
+    spans = fragment_ranges(ns)[0]
+    assert spans == [(k * 2 * STEP, k * 2 * STEP + STEP + 19) for k in range(4)]
+    whole = ns.to_table()
+    for lo, hi in [(0, 5), (300, 310), (250, 260), (450, 1300), (0, 10_000)]:
+        sql = f"t >= {lo} AND t <= {hi}"
+        got, skipped = scanned(ns, sql)
+        assert skipped == expected_skips(ns, lo, hi)[1], sql
+        in_window = pc.and_(pc.greater_equal(whole["t"], lo), pc.less_equal(whole["t"], hi))
+        assert rows_of(got) == rows_of(whole.filter(in_window)), sql
+    assert scanned(ns, "t >= 300 AND t <= 310")[1] == 3
+
+
 _LITS = {
     "t": ["-1", "0", "7", "119", "400", "403", "650", "1119", "1200"],
     "f": ["0.0", "3.5", "150.0", "201.5", "559.5", "CAST('NaN' AS DOUBLE)"],

@@ -71,7 +71,7 @@ pub use auto_expire::{
 };
 pub use column_stats::{
     cast_bound, column_stats_enabled, ColumnStats, FragmentGroup, FragmentStats, LeafColumnStats,
-    COLUMN_STATS_ENABLED_KEY, COLUMN_STATS_KEY, FRAGMENT_STATS_KEY, PREFIX_BYTES,
+    Rewritten, COLUMN_STATS_ENABLED_KEY, COLUMN_STATS_KEY, FRAGMENT_STATS_KEY, PREFIX_BYTES,
 };
 pub use compact::{
     leaf_max_fragments, max_fragments, too_fragmented, DEFAULT_LEAF_MAX_FRAGMENTS,

@@ -5,9 +5,12 @@
 //! each batch's bounds apart instead of one range over them all.
 //!
 //! A version's groups are carried from its base version's: the base's groups keep their
-//! fragments still present, the change's new fragments form a group of their own, and the
-//! fragments that are neither (a compaction's output, the rows of a base without groups)
-//! take the base version's leaf statistics, which bound every row it held. A fragment in no
+//! fragments still present, the change's new fragments form a group of their own, the
+//! fragments a compaction wrote in place of some of the base's form a group with the merged
+//! statistics of the groups those held ([`Rewritten`]: a stream compacted into several files
+//! keeps each file's span of the stream), and the fragments that are none of these (the rows
+//! of a base without groups) take the base version's leaf statistics, which bound every row
+//! it held. A fragment in no
 //! group has unknown statistics and is always read. Like the leaf's, a group's statistics are
 //! conservative (rows deleted since still count), so they can keep a fragment without a
 //! matching row, never skip one with a match.
@@ -43,6 +46,17 @@ pub struct FragmentGroup {
     pub ids: Vec<u64>,
     /// Statistics of the rows the group's fragments were written with.
     pub stats: LeafColumnStats,
+}
+
+/// Fragments a compaction wrote (`new`: ids in the version it made) in place of fragments of
+/// its base version (`old`: ids in the base). Lance's compaction and ours write only rows of
+/// the old fragments into the new ones, so the old fragments' statistics bound the new.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rewritten {
+    /// The base version's fragments rewritten.
+    pub old: Vec<u64>,
+    /// The fragments written in their place.
+    pub new: Vec<u64>,
 }
 
 /// The fragment groups of one leaf version: disjoint, ordered by their first fragment id.
@@ -107,15 +121,17 @@ impl FragmentStats {
 
     /// The groups of a version whose fragments are `present`, made from a base version with
     /// groups `base` and leaf statistics `base_leaf` by a change that added the fragments
-    /// `added` (their rows' statistics, `None` when unknown). `None` when there is nothing to
-    /// record: no group, or one group holding every fragment (the leaf's statistics say as
-    /// much), or more than [`MAX_FRAGMENTS`] fragments.
+    /// `added` (their rows' statistics, `None` when unknown) and compacted the fragments of
+    /// `rewritten`. `None` when there is nothing to record: no group, or one group holding
+    /// every fragment (the leaf's statistics say as much), or more than [`MAX_FRAGMENTS`]
+    /// fragments.
     #[must_use]
     pub fn carried(
         base: Option<&Self>,
         base_leaf: Option<&LeafColumnStats>,
         present: &[u64],
         (added, added_stats): (&[u64], Option<&LeafColumnStats>),
+        rewritten: &[Rewritten],
     ) -> Option<Self> {
         if present.len() > MAX_FRAGMENTS {
             return None;
@@ -144,6 +160,23 @@ impl FragmentStats {
                 });
             }
         }
+        for r in rewritten {
+            let ids: Vec<u64> = r
+                .new
+                .iter()
+                .copied()
+                .filter(|i| present.contains(i) && !placed.contains(i))
+                .collect();
+            let Some(stats) = bounds_of(base, base_leaf, &r.old) else {
+                continue; // left to the rest
+            };
+            if !ids.is_empty() {
+                placed.extend(&ids);
+                let mut ids = ids;
+                ids.sort_unstable();
+                groups.push(FragmentGroup { ids, stats });
+            }
+        }
         if let (Some(s), false) = (added_stats, added.is_empty()) {
             groups.push(FragmentGroup {
                 ids: added.iter().copied().collect(),
@@ -167,6 +200,32 @@ impl FragmentStats {
         }
         (groups.len() + usize::from(unknown) >= 2).then_some(Self { groups })
     }
+}
+
+/// Statistics bounding the rows of the base version's fragments `old`: the merge of the
+/// groups holding them, with the base's leaf statistics when one is in no group (`None`
+/// when that is unknown too, or `old` is empty).
+fn bounds_of(
+    base: Option<&FragmentStats>,
+    base_leaf: Option<&LeafColumnStats>,
+    old: &[u64],
+) -> Option<LeafColumnStats> {
+    let groups = base.map(|b| b.groups.as_slice()).unwrap_or_default();
+    let mut holding: Vec<&LeafColumnStats> = Vec::new();
+    for id in old {
+        let stats = match groups.iter().find(|g| g.ids.binary_search(id).is_ok()) {
+            Some(g) => &g.stats,
+            None => base_leaf?,
+        };
+        if !holding.iter().any(|h| std::ptr::eq(*h, stats)) {
+            holding.push(stats);
+        }
+    }
+    let (first, rest) = holding.split_first()?;
+    Some(
+        rest.iter()
+            .fold((*first).clone(), |acc, s| LeafColumnStats::merge(&acc, s)),
+    )
 }
 
 /// Merges the two neighbouring groups (by fragment id, so by age) that cover the fewest rows
@@ -225,7 +284,7 @@ mod tests {
     fn an_append_on_a_base_without_groups_makes_two() {
         let base = stats(0, 9, 10);
         let new = stats(100, 109, 10);
-        let s = FragmentStats::carried(None, Some(&base), &[0, 1, 2], (&[2], Some(&new)));
+        let s = FragmentStats::carried(None, Some(&base), &[0, 1, 2], (&[2], Some(&new)), &[]);
         let s = s.expect("two groups");
         assert_eq!(s.groups.len(), 2);
         assert_eq!(s.groups[0].ids, vec![0, 1]);
@@ -238,7 +297,7 @@ mod tests {
     fn one_group_over_every_fragment_is_not_recorded() {
         let new = stats(1, 2, 3);
         assert_eq!(
-            FragmentStats::carried(None, None, &[0, 1], (&[0, 1], Some(&new))),
+            FragmentStats::carried(None, None, &[0, 1], (&[0, 1], Some(&new)), &[]),
             None
         );
     }
@@ -246,7 +305,8 @@ mod tests {
     #[test]
     fn unknown_added_fragments_stay_out_of_every_group() {
         let base = stats(0, 9, 10);
-        let s = FragmentStats::carried(None, Some(&base), &[0, 1], (&[1], None)).expect("kept");
+        let s =
+            FragmentStats::carried(None, Some(&base), &[0, 1], (&[1], None), &[]).expect("kept");
         assert_eq!(s.groups.len(), 1);
         assert_eq!(s.groups[0].ids, vec![0]);
     }
@@ -264,6 +324,7 @@ mod tests {
                 Some(&leaf),
                 &present,
                 (&[k as u64], Some(&new)),
+                &[],
             );
             leaf = LeafColumnStats::merge(&leaf, &new);
         }
@@ -286,9 +347,78 @@ mod tests {
         }
         // A delete removed fragment 3: no group lists it any more.
         present.retain(|&i| i != 3);
-        let after = FragmentStats::carried(Some(&s), Some(&leaf), &present, (&[], None));
+        let after = FragmentStats::carried(Some(&s), Some(&leaf), &present, (&[], None), &[]);
         let after = after.expect("groups");
         assert!(after.groups.iter().all(|g| !g.ids.contains(&3)));
+    }
+
+    #[test]
+    fn a_compaction_keeps_the_spans_of_the_groups_it_rewrote() {
+        // Six writes of ten rows, each a group; a compaction rewrites 0-2 into 6 and 3-5
+        // into 7, then an append adds 8.
+        let mut cur: Option<FragmentStats> = None;
+        let mut leaf = stats(0, 9, 10);
+        let mut present = vec![0u64];
+        for k in 1..6u64 {
+            let new = stats(k as i64 * 10, k as i64 * 10 + 9, 10);
+            present.push(k);
+            cur = FragmentStats::carried(
+                cur.as_ref(),
+                Some(&leaf),
+                &present,
+                (&[k], Some(&new)),
+                &[],
+            );
+            leaf = LeafColumnStats::merge(&leaf, &new);
+        }
+        let base = cur.expect("groups");
+        let rewritten = [
+            Rewritten {
+                old: vec![0, 1, 2],
+                new: vec![6],
+            },
+            Rewritten {
+                old: vec![3, 4, 5],
+                new: vec![7],
+            },
+        ];
+        let s = FragmentStats::carried(Some(&base), Some(&leaf), &[6, 7], (&[], None), &rewritten)
+            .expect("two groups");
+        assert_eq!(s.groups.len(), 2);
+        assert_eq!(s.groups[0].ids, vec![6]);
+        assert_eq!(
+            s.groups[0].stats.columns[&1].min,
+            Some(ScalarValue::Int64(Some(0)))
+        );
+        assert_eq!(
+            s.groups[0].stats.columns[&1].max,
+            Some(ScalarValue::Int64(Some(29)))
+        );
+        assert_eq!(
+            s.groups[1].stats.columns[&1].min,
+            Some(ScalarValue::Int64(Some(30)))
+        );
+        assert_eq!(
+            s.groups[1].stats.columns[&1].max,
+            Some(ScalarValue::Int64(Some(59)))
+        );
+        assert_eq!(s.groups[0].stats.rows + s.groups[1].stats.rows, 60);
+        // A rewrite of a fragment in no group takes the leaf's bounds; without them, the new
+        // fragment is in no group (read always).
+        let half = FragmentStats::carried(None, Some(&leaf), &[3, 6], (&[], None), &rewritten[..1])
+            .expect("two groups");
+        assert_eq!(half.groups[1].stats, leaf);
+        let unknown = FragmentStats::carried(
+            Some(&base),
+            None,
+            &[6, 9],
+            (&[], None),
+            &[Rewritten {
+                old: vec![0, 42],
+                new: vec![9],
+            }],
+        );
+        assert!(unknown.is_none_or(|u| u.groups.iter().all(|g| !g.ids.contains(&9))));
     }
 
     #[test]

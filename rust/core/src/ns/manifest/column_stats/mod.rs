@@ -30,7 +30,7 @@ mod fragments;
 mod text;
 
 pub use compute::PREFIX_BYTES;
-pub use fragments::{FragmentGroup, FragmentStats, FRAGMENT_STATS_KEY};
+pub use fragments::{FragmentGroup, FragmentStats, Rewritten, FRAGMENT_STATS_KEY};
 
 /// The `table_version` property holding a leaf version's column statistics (JSON).
 pub const COLUMN_STATS_KEY: &str = "column_stats";

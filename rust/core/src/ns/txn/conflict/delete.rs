@@ -127,7 +127,7 @@ impl DeleteUpdate<'_> {
         change
             .read_versions
             .insert(object_id.to_string(), committed.version);
-        let stats = carried_stats(latest, object_id, base, committed, Added::NONE)?;
+        let stats = carried_stats(latest, object_id, base, committed, Added::NONE, &[])?;
         change.rows.push(version_row(
             object_id,
             committed,

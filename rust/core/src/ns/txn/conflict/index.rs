@@ -83,7 +83,7 @@ impl IndexUpdate<'_> {
                 .read_versions
                 .insert(c.object_id.clone(), c.committed.version);
             let base = Some(c.base);
-            let stats = carried_stats(latest, &c.object_id, base, &c.committed, Added::NONE)?;
+            let stats = carried_stats(latest, &c.object_id, base, &c.committed, Added::NONE, &[])?;
             change.rows.push(version_row(
                 &c.object_id,
                 &c.committed,

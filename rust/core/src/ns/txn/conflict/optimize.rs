@@ -9,7 +9,7 @@ use lance::table::format::Fragment;
 
 use crate::error::Result;
 use crate::ns::infra::storage::Storage;
-use crate::ns::manifest::{LeafVersion, Snapshot};
+use crate::ns::manifest::{LeafVersion, Rewritten, Snapshot};
 use crate::ns::txn::compaction::{split, LeafCompaction, LeafOutcome, Rewrite};
 use crate::ns::txn::conflict::{carried_stats, version_row, Added};
 use crate::ns::txn::leaf::Written;
@@ -36,6 +36,21 @@ pub(crate) struct OptimizeUpdate<'a> {
     pub(crate) recompacted: u64,
     /// When the compaction started writing (ms since the epoch, this machine's clock).
     pub(crate) started_ms: i64,
+}
+
+impl Compacted {
+    /// Each rewrite group's fragments, as ids of the base version and of the committed one
+    /// (the new fragments found by their first data file).
+    fn rewritten(&self) -> Vec<Rewritten> {
+        self.rewrite
+            .groups
+            .iter()
+            .map(|g| Rewritten {
+                old: g.old_fragments.iter().map(|f| f.id).collect(),
+                new: self.committed.ids_of(&g.new_fragments),
+            })
+            .collect()
+    }
 }
 
 impl ManifestUpdate for OptimizeUpdate<'_> {
@@ -82,7 +97,15 @@ impl OptimizeUpdate<'_> {
                 .read_versions
                 .insert(c.object_id.clone(), c.committed.version);
             let base = Some(c.rewrite.base);
-            let stats = carried_stats(latest, &c.object_id, base, &c.committed, Added::NONE)?;
+            let rewritten = c.rewritten();
+            let stats = carried_stats(
+                latest,
+                &c.object_id,
+                base,
+                &c.committed,
+                Added::NONE,
+                &rewritten,
+            )?;
             change.rows.push(version_row(
                 &c.object_id,
                 &c.committed,

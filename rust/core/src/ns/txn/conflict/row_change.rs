@@ -131,7 +131,7 @@ impl RowChangeUpdate<'_> {
                         rows: l.added,
                         ids: &ids,
                     };
-                    let stats = carried_stats(latest, &l.object_id, l.base, c, added)?;
+                    let stats = carried_stats(latest, &l.object_id, l.base, c, added, &[])?;
                     change.rows.push(version_row(
                         &l.object_id,
                         c,

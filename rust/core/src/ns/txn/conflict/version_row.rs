@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::error::Result;
 use crate::ns::manifest::{
-    FragmentStats, LeafColumnStats, LeafVersion, Row, Snapshot, ROWS_KEY, TABLE_VERSION,
+    FragmentStats, LeafColumnStats, LeafVersion, Rewritten, Row, Snapshot, ROWS_KEY, TABLE_VERSION,
 };
 
 /// What a version row records for pruning: the leaf's column statistics and its fragment
@@ -85,7 +85,8 @@ pub(crate) fn version_row(
 /// `latest` records it) by a change that removed rows or `added` some: the base's column
 /// statistics widened by the added rows' (`None` when the base has none recorded or the added
 /// rows' are unknown), and the base's fragment groups carried, with the added fragments as a
-/// group of their own ([`FragmentStats::carried`]).
+/// group of their own and the fragments a compaction wrote (`rewritten`) bounded by those
+/// they replace ([`FragmentStats::carried`]).
 ///
 /// # Errors
 /// `Corrupt` for a malformed `table_version` row.
@@ -95,6 +96,7 @@ pub(crate) fn carried_stats(
     base: Option<u64>,
     committed: &LeafVersion,
     added: Added<'_>,
+    rewritten: &[Rewritten],
 ) -> Result<VersionStats> {
     let Some(base) = base else {
         return Ok(VersionStats::default());
@@ -114,6 +116,7 @@ pub(crate) fn carried_stats(
         prev.as_ref(),
         &committed.fragment_ids(),
         (added.ids, added.stats),
+        rewritten,
     );
     Ok(VersionStats { leaf, fragments })
 }

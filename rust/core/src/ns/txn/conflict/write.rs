@@ -209,7 +209,7 @@ impl WriteUpdate<'_> {
                     rows: p.rows(),
                     ids: &ids,
                 };
-                carried_stats(latest, &oid, p.base, &p.committed, added)?
+                carried_stats(latest, &oid, p.base, &p.committed, added, &[])?
             }
             _ => VersionStats::written(p.stats.as_ref()),
         };
