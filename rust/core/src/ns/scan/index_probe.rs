@@ -106,6 +106,9 @@ fn equality(e: &Expr) -> Option<(Column, Vec<ScalarValue>)> {
             let values: Option<Vec<ScalarValue>> = l.list.iter().map(literal_of).collect();
             Some((column_of(&l.expr)?, values?))
         }
+        // `e OR NULL` is true where `e` is (the simplified form of `c IN (v, NULL)`).
+        Expr::BinaryExpr(b) if b.op == Operator::Or && is_null(&b.right) => equality(&b.left),
+        Expr::BinaryExpr(b) if b.op == Operator::Or && is_null(&b.left) => equality(&b.right),
         Expr::BinaryExpr(b) if b.op == Operator::Or => {
             let (left, mut values) = equality(&b.left)?;
             let (right, more) = equality(&b.right)?;
@@ -114,6 +117,11 @@ fn equality(e: &Expr) -> Option<(Column, Vec<ScalarValue>)> {
         }
         _ => None,
     }
+}
+
+/// Whether `e` is a NULL literal (through casts).
+fn is_null(e: &Expr) -> bool {
+    literal_of(e).is_some_and(|v| v.is_null())
 }
 
 /// The value of a literal, through casts (evaluated).
