@@ -7,6 +7,10 @@ stores the same rows its own way, written the same way, one commit per micro-bat
   of its rows, so the window reads only the fragments whose hours it can match;
 - ours with column statistics turned off (``lance_partitioned.column_stats = false``): what
   the statistics buy;
+- ours with a compaction target of ``--target`` rows
+  (``lance_partitioned.partition.target_rows_per_file``): the compactions after the writes
+  make files of that many rows, each keeping the bounds of the micro-batches it holds, where
+  the default target (a million rows) merges a run of them into one file spanning their hours;
 - ours with a zone-map index on ``ts`` (``ns.create_index("ts", "zonemap")`` before the
   stream; every write indexes what it adds): Lance skips the zones of a fragment the window
   cannot match, inside the fragments a compaction made of many micro-batches;
@@ -21,7 +25,7 @@ Each cell runs in a fresh process (``cells.py``): the first call (imports and op
 excluded), then the best of ``--repeat``; every system must return the same rows.
 
     python benches/stream_read.py [--days 2] [--batches 150] [--rows 10000] [--repeat 5]
-        [--write BENCHMARKS.md]
+        [--target 131072] [--write BENCHMARKS.md]
 """
 
 from __future__ import annotations
@@ -75,7 +79,7 @@ def micro_batch(day: int, k: int, batches: int, rows: int) -> pa.Table:
     )
 
 
-def prepare(days: int, batches: int, rows: int, work: Path) -> dict[str, float]:
+def prepare(days: int, batches: int, rows: int, target: int, work: Path) -> dict[str, float]:
     """Writes the stream into every system; returns each one's seconds of writing."""
     import pyarrow.compute as pc
     import pyarrow.dataset as pds
@@ -89,13 +93,28 @@ def prepare(days: int, batches: int, rows: int, work: Path) -> dict[str, float]:
         SPEC,
         properties={"lance_partitioned.column_stats": "false"},
     )
+    fine = lp.PartitionedNamespace.create(
+        str(work / "ours_fine"),
+        SCHEMA,
+        SPEC,
+        properties={"lance_partitioned.partition.target_rows_per_file": str(target)},
+    )
     zoned = lp.PartitionedNamespace.create(str(work / "ours_zonemap"), SCHEMA, SPEC)
     zoned.create_index("ts", "zonemap")
     ice = iceberg_catalog(work / "iceberg").create_table("bench.events", schema=SCHEMA)
     with ice.update_spec() as update:
         update.add_field("ts", DayTransform(), "day")
     spent = dict.fromkeys(
-        ["ours", "ours_plain", "ours_zonemap", "duckdb_hive", "deltalake", "pyiceberg"], 0.0
+        [
+            "ours",
+            "ours_plain",
+            "ours_fine",
+            "ours_zonemap",
+            "duckdb_hive",
+            "deltalake",
+            "pyiceberg",
+        ],
+        0.0,
     )
 
     def timed(name: str, f: Callable[[], Any]) -> None:
@@ -109,6 +128,7 @@ def prepare(days: int, batches: int, rows: int, work: Path) -> dict[str, float]:
             dated = b.append_column("day", pc.strftime(b["ts"], "%Y-%m-%d"))
             timed("ours", lambda b=b: ours.write(b))
             timed("ours_plain", lambda b=b: plain.write(b))
+            timed("ours_fine", lambda b=b: fine.write(b))
             timed("ours_zonemap", lambda b=b: zoned.write(b))
             timed(
                 "duckdb_hive",
@@ -159,6 +179,12 @@ def ours_plain(work: str) -> Callable[[], str]:
     return lambda: _sum(ns.to_table(filter=sql, columns=COLUMNS))
 
 
+def ours_fine(work: str) -> Callable[[], str]:
+    ns = lp.PartitionedNamespace.open(f"{work}/ours_fine")
+    sql, _, _ = _window(work)
+    return lambda: _sum(ns.to_table(filter=sql, columns=COLUMNS))
+
+
 def ours_zonemap(work: str) -> Callable[[], str]:
     ns = lp.PartitionedNamespace.open(f"{work}/ours_zonemap")
     sql, _, _ = _window(work)
@@ -196,6 +222,7 @@ def pyiceberg(work: str) -> Callable[[], str]:
 CASES: dict[str, Callable[..., Any]] = {
     "ours": ours,
     "ours_plain": ours_plain,
+    "ours_fine": ours_fine,
     "ours_zonemap": ours_zonemap,
     "duckdb_hive": duckdb_hive,
     "deltalake": deltalake,
@@ -204,6 +231,7 @@ CASES: dict[str, Callable[..., Any]] = {
 LABELS = {
     "ours": "ours (`ns.to_table(filter=SQL)`)",
     "ours_plain": "ours, column statistics off",
+    "ours_fine": "ours, compaction target {target:,} rows",
     "ours_zonemap": "ours with a zone-map index on `ts`",
     "duckdb_hive": "DuckDB `read_parquet(hive)`, a file per micro-batch",
     "deltalake": "deltalake `QueryBuilder` SQL",
@@ -217,10 +245,11 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=150)
     ap.add_argument("--rows", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--target", type=int, default=131_072)
     ap.add_argument("--write", type=Path, default=None)
     args = ap.parse_args()
     work = scratch("lp-stream-read-")
-    spent = prepare(args.days, args.batches, args.rows, work)
+    spent = prepare(args.days, args.batches, args.rows, args.target, work)
     got: dict[str, Cell] = {
         case: measure("stream_read", case, {"work": str(work)}, args.repeat) for case in CASES
     }
@@ -240,13 +269,14 @@ def main() -> None:
     ]
     for case, c in got.items():
         lines.append(
-            f"| {LABELS[case]} | {c.answer} | {c.first:.3f} | {c.best:.3f} | {c.peak_mib:.0f} | "
+            f"| {LABELS[case].format(target=args.target)} | {c.answer} | {c.first:.3f} "
+            f"| {c.best:.3f} | {c.peak_mib:.0f} | "
             f"{c.best / got['ours'].best:.2f} | {spent[case]:.1f} |"
         )
     lines += [
         "",
         f"Command: `python benches/stream_read.py --days {args.days} --batches {args.batches} "
-        f"--rows {args.rows} --repeat {args.repeat}`.",
+        f"--rows {args.rows} --repeat {args.repeat} --target {args.target}`.",
     ]
     text = "\n".join(lines)
     print(text)

@@ -304,6 +304,61 @@ def test_a_compaction_into_several_files_keeps_each_files_span(tmp_path: Path) -
     assert scanned(ns, "t >= 300 AND t <= 310")[1] == 3
 
 
+TARGET = "lance_partitioned.partition.target_rows_per_file"
+EXTRA = "lance_partitioned.partition.max_extra_fragments"
+
+
+def fragment_sizes(ns: lp.PartitionedNamespace) -> list[int]:
+    """The rows of each fragment of the one partition, as pylance counts them."""
+    (p,) = ns.partitions(with_rows=False).to_pylist()
+    ds = lance.dataset(f"{ns.root}/{p['location']}", version=p["read_version"])
+    return [frag.count_rows() for frag in ds.get_fragments()]
+
+
+def test_the_compaction_after_writes_keeps_the_namespaces_file_target(tmp_path: Path) -> None:
+    """Twelve writes of twenty rows to one partition, with a compaction target of forty rows
+    and two extra fragments allowed: the compactions after the writes (two of them) write
+    files of forty rows, each bounded by the writes it holds, so a window on one write skips
+    the other files, as pylance's per-fragment bounds say (six files: within the eight
+    statistics groups a version records). The same stream without the target (a million
+    rows) ends with a file spanning every compacted write."""
+    props = {TARGET: "40", EXTRA: "2"}
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC, properties=props)
+    compacted = sum(ns.write(batch(k, range(1))).compacted for k in range(12))
+    assert compacted == 2
+    sizes = fragment_sizes(ns)
+    assert sizes == [40] * 6, sizes
+    whole = ns.to_table()
+    for lo, hi in [(0, 5), (300, 310), (1100, 1119), (450, 900), (1150, 1400), (0, 10_000)]:
+        sql = f"t >= {lo} AND t <= {hi}"
+        got, skipped = scanned(ns, sql)
+        assert skipped == expected_skips(ns, lo, hi)[1], sql
+        in_window = pc.and_(pc.greater_equal(whole["t"], lo), pc.less_equal(whole["t"], hi))
+        assert rows_of(got) == rows_of(whole.filter(in_window)), sql
+    assert scanned(ns, "t >= 300 AND t <= 310")[1] == len(sizes) - 1
+
+    coarse = lp.PartitionedNamespace.create(
+        str(tmp_path / "coarse"), SCHEMA, SPEC, properties={EXTRA: "2"}
+    )
+    for k in range(12):
+        coarse.write(batch(k, range(1)))
+    assert max(fragment_sizes(coarse)) > 40
+
+
+def test_optimize_without_a_target_takes_the_namespaces(tmp_path: Path) -> None:
+    """With no compaction after writes, eight writes of twenty rows and ``optimize()`` with no
+    ``target_rows_per_file``: the namespace's target of forty rows makes four files of two
+    writes each (pylance's fragment bounds); an explicit target still wins."""
+    props = {TARGET: "40", EXTRA: "0"}
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC, properties=props)
+    for k in range(8):
+        ns.write(batch(k, range(1)))
+    assert ns.optimize().files_after == 4
+    assert fragment_ranges(ns)[0] == [(k * 2 * STEP, k * 2 * STEP + STEP + 19) for k in range(4)]
+    assert ns.optimize(target_rows_per_file=80).files_after == 2
+    assert fragment_sizes(ns) == [80, 80]
+
+
 _LITS = {
     "t": ["-1", "0", "7", "119", "400", "403", "650", "1119", "1200"],
     "f": ["0.0", "3.5", "150.0", "201.5", "559.5", "CAST('NaN' AS DOUBLE)"],

@@ -276,6 +276,8 @@ def test_compaction_after_writes_can_be_turned_off(tmp_path: Path) -> None:
     [
         {KEPT: "many"},
         {EXTRA: "-1"},
+        {"lance_partitioned.partition.target_rows_per_file": "0"},
+        {"lance_partitioned.partition.target_rows_per_file": "1e6"},
         {INTERVAL: "1.5"},
         {RETAIN: "ten"},
         {OLDER: "0"},  # with no count rule: every version but the latest would go

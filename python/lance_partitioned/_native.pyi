@@ -389,7 +389,7 @@ class Namespace:
         self,
         filter: str | None,
         *,
-        target_rows_per_file: int,
+        target_rows_per_file: int | None,
         min_files: int,
         dry_run: bool,
         strong: bool | None,

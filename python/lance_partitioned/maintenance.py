@@ -8,7 +8,7 @@ import datetime
 from lance_partitioned import _native
 from lance_partitioned._arguments import typed_class
 from lance_partitioned.exceptions import ArgumentTypeError, InvalidArgumentError
-from lance_partitioned.options import MAX_ROWS_PER_FILE, check_sizes, write_concurrency
+from lance_partitioned.options import check_sizes, write_concurrency
 
 
 @typed_class
@@ -26,7 +26,7 @@ class Maintenance:
         self,
         *,
         filter: str | None = None,
-        target_rows_per_file: int = MAX_ROWS_PER_FILE,
+        target_rows_per_file: int | None = None,
         min_files: int = 2,
         dry_run: bool = False,
         concurrency: int | None = None,
@@ -35,12 +35,15 @@ class Maintenance:
 
         In every selected partition, files with fewer than ``target_rows_per_file`` rows are
         rewritten into files of up to that many rows (Lance's compaction: deleted rows are
-        dropped on the way); a partition is compacted only when at least ``min_files`` of its
-        files would be. Atomic like a write: every compacted partition becomes visible in one
-        manifest commit. A concurrent append to a partition being compacted is rebased, and a
-        partition whose files a concurrent commit replaced is compacted again from what is
-        there, so nothing is lost or duplicated; readers of older versions (``as_of``) keep
-        reading the files they named until :meth:`expire` removes them. A partition carrying
+        dropped on the way; ``None``: the namespace's
+        ``lance_partitioned.partition.target_rows_per_file``, else ``MAX_ROWS_PER_FILE``, the
+        target of the compaction after writes too); a partition is compacted only when at
+        least ``min_files`` of its files would be. Atomic like a write: every compacted
+        partition becomes visible in one manifest commit. A concurrent append to a partition
+        being compacted is rebased, and a partition whose files a concurrent commit replaced
+        is compacted again from what is there, so nothing is lost or duplicated; readers of
+        older versions (``as_of``) keep reading the files they named until :meth:`expire`
+        removes them. A partition carrying
         the namespace's declared indexes is compacted and its indexes built again over the new
         files; one whose leaf table has indexes the namespace does not declare (made by another
         tool) is left alone (``skipped_indexed``). With a sort order, every other file whose rows
@@ -57,9 +60,9 @@ class Maintenance:
         if filter is not None and (not isinstance(filter, str) or not filter.strip()):
             raise InvalidArgumentError("optimize's filter must be a non-empty SQL string or None")
         conc = write_concurrency(self._ns.root, concurrency)
-        check_sizes(
-            target_rows_per_file=target_rows_per_file, min_files=min_files, concurrency=conc
-        )
+        check_sizes(min_files=min_files, concurrency=conc)
+        if target_rows_per_file is not None:
+            check_sizes(target_rows_per_file=target_rows_per_file)
         result = self._ns.optimize(
             filter,
             target_rows_per_file=target_rows_per_file,

@@ -47,7 +47,8 @@ def _listed(items: Sequence[Any]) -> str:
     "--target-rows-per-file",
     type=click.IntRange(min=1),
     default=None,
-    help="Rows per compacted file; files with fewer rows are rewritten (default: "
+    help="Rows per compacted file; files with fewer rows are rewritten (default: the "
+    "namespace's lance_partitioned.partition.target_rows_per_file, else "
     f"{MAX_ROWS_PER_FILE:,}, as writes).",
 )
 @click.option(

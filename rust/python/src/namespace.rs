@@ -309,7 +309,7 @@ impl Namespace {
         &self,
         py: Python<'_>,
         filter: Option<String>,
-        target_rows_per_file: usize,
+        target_rows_per_file: Option<usize>,
         min_files: usize,
         dry_run: bool,
         strong: Option<bool>,

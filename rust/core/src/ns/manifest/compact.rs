@@ -44,8 +44,8 @@ pub fn max_fragments(props: &HashMap<String, String>) -> Result<usize> {
 /// fragment each; without compaction a partition's reads open every one of them.
 ///
 /// After a commit, each partition the write changed whose new version holds more than
-/// `ceil(rows / MAX_ROWS_PER_FILE) + limit` fragments is compacted, as `optimize()` would
-/// (files of fewer than `MAX_ROWS_PER_FILE` rows rewritten together), in one more manifest
+/// `ceil(rows / target) + limit` fragments is compacted, as `optimize()` would (files of
+/// fewer than `target` rows rewritten together; `target`: [`TARGET_ROWS_PER_FILE_KEY`]), in one more manifest
 /// commit named `optimize` in `history()`. The write is committed before: a compaction that
 /// fails or loses a race leaves it as it is, and a later write tries again.
 pub const LEAF_MAX_FRAGMENTS_KEY: &str = "lance_partitioned.partition.max_extra_fragments";
@@ -64,6 +64,31 @@ pub fn leaf_max_fragments(props: &HashMap<String, String>) -> Result<usize> {
         DEFAULT_LEAF_MAX_FRAGMENTS,
         "fragments (0: never compact after a write)",
     )
+}
+
+/// Root property: the rows of the files the compaction after a write writes, and of those
+/// `optimize()` writes when it is given no `target_rows_per_file` (unset:
+/// `write::options::MAX_ROWS_PER_FILE`, see `write::options::compaction_target`). Column
+/// statistics are kept per compacted group of files, so a smaller target keeps a stream's
+/// partition prunable by time: a run of micro-batches compacted into one file of a million
+/// rows spans every hour they held.
+pub const TARGET_ROWS_PER_FILE_KEY: &str = "lance_partitioned.partition.target_rows_per_file";
+
+/// The compaction target the root properties `props` set, `None` when unset (see
+/// [`TARGET_ROWS_PER_FILE_KEY`]).
+///
+/// # Errors
+/// `InvalidArgument` when the property is not a positive whole number.
+pub fn target_rows_per_file(props: &HashMap<String, String>) -> Result<Option<usize>> {
+    if !props.contains_key(TARGET_ROWS_PER_FILE_KEY) {
+        return Ok(None);
+    }
+    match whole_number(props, TARGET_ROWS_PER_FILE_KEY, 0, "rows (at least 1)")? {
+        0 => Err(Error::InvalidArgument(format!(
+            "{TARGET_ROWS_PER_FILE_KEY} must be a positive whole number of rows, not 0"
+        ))),
+        n => Ok(Some(n)),
+    }
 }
 
 /// Whether a partition holding `rows` rows in `fragments` fragments is past `limit` (see

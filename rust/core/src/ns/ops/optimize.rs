@@ -35,14 +35,16 @@ use crate::ns::txn::leaf_index::LeafIndexing;
 use crate::ns::txn::manifest_commit::commit_manifest;
 use crate::ns::txn::record_stats::record_missing_stats;
 use crate::ns::txn::trim_versions::{surplus_of, trim_versions};
+use crate::ns::write::options::compaction_target;
 
 /// What `optimize()` is asked to do.
 #[derive(Debug, Clone)]
 pub struct OptimizeOptions {
     /// SQL over the namespace columns selecting the partitions (all when `None`).
     pub filter: Option<String>,
-    /// Files with fewer rows are compacted, into files of up to this many rows.
-    pub target_rows_per_file: usize,
+    /// Files with fewer rows are compacted, into files of up to this many rows (`None`: the
+    /// namespace's target, `write::options::compaction_target`).
+    pub target_rows_per_file: Option<usize>,
     /// A partition is compacted only when at least this many of its files would be.
     pub min_files: usize,
     /// Plan only: report what would be compacted.
@@ -102,7 +104,7 @@ pub struct OptimizeSummary {
 /// the manifest commit lost too many races; `Lance` for I/O errors. Nothing becomes visible
 /// on error.
 pub(crate) async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Result<OptimizeSummary> {
-    if opts.target_rows_per_file == 0 || opts.min_files == 0 {
+    if opts.target_rows_per_file == Some(0) || opts.min_files == 0 {
         return Err(Error::InvalidArgument(
             "target_rows_per_file and min_files must be positive".into(),
         ));
@@ -254,7 +256,10 @@ fn compaction_of(
 ) -> Result<LeafCompaction> {
     Ok(LeafCompaction {
         options: CompactionOptions {
-            target_rows_per_fragment: opts.target_rows_per_file,
+            target_rows_per_fragment: match opts.target_rows_per_file {
+                Some(rows) => rows,
+                None => compaction_target(&snap.root_props.props)?,
+            },
             // Pages are copied as they are when the files allow it (no decode, no encode);
             // Lance re-encodes otherwise (deleted rows to drop, differing file versions).
             compaction_mode: Some(CompactionMode::TryBinaryCopy),

@@ -14,7 +14,8 @@ use crate::ns::infra::session::session;
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{
     auto_expire, column_stats_enabled, indexes_on_write, leaf_max_fragments, manifest_schema,
-    max_fragments, rows_to_batch, versions_kept, Row, INDEX_KEY_PREFIX, NAMESPACE,
+    max_fragments, rows_to_batch, target_rows_per_file, versions_kept, Row, INDEX_KEY_PREFIX,
+    NAMESPACE,
 };
 use crate::ns::{MANIFEST_DIR, SCHEMA_KEY, SCRATCH_DIR, SPEC_KEY_PREFIX};
 use crate::spec::{CompiledSpec, PartitionSpec};
@@ -37,6 +38,7 @@ pub async fn create(
     // The history policies are checked here, not first at the commit they shape.
     max_fragments(extra_props)?;
     leaf_max_fragments(extra_props)?;
+    target_rows_per_file(extra_props)?;
     column_stats_enabled(extra_props)?;
     indexes_on_write(extra_props)?;
     if let Some(k) = extra_props.keys().find(|k| k.starts_with(INDEX_KEY_PREFIX)) {

@@ -64,7 +64,7 @@ use crate::ns::infra::storage::Storage;
 use crate::ns::infra::touched::TouchedPartition;
 use crate::ns::leaf_io::{data_files, fresh_lance_schema, leaf_schema, Schemas};
 use crate::ns::manifest::{describe_key, leaf_max_fragments, too_fragmented, Snapshot};
-use crate::ns::write::options::{Mode, WriteOptions, WriteSummary, MAX_ROWS_PER_FILE};
+use crate::ns::write::options::{compaction_target, Mode, WriteOptions, WriteSummary};
 use crate::ns::write::staged::StagedPart;
 use crate::spec::PartitionSpec;
 use conflict::write::WriteUpdate;
@@ -305,12 +305,13 @@ impl WriteTransaction {
             })
             .collect();
         let limit = leaf_max_fragments(&self.base.root_props.props)?;
+        let target = compaction_target(&self.base.root_props.props)? as u64;
         summary.fragmented = update
             .pending
             .iter()
             .filter(|p| {
                 let t = &p.committed.totals;
-                too_fragmented(t.rows, t.fragments, limit, MAX_ROWS_PER_FILE as u64)
+                too_fragmented(t.rows, t.fragments, limit, target)
             })
             .filter_map(|p| p.object_id.clone())
             .collect();

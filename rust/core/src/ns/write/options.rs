@@ -59,6 +59,16 @@ pub const DEFAULT_MAX_NEW_PARTITIONS: usize = 1000;
 /// are written as a file.
 pub const MAX_ROWS_PER_FILE: usize = 1 << 20;
 
+/// The rows of the files a compaction of the namespace whose root properties are `props`
+/// writes when not told otherwise: its `lance_partitioned.partition.target_rows_per_file`,
+/// else [`MAX_ROWS_PER_FILE`].
+///
+/// # Errors
+/// `InvalidArgument` when the property is not a positive whole number.
+pub fn compaction_target(props: &std::collections::HashMap<String, String>) -> Result<usize> {
+    Ok(crate::ns::manifest::target_rows_per_file(props)?.unwrap_or(MAX_ROWS_PER_FILE))
+}
+
 /// Default of [`WriteOptions::concurrency`]: partitions a write (and a commit) writes
 /// concurrently on a local disk.
 pub const WRITE_CONCURRENCY: usize = 8;

@@ -1,10 +1,11 @@
 //! The compaction a write runs after its commit on the partitions it left fragmented (the
 //! policy: `manifest::LEAF_MAX_FRAGMENTS_KEY`): what keeps a stream's micro-batches, one
-//! small fragment each, from making every read of a partition open thousands of files.
+//! small fragment each, from making every read of a partition open thousands of files. It
+//! writes files of the namespace's compaction target (`manifest::TARGET_ROWS_PER_FILE_KEY`).
 
 use crate::ns::infra::storage::Storage;
 use crate::ns::ops::optimize::{optimize_partitions, OptimizeOptions};
-use crate::ns::write::options::{WriteOptions, WriteSummary, MAX_ROWS_PER_FILE};
+use crate::ns::write::options::{WriteOptions, WriteSummary};
 
 /// Compacts `summary.fragmented` and counts them in `summary.compacted`; returns the
 /// manifest version of the compaction's commit. Maintenance after the commit point: the
@@ -20,7 +21,7 @@ pub(crate) async fn compact_fragmented(
     }
     let options = OptimizeOptions {
         filter: None,
-        target_rows_per_file: MAX_ROWS_PER_FILE,
+        target_rows_per_file: None,
         min_files: 2,
         dry_run: false,
         strong: opts.strong,
