@@ -5,10 +5,11 @@ of ``--rows`` rows each, the way a stream's driver commits them: one process, ea
 and committed under its stream write id (``stream:<id>:<batch>``, looked up before the commit),
 each into one existing partition (batch ``i`` into partition ``i % --hot``). Every commit is
 timed; at each checkpoint the table reports the latency of the last window of commits (p50,
-p99), the bytes of ``__manifest`` (the live data files its latest version reads, and the whole
-directory with every retained version), the rows and files of the hot partitions, and, each in
-a fresh process (first call, then the best of ``--repeat``), ``open()``, a pruned read of one
-partition the stream does not write, ``stats()`` and ``partitions()``.
+p99), the fragments of ``__manifest``'s latest version and its bytes (the live data files
+that version reads, and the whole directory with every retained version), the rows and files
+of the hot partitions, and, each in a fresh process (first call, then the best of
+``--repeat``), ``open()``, a pruned read of one partition the stream does not write,
+``stats()`` and ``partitions()``.
 
 Flat means: the last window's p50 and p99 within 1.2x of the first window's, and the reads at
 the last checkpoint within 1.2x of those at the first.
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import lance
 import pyarrow as pa
 from cells import Cell, measure
 from report import seconds, update_section
@@ -127,12 +129,14 @@ def checkpoint(root: str, args: argparse.Namespace, done: int, window: list[floa
     }
     rows, files = _hot_partition(root, args.hot)
     live = _live_bytes(Path(root) / "__manifest")
+    fragments = len(lance.dataset(str(Path(root) / "__manifest")).get_fragments())
     whole = _tree_bytes(Path(root) / "__manifest")
     cells = " | ".join(f"{seconds(c.first)} / {seconds(c.best)}" for c in reads.values())
     return (
         f"| {done:,} | {seconds(statistics.median(window))} | {seconds(_quantile(window, 99))} "
         f"| {seconds(max(window))} "
-        f"| {live / 1024:,.0f} | {whole / 1024:,.0f} | {rows:,} | {files:,} | {cells} |"
+        f"| {fragments} | {live / 1024:,.0f} | {whole / 1024:,.0f} | {rows:,} | {files:,} "
+        f"| {cells} |"
     )
 
 
@@ -161,13 +165,15 @@ def run(args: argparse.Namespace) -> str:
         f"{args.commits} --rows {args.rows} --hot {args.hot} --window {args.window} --repeat "
         f"{args.repeat} --retain {args.retain}` (one process commits every micro-batch under its "
         f"stream write id, each into one of {args.hot} existing partitions; latency of the last "
-        f"{args.window} commits before each checkpoint; manifest KiB: the live data of its "
+        f"{args.window} commits before each checkpoint; manifest fragments: of its latest "
+        "version (pylance); manifest KiB: the live data of its "
         "latest version, then the whole `__manifest` directory with every retained version; "
         "the reads each in a fresh process, first call / best):\n\n"
-        "| commits | commit p50 | commit p99 | commit max | manifest live KiB | manifest dir KiB "
+        "| commits | commit p50 | commit p99 | commit max | manifest fragments "
+        "| manifest live KiB | manifest dir KiB "
         "| hot rows | hot files | open() | pruned read (cold partition) | stats() "
         "| partitions() |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     tail = f"\nLast window against the first: p50 {p50:.2f}x, p99 {p99:.2f}x (flat: within 1.2x)."
     return "\n".join([head, *lines, tail])

@@ -54,6 +54,67 @@ def test_many_commits_keep_the_manifest_within_its_limit(tmp_path: Path) -> None
     assert "commit" not in ops, ops
 
 
+def manifest_fragments(root: Path) -> list[tuple[int, int]]:
+    """(id, rows in the file) of each fragment of the manifest, as pylance reads them."""
+    ds = lance.dataset(str(root / "__manifest"))
+    return [(f.fragment_id, f.metadata.physical_rows) for f in ds.get_fragments()]
+
+
+def base_of(frags: list[tuple[int, int]]) -> int:
+    return max(frags, key=lambda f: f[1])[0]
+
+
+def test_a_compaction_keeps_the_base_until_the_churn_passes_a_quarter(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.int64())])
+    spec = lp.PartitionSpec([lp.PartitionField("p", source="p", transform=lp.Identity())])
+    ns = lp.PartitionedNamespace.create(str(root), schema=schema, spec=spec, properties={KEY: "4"})
+
+    def batch(start: int, parts: list[int]) -> pa.Table:
+        ids = list(range(start, start + len(parts)))
+        return pa.table({"id": pa.array(ids, pa.int64()), "p": pa.array(parts, pa.int64())})
+
+    written = [batch(0, list(range(200)))]
+    versions = [ns.write(written[-1], max_new_partitions=None).manifest_version]
+    first = manifest_fragments(root)
+    base = base_of(first)
+    kept = (base, dict(first)[base])
+    seen: list[list[tuple[int, int]]] = []
+    # Commits of one row to one of three partitions: a few manifest rows each.
+    for i in range(30):
+        written.append(batch(1000 + i, [i % 3]))
+        versions.append(ns.write(written[-1]).manifest_version)
+        seen.append(manifest_fragments(root))
+    assert max(len(f) for f in seen) <= 4, seen
+    compactions = ns.history()["operation"].to_pylist().count("compact_manifest")
+    assert compactions >= 6, compactions
+    # Every compaction merged the small fragments beside the 200 partitions' rows, which
+    # stayed in their file.
+    assert all(kept in f for f in seen), (kept, seen)
+    assert min(len(f) for f in seen) == 2, seen
+
+    # A commit that changes every partition deletes their rows in the base: past a quarter,
+    # the next compaction rewrites the base too, into one fragment.
+    written.append(batch(2000, list(range(200))))
+    versions.append(ns.write(written[-1]).manifest_version)
+    after = [manifest_fragments(root)]
+    for i in range(6):
+        written.append(batch(3000 + i, [0]))
+        versions.append(ns.write(written[-1]).manifest_version)
+        after.append(manifest_fragments(root))
+    # The commit that compacted leaves what the compaction made.
+    assert [len(f) for f in after if base not in dict(f)][:1] == [1], (base, after)
+
+    expected = pa.concat_tables(written)
+    assert ids_of(ns.to_table(columns=["id"])) == ids_of(expected)
+    p1 = ns.to_table("p = 1", columns=["id"])
+    assert ids_of(p1) == ids_of(expected.filter(pc.equal(expected["p"], 1)))
+    reopened = lp.PartitionedNamespace.open(str(root))
+    for i, v in enumerate(versions):
+        got = reopened.to_table(as_of=v, columns=["id"])
+        assert ids_of(got) == ids_of(pa.concat_tables(written[: i + 1])), v
+
+
 def test_versions_before_a_compaction_still_read_as_they_were(tmp_path: Path) -> None:
     root = tmp_path / "ns"
     ns = make_ns(root, properties={KEY: "3"})
@@ -78,7 +139,7 @@ def test_zero_turns_the_compaction_off(tmp_path: Path) -> None:
     for i in range(40):
         ns.write(rows(100 * i, 5))
         seen.append(fragments(root))
-    # Every commit adds a fragment, past the default limit (32).
+    # Every commit adds a fragment, far past the default limit (8).
     assert all(b == a + 1 for a, b in itertools.pairwise(seen)), seen
     assert seen[-1] > 32
     assert "compact_manifest" not in ns.history()["operation"].to_pylist()
@@ -91,9 +152,13 @@ def test_a_limit_that_is_not_a_whole_number_is_refused(tmp_path: Path, value: st
     assert not (tmp_path / "ns" / "__manifest").exists()
 
 
-def test_writers_in_other_processes_racing_compactions_lose_nothing(tmp_path: Path) -> None:
+# Under 3 every compaction rewrites all fragments; at 5 the base may be kept.
+@pytest.mark.parametrize("limit", [2, 5])
+def test_writers_in_other_processes_racing_compactions_lose_nothing(
+    tmp_path: Path, limit: int
+) -> None:
     root = tmp_path / "ns"
-    make_ns(root, properties={KEY: "2"})
+    make_ns(root, properties={KEY: str(limit)})
     procs = [
         subprocess.Popen(
             [sys.executable, WRITER, str(root), str(100_000 * w), "20", "15", "US,FR,DE,JP"],
@@ -119,5 +184,5 @@ def test_writers_in_other_processes_racing_compactions_lose_nothing(tmp_path: Pa
     expected = {100_000 * w + i for w in range(3) for i in range(20 * 15)}
     ns = lp.PartitionedNamespace.open(str(root))
     check_consistent(ns, expected)
-    assert fragments(root) <= 2
+    assert fragments(root) <= limit
     assert "compact_manifest" in ns.history()["operation"].to_pylist()

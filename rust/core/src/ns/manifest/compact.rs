@@ -7,9 +7,11 @@
 //! fragments, and loading it (what every commit, open and read does first) grows with N. After
 //! a commit leaves more fragments than the namespace's limit
 //! ([`MAX_FRAGMENTS_KEY`], default [`DEFAULT_MAX_FRAGMENTS`]; `0` turns it off), the
-//! committing process rewrites the manifest's rows into one fragment (two manifest versions:
-//! Lance reserves the new fragments' ids, then commits a `Rewrite`; `history()` names both
-//! `compact_manifest`): the rows, the root properties and every older version are unchanged (`as_of`
+//! committing process compacts it (two manifest versions: Lance reserves the new fragments'
+//! ids, then commits a `Rewrite`; `history()` names both `compact_manifest`). It merges the
+//! fragments other than the largest, the base, into one, and rewrites the base too only once
+//! those and the base's deleted rows pass a quarter of it ([`kept_base`]), so a compaction of
+//! a namespace of many partitions rewrites its recent commits' rows, not all: the rows, the root properties and every older version are unchanged (`as_of`
 //! reads of retained versions still read their own files, until `expire()` removes them).
 //!
 //! It is maintenance, not a change: a commit that lands first wins (Lance refuses the
@@ -24,7 +26,7 @@ use crate::error::{Error, Result};
 pub const MAX_FRAGMENTS_KEY: &str = "lance_partitioned.manifest.max_fragments";
 
 /// The limit when [`MAX_FRAGMENTS_KEY`] is not set.
-pub const DEFAULT_MAX_FRAGMENTS: usize = 32;
+pub const DEFAULT_MAX_FRAGMENTS: usize = 8;
 
 /// The limit the root properties `props` set.
 ///
@@ -37,6 +39,57 @@ pub fn max_fragments(props: &HashMap<String, String>) -> Result<usize> {
         DEFAULT_MAX_FRAGMENTS,
         "never compact the manifest",
     )
+}
+
+/// A fragment of `__manifest` as the compaction policy sees it: its Lance id, the rows its
+/// file holds (`None` when the manifest does not record them) and those marked deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ManifestFragment {
+    pub id: u64,
+    pub physical_rows: Option<usize>,
+    pub deleted_rows: usize,
+}
+
+/// The share of the base fragment's rows past which a compaction rewrites the base too:
+/// when the rows of the other fragments and those deleted in the base come to more than
+/// `1 / FULL_REWRITE_DIVISOR` of the base's.
+pub const FULL_REWRITE_DIVISOR: usize = 4;
+
+/// The fragment a compaction of `__manifest` leaves as it is, `None` when it rewrites every
+/// fragment into one.
+///
+/// The base is the fragment whose file holds the most rows (after a full rewrite, the only
+/// one). A commit touches a few partitions, so most of the manifest's rows stay in the base
+/// for many commits; rewriting them every time the limit is passed is the cost that grows
+/// with the namespace. So a compaction merges the other fragments (the recent commits' and
+/// the previous compaction's) into one beside the base, and rewrites the base too only when
+/// those fragments' rows and the rows deleted in the base pass a quarter of the base's: the
+/// rows rewritten per compaction stay a bounded share of what a full rewrite costs, and the
+/// deleted rows a load of the manifest skips stay under a quarter of the base. Under a
+/// `limit` of 3 fragments it rewrites all: the merged fragments on each side of the base and
+/// the base would still be over it.
+pub fn kept_base(fragments: &[ManifestFragment], limit: usize) -> Option<u64> {
+    if fragments.len() < 2 || limit < 3 {
+        return None;
+    }
+    let mut others = 0usize;
+    let mut base: Option<(u64, usize, usize)> = None;
+    for f in fragments {
+        // A fragment of unknown size: nothing to weigh, rewrite all.
+        let rows = f.physical_rows?;
+        match base {
+            Some((_, best, _)) if best >= rows => others = others.saturating_add(rows),
+            _ => {
+                if let Some((_, prev, _)) = base {
+                    others = others.saturating_add(prev);
+                }
+                base = Some((f.id, rows, f.deleted_rows));
+            }
+        }
+    }
+    let (id, rows, deleted) = base?;
+    let churn = others.saturating_add(deleted);
+    (churn.saturating_mul(FULL_REWRITE_DIVISOR) <= rows).then_some(id)
 }
 
 /// Root property: how many fragments more than its rows need a partition may hold after a
@@ -114,5 +167,55 @@ pub(super) fn whole_number(
         Some(v) => v.trim().parse().map_err(|_| {
             Error::InvalidArgument(format!("{key} must be a whole number of {what}, not {v:?}"))
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frag(id: u64, rows: usize, deleted: usize) -> ManifestFragment {
+        ManifestFragment {
+            id,
+            physical_rows: Some(rows),
+            deleted_rows: deleted,
+        }
+    }
+
+    #[test]
+    fn the_largest_fragment_is_kept_while_the_churn_is_small() {
+        let fs = [
+            frag(3, 10_000, 10),
+            frag(7, 40, 0),
+            frag(8, 1, 0),
+            frag(9, 1, 0),
+        ];
+        assert_eq!(kept_base(&fs, 8), Some(3));
+        // The base need not come first.
+        let fs = [frag(1, 5, 0), frag(3, 10_000, 0), frag(9, 1, 0)];
+        assert_eq!(kept_base(&fs, 8), Some(3));
+    }
+
+    #[test]
+    fn churn_past_a_quarter_of_the_base_rewrites_all() {
+        // 2,400 other rows + 100 deleted = 2,500 = 10,000 / 4: still kept.
+        let fs = [frag(0, 10_000, 100), frag(1, 2_400, 0)];
+        assert_eq!(kept_base(&fs, 8), Some(0));
+        let fs = [frag(0, 10_000, 101), frag(1, 2_400, 0)];
+        assert_eq!(kept_base(&fs, 8), None);
+        let fs = [frag(0, 10_000, 2_600), frag(1, 1, 0)];
+        assert_eq!(kept_base(&fs, 8), None);
+    }
+
+    #[test]
+    fn unknown_sizes_small_limits_and_single_fragments_rewrite_all() {
+        let unknown = ManifestFragment {
+            id: 2,
+            physical_rows: None,
+            deleted_rows: 0,
+        };
+        assert_eq!(kept_base(&[frag(0, 10_000, 0), unknown], 8), None);
+        assert_eq!(kept_base(&[frag(0, 10_000, 0), frag(1, 1, 0)], 2), None);
+        assert_eq!(kept_base(&[frag(0, 10_000, 0)], 8), None);
     }
 }

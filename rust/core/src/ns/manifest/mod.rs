@@ -74,9 +74,9 @@ pub use column_stats::{
     Rewritten, COLUMN_STATS_ENABLED_KEY, COLUMN_STATS_KEY, FRAGMENT_STATS_KEY, PREFIX_BYTES,
 };
 pub use compact::{
-    leaf_max_fragments, max_fragments, target_rows_per_file, too_fragmented,
-    DEFAULT_LEAF_MAX_FRAGMENTS, DEFAULT_MAX_FRAGMENTS, LEAF_MAX_FRAGMENTS_KEY, MAX_FRAGMENTS_KEY,
-    TARGET_ROWS_PER_FILE_KEY,
+    kept_base, leaf_max_fragments, max_fragments, target_rows_per_file, too_fragmented,
+    ManifestFragment, DEFAULT_LEAF_MAX_FRAGMENTS, DEFAULT_MAX_FRAGMENTS, FULL_REWRITE_DIVISOR,
+    LEAF_MAX_FRAGMENTS_KEY, MAX_FRAGMENTS_KEY, TARGET_ROWS_PER_FILE_KEY,
 };
 pub use evolution::{check_field_id_reuse, spec_preparation};
 pub use feature_flags::{READER_FLAGS_KEY, WRITER_FLAGS_KEY};

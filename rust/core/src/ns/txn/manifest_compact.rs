@@ -4,18 +4,44 @@
 use lance::dataset::optimize::{compact_files, CompactionOptions};
 use lance::dataset::Dataset;
 
+use crate::ns::manifest::{kept_base, ManifestFragment};
+
 /// Compacts `ds`, the manifest version a commit just made, when it holds more than `limit`
-/// fragments (never when `limit` is 0). Returns whether a compaction committed. Best effort:
-/// the commit is already visible, so a compaction that loses a race or fails leaves the
-/// manifest as it was (the next commit over the limit tries again).
+/// fragments (never when `limit` is 0): the fragments other than the base `kept_base` picks
+/// are merged into one, or every fragment when it picks none. Returns whether a compaction
+/// committed. Best effort: the commit is already visible, so a compaction that loses a race
+/// or fails leaves the manifest as it was (the next commit over the limit tries again).
 pub(crate) async fn compact_if_fragmented(mut ds: Dataset, limit: usize) -> bool {
-    if limit == 0 || ds.get_fragments().len() <= limit {
+    let fragments: Vec<ManifestFragment> = ds
+        .get_fragments()
+        .iter()
+        .map(|f| {
+            let meta = f.metadata();
+            ManifestFragment {
+                id: meta.id,
+                physical_rows: meta.physical_rows,
+                deleted_rows: meta
+                    .deletion_file
+                    .as_ref()
+                    .and_then(|d| d.num_deleted_rows)
+                    .unwrap_or(0),
+            }
+        })
+        .collect();
+    if limit == 0 || fragments.len() <= limit {
         return false;
     }
+    // An excluded fragment bounds Lance's plan: the fragments on each side of it are merged
+    // apart, so a base between commits' fragments leaves two (still fewer than the limit).
+    let excluded_fragment_ids = kept_base(&fragments, limit)
+        .and_then(|id| u32::try_from(id).ok())
+        .into_iter()
+        .collect();
     let options = CompactionOptions {
         // The manifest is small: one task, the rest of the machine keeps writing.
         num_threads: Some(1),
         materialize_deletions_threshold: 0.0,
+        excluded_fragment_ids,
         ..Default::default()
     };
     compact_files(&mut ds, options, None)
