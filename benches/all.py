@@ -92,6 +92,13 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         ["--repeat", "5"],
     ),
     (
+        "manifest-limit",
+        "## Manifest fragment limit",
+        "manifest_limit.py",
+        [],
+        ["--partitions", "1000", "--commits", "100", "--window", "50", "--limits", "8", "32"],
+    ),
+    (
         "stream-history",
         "## Streaming history",
         "stream_history.py",

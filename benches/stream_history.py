@@ -44,16 +44,17 @@ def _rows(start: int, n: int, part: int | None, parts: int = 1) -> pa.Table:
     return pa.table({"id": ids, "p": pa.array(p, pa.int64()), "v": pa.array([0.5] * n)})
 
 
-def create(root: str, partitions: int, retain: int) -> lp.PartitionedNamespace:
+def create(
+    root: str, partitions: int, retain: int, extra: dict[str, str] | None = None
+) -> lp.PartitionedNamespace:
     """The namespace; ``retain`` > 0: its automatic expiry keeps that many versions (no age
-    rule), as a stream committing every second would set it; 0: the defaults (a week)."""
+    rule), as a stream committing every second would set it; 0: the defaults (a week).
+    ``extra``: more root properties."""
     spec = lp.PartitionSpec([lp.PartitionField("p", source="p", transform=lp.Identity())])
-    props = {}
+    props = dict(extra or {})
     if retain:
-        props = {
-            "lance_partitioned.expire.older_than_seconds": "0",
-            "lance_partitioned.expire.retain_versions": str(retain),
-        }
+        props["lance_partitioned.expire.older_than_seconds"] = "0"
+        props["lance_partitioned.expire.retain_versions"] = str(retain)
     ns = lp.PartitionedNamespace.create(root, schema=SCHEMA, spec=spec, properties=props)
     ns.write(_rows(0, partitions, None, partitions), max_new_partitions=None)
     return ns
