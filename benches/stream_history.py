@@ -120,7 +120,7 @@ CASES = {
 }
 
 
-def _quantile(xs: list[float], q: float) -> float:
+def quantile(xs: list[float], q: float) -> float:
     return statistics.quantiles(xs, n=100, method="inclusive")[int(q) - 1] if len(xs) > 1 else xs[0]
 
 
@@ -134,7 +134,7 @@ def checkpoint(root: str, args: argparse.Namespace, done: int, window: list[floa
     whole = _tree_bytes(Path(root) / "__manifest")
     cells = " | ".join(f"{seconds(c.first)} / {seconds(c.best)}" for c in reads.values())
     return (
-        f"| {done:,} | {seconds(statistics.median(window))} | {seconds(_quantile(window, 99))} "
+        f"| {done:,} | {seconds(statistics.median(window))} | {seconds(quantile(window, 99))} "
         f"| {seconds(max(window))} "
         f"| {fragments} | {live / 1024:,.0f} | {whole / 1024:,.0f} | {rows:,} | {files:,} "
         f"| {cells} |"
@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> str:
                 print(lines[-1], flush=True)
         first, last = latencies[: args.window], latencies[-args.window :]
         p50 = statistics.median(last) / statistics.median(first)
-        p99 = _quantile(last, 99) / _quantile(first, 99)
+        p99 = quantile(last, 99) / quantile(first, 99)
     finally:
         discard(work)
     head = (

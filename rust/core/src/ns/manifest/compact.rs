@@ -11,8 +11,9 @@
 //! ids, then commits a `Rewrite`; `history()` names both `compact_manifest`). It merges the
 //! fragments other than the largest, the base, into one, and rewrites the base too only once
 //! those and the base's deleted rows pass a quarter of it ([`kept_base`]), so a compaction of
-//! a namespace of many partitions rewrites its recent commits' rows, not all: the rows, the root properties and every older version are unchanged (`as_of`
-//! reads of retained versions still read their own files, until `expire()` removes them).
+//! a namespace of many partitions rewrites its recent commits' rows, not all of them. The
+//! rows, the root properties and every older version are unchanged (`as_of` reads of
+//! retained versions still read their own files, until `expire()` removes them).
 //!
 //! It is maintenance, not a change: a commit that lands first wins (Lance refuses the
 //! rewrite, and the next commit over the limit tries again), and a commit planned before the
@@ -41,13 +42,12 @@ pub fn max_fragments(props: &HashMap<String, String>) -> Result<usize> {
     )
 }
 
-/// A fragment of `__manifest` as the compaction policy sees it: its Lance id, the rows its
-/// file holds (`None` when the manifest does not record them) and those marked deleted.
+/// A fragment of `__manifest` as the compaction policy sees it: its Lance id and the rows
+/// its file holds and those marked deleted (`None` when the manifest does not record either).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ManifestFragment {
     pub id: u64,
-    pub physical_rows: Option<usize>,
-    pub deleted_rows: usize,
+    pub rows: Option<(usize, usize)>,
 }
 
 /// The share of the base fragment's rows past which a compaction rewrites the base too:
@@ -72,23 +72,16 @@ pub fn kept_base(fragments: &[ManifestFragment], limit: usize) -> Option<u64> {
     if fragments.len() < 2 || limit < 3 {
         return None;
     }
-    let mut others = 0usize;
-    let mut base: Option<(u64, usize, usize)> = None;
-    for f in fragments {
-        // A fragment of unknown size: nothing to weigh, rewrite all.
-        let rows = f.physical_rows?;
-        match base {
-            Some((_, best, _)) if best >= rows => others = others.saturating_add(rows),
-            _ => {
-                if let Some((_, prev, _)) = base {
-                    others = others.saturating_add(prev);
-                }
-                base = Some((f.id, rows, f.deleted_rows));
-            }
-        }
-    }
-    let (id, rows, deleted) = base?;
-    let churn = others.saturating_add(deleted);
+    // A fragment of unknown size: nothing to weigh, rewrite all.
+    let sized: Vec<(u64, usize, usize)> = fragments
+        .iter()
+        .map(|f| f.rows.map(|(rows, deleted)| (f.id, rows, deleted)))
+        .collect::<Option<_>>()?;
+    let total = sized
+        .iter()
+        .fold(0usize, |n, &(_, rows, _)| n.saturating_add(rows));
+    let &(id, rows, deleted) = sized.iter().max_by_key(|&&(_, rows, _)| rows)?;
+    let churn = total.saturating_sub(rows).saturating_add(deleted);
     (churn.saturating_mul(FULL_REWRITE_DIVISOR) <= rows).then_some(id)
 }
 
@@ -177,8 +170,7 @@ mod tests {
     fn frag(id: u64, rows: usize, deleted: usize) -> ManifestFragment {
         ManifestFragment {
             id,
-            physical_rows: Some(rows),
-            deleted_rows: deleted,
+            rows: Some((rows, deleted)),
         }
     }
 
@@ -209,11 +201,7 @@ mod tests {
 
     #[test]
     fn unknown_sizes_small_limits_and_single_fragments_rewrite_all() {
-        let unknown = ManifestFragment {
-            id: 2,
-            physical_rows: None,
-            deleted_rows: 0,
-        };
+        let unknown = ManifestFragment { id: 2, rows: None };
         assert_eq!(kept_base(&[frag(0, 10_000, 0), unknown], 8), None);
         assert_eq!(kept_base(&[frag(0, 10_000, 0), frag(1, 1, 0)], 2), None);
         assert_eq!(kept_base(&[frag(0, 10_000, 0)], 8), None);

@@ -75,8 +75,8 @@ pub use column_stats::{
 };
 pub use compact::{
     kept_base, leaf_max_fragments, max_fragments, target_rows_per_file, too_fragmented,
-    ManifestFragment, DEFAULT_LEAF_MAX_FRAGMENTS, DEFAULT_MAX_FRAGMENTS, FULL_REWRITE_DIVISOR,
-    LEAF_MAX_FRAGMENTS_KEY, MAX_FRAGMENTS_KEY, TARGET_ROWS_PER_FILE_KEY,
+    ManifestFragment, DEFAULT_LEAF_MAX_FRAGMENTS, DEFAULT_MAX_FRAGMENTS, LEAF_MAX_FRAGMENTS_KEY,
+    MAX_FRAGMENTS_KEY, TARGET_ROWS_PER_FILE_KEY,
 };
 pub use evolution::{check_field_id_reuse, spec_preparation};
 pub use feature_flags::{READER_FLAGS_KEY, WRITER_FLAGS_KEY};

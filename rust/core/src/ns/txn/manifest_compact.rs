@@ -12,28 +12,29 @@ use crate::ns::manifest::{kept_base, ManifestFragment};
 /// committed. Best effort: the commit is already visible, so a compaction that loses a race
 /// or fails leaves the manifest as it was (the next commit over the limit tries again).
 pub(crate) async fn compact_if_fragmented(mut ds: Dataset, limit: usize) -> bool {
-    let fragments: Vec<ManifestFragment> = ds
-        .get_fragments()
-        .iter()
-        .map(|f| {
-            let meta = f.metadata();
-            ManifestFragment {
-                id: meta.id,
-                physical_rows: meta.physical_rows,
-                deleted_rows: meta
-                    .deletion_file
-                    .as_ref()
-                    .and_then(|d| d.num_deleted_rows)
-                    .unwrap_or(0),
-            }
-        })
-        .collect();
+    let fragments = ds.get_fragments();
     if limit == 0 || fragments.len() <= limit {
         return false;
     }
+    let shapes: Vec<ManifestFragment> = fragments
+        .iter()
+        .map(|f| {
+            let meta = f.metadata();
+            // A deletion file that does not record its count leaves the size unknown.
+            let deleted = match &meta.deletion_file {
+                None => Some(0),
+                Some(d) => d.num_deleted_rows,
+            };
+            ManifestFragment {
+                id: meta.id,
+                rows: meta.physical_rows.zip(deleted),
+            }
+        })
+        .collect();
     // An excluded fragment bounds Lance's plan: the fragments on each side of it are merged
-    // apart, so a base between commits' fragments leaves two (still fewer than the limit).
-    let excluded_fragment_ids = kept_base(&fragments, limit)
+    // apart, so a base between commits' fragments leaves three (`kept_base` needs a limit of
+    // at least 3).
+    let excluded_fragment_ids = kept_base(&shapes, limit)
         .and_then(|id| u32::try_from(id).ok())
         .into_iter()
         .collect();
