@@ -42,14 +42,28 @@ impl Key {
             light,
         }
     }
+
+    /// Whether the snapshot kept under `self` serves a load under `wanted`: the same key, or
+    /// the full snapshot of the version a light load wants.
+    fn serves(&self, wanted: &Key) -> bool {
+        self.uri == wanted.uri
+            && self.version == wanted.version
+            && self.committed_nanos == wanted.committed_nanos
+            && (self.light == wanted.light || wanted.light)
+    }
 }
 
 static CACHE: Mutex<VecDeque<(Key, Snapshot, usize)>> = Mutex::new(VecDeque::new());
 
-/// The snapshot loaded under `key`, if it is still kept.
+/// The snapshot loaded under `key`, if it is still kept; for a light key, the full snapshot
+/// of the same version serves too (it holds every column a light one reads), so a reader
+/// after a writer (a stream's `committed()` check after its plan) does not scan again.
 pub(super) fn get(key: &Key) -> Option<Snapshot> {
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    let i = cache.iter().position(|(k, _, _)| k == key)?;
+    let i = cache
+        .iter()
+        .position(|(k, _, _)| k == key)
+        .or_else(|| cache.iter().position(|(k, _, _)| k.serves(key)))?;
     let entry = cache.remove(i)?;
     let snap = entry.1.clone();
     cache.push_front(entry);
@@ -67,5 +81,41 @@ pub(super) fn put(key: Key, snap: &Snapshot) {
     cache.push_front((key, snap.clone(), bytes));
     while cache.len() > ENTRIES || cache.iter().map(|e| e.2).sum::<usize>() > BUDGET_BYTES {
         cache.pop_back();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Key;
+
+    fn key(uri: &str, version: u64, nanos: u128, light: bool) -> Key {
+        Key {
+            uri: uri.to_string(),
+            version,
+            committed_nanos: nanos,
+            light,
+        }
+    }
+
+    #[test]
+    fn a_full_snapshot_serves_a_light_load_of_its_version_only() {
+        let full = key("file:///ns", 7, 70, false);
+        let light = key("file:///ns", 7, 70, true);
+        assert!(full.serves(&full) && light.serves(&light));
+        assert!(
+            full.serves(&light),
+            "a full snapshot holds every column a light one reads"
+        );
+        assert!(
+            !light.serves(&full),
+            "a light snapshot lacks the property columns"
+        );
+        for other in [
+            key("file:///ns", 8, 70, true),
+            key("file:///ns", 7, 71, true),
+            key("file:///other", 7, 70, true),
+        ] {
+            assert!(!full.serves(&other), "{other:?}");
+        }
     }
 }
