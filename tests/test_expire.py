@@ -160,3 +160,67 @@ def test_expire_and_optimize_racing_writers_in_other_processes(tmp_path: Path) -
     check_consistent(ns, expected)
     ns.expire(retain_versions=1)
     check_consistent(ns, expected)
+
+
+U64_MAX = 2**64 - 1
+
+
+def _versions(leaf: Path) -> list[int]:
+    """The leaf's version numbers from its version manifests' names (Lance's naming:
+    ``<u64::MAX - v>.manifest`` on the main line, ``d<v>.manifest`` detached)."""
+    out = []
+    for name in os.listdir(leaf / "_versions"):
+        stem = name.removesuffix(".manifest")
+        out.append(int(stem[1:]) if stem.startswith("d") else U64_MAX - int(stem))
+    return out
+
+
+def _named_by(leaf: Path, versions: list[int]) -> tuple[set[str], set[str]]:
+    """The transaction files and index directories ``versions`` of the leaf name, read with
+    pylance."""
+    import lance
+
+    txs: set[str] = set()
+    indices: set[str] = set()
+    for v in versions:
+        ds = lance.dataset(str(leaf), version=v)
+        tx = ds.read_transaction(v)
+        if tx is not None:
+            txs.add(f"{tx.read_version}-{tx.uuid}.txn")
+        indices |= {str(seg.uuid) for index in ds.describe_indices() for seg in index.segments}
+    return txs, indices
+
+
+def test_expire_removes_the_transaction_and_index_files_only_expired_leaf_versions_name(
+    tmp_path: Path,
+) -> None:
+    """A partition a stream appends to gains a transaction file per commit (and an index
+    segment per append or rebuild); once its versions expire, those go with them."""
+    root = tmp_path / "ns"
+    ns = make_ns(root)
+    ns.write(rows(0, 40, "US"))
+    ns.create_index("id", "btree")
+    expected = list(range(40))
+    for k in range(24):
+        ns.write(rows(1000 + k * 10, 10, "US"))
+        expected += range(1000 + k * 10, 1010 + k * 10)
+        if k % 8 == 7:
+            ns.optimize()
+    (leaf,) = [Path(root, loc) for loc in ns.partitions()["location"].to_pylist()]
+    before_txs = set(os.listdir(leaf / "_transactions"))
+    before_indices = set(os.listdir(leaf / "_indices"))
+    assert len(before_txs) > 24, "a transaction file per leaf commit"
+    done = ns.expire(retain_versions=2)
+    assert done.leaf_versions > 0
+    kept_txs, kept_indices = _named_by(leaf, _versions(leaf))
+    txs = set(os.listdir(leaf / "_transactions"))
+    indices = set(os.listdir(leaf / "_indices"))
+    assert txs == kept_txs & before_txs, "exactly the transaction files kept versions name"
+    assert len(txs) <= len(_versions(leaf)) < len(before_txs) // 4
+    assert indices == kept_indices, "exactly the index segments kept versions have"
+    assert indices < before_indices
+    # What is kept still reads, through the index, as pyarrow filters the rows written.
+    got = ns.to_table(filter="id >= 1100", columns=["id"])["id"].to_pylist()
+    assert sorted(got) == [i for i in expected if i >= 1100]
+    assert sorted(ns.to_table(columns=["id"])["id"].to_pylist()) == sorted(expected)
+    assert ns.expire(retain_versions=2).leaf_versions == 0

@@ -1,5 +1,7 @@
 //! One leaf table's share of `expire()`: its versions that only expired manifest versions read
-//! go, then the files only they named.
+//! go, then the files only they named: data and deletion files, their transaction files
+//! (one per commit: a stream's leaf would otherwise keep one per micro-batch forever) and the
+//! index directories of indexes no kept version has.
 //!
 //! The latest main-line version is always kept (it is what Lance opens without a version,
 //! and a leaf table without one is no table), whatever reads it.
@@ -7,6 +9,7 @@
 use std::collections::{HashMap, HashSet};
 
 use futures::stream::{self, StreamExt, TryStreamExt};
+use lance::index::DatasetIndexExt;
 use lance::io::ObjectStore;
 use lance_table::io::commit::ManifestNamingScheme;
 use lance_table::io::deletion::relative_deletion_file_path;
@@ -97,7 +100,16 @@ pub(super) async fn expire_leaf(
             )
             .buffer_unordered(CONCURRENCY);
             while let Some(version) = loaded.next().await {
-                for frag in version?.get_fragments() {
+                let version = version?;
+                if let Some(tx) = &version.manifest().transaction_file {
+                    named.insert(format!("{TRANSACTIONS}/{tx}"));
+                }
+                if version.manifest().index_section.is_some() {
+                    for index in version.load_indices().await?.iter() {
+                        named.insert(format!("{INDICES}/{}", index.uuid));
+                    }
+                }
+                for frag in version.get_fragments() {
                     let meta = frag.metadata();
                     for f in &meta.files {
                         named.insert(format!("data/{}", f.path));
@@ -129,31 +141,45 @@ pub(super) async fn expire_leaf(
     }
     // Version manifests first: a file goes only once no version names it.
     for rel in &only_gone {
-        let Some(&size) = sizes.get(rel) else {
+        let Some(&(size, files)) = sizes.get(rel) else {
             continue; // already gone
         };
-        removed.files += 1;
+        if !rel.starts_with(TRANSACTIONS) && !rel.starts_with(INDICES) {
+            removed.files += files; // `files` counts data and deletion files
+        }
         removed.bytes += size;
         if !dry_run {
             let path = rel.split('/').fold(dir.clone(), |p, part| p.join(part));
-            store.delete(&path).await?;
+            if rel.starts_with(INDICES) {
+                store.remove_dir_all(path).await?;
+            } else {
+                store.delete(&path).await?;
+            }
         }
     }
     Ok(removed)
 }
 
-/// Sizes of the leaf's data and deletion files, by path relative to the leaf.
-async fn file_sizes(store: &ObjectStore, dir: &Path) -> Result<HashMap<String, u64>> {
-    let mut out = HashMap::new();
-    for sub in ["data", "_deletions"] {
-        let listed: Vec<_> = store
-            .list(Some(dir.clone().join(sub)))
-            .try_collect()
-            .await?;
+/// Where a leaf keeps its transaction files.
+const TRANSACTIONS: &str = "_transactions";
+/// Where a leaf keeps its index directories, one per index segment.
+const INDICES: &str = "_indices";
+
+/// The leaf's data, deletion and transaction files and its index directories, by path
+/// relative to the leaf: their bytes and how many files each holds.
+async fn file_sizes(store: &ObjectStore, dir: &Path) -> Result<HashMap<String, (u64, u64)>> {
+    let mut out: HashMap<String, (u64, u64)> = HashMap::new();
+    for sub in ["data", "_deletions", TRANSACTIONS, INDICES] {
+        let root = dir.clone().join(sub);
+        let listed: Vec<_> = store.list(Some(root.clone())).try_collect().await?;
         for m in listed {
-            if let Some(name) = m.location.filename() {
-                out.insert(format!("{sub}/{name}"), m.size);
-            }
+            // A file directly below `sub`, or (an index) the directory below `sub` it is in.
+            let Some(first) = m.location.prefix_match(&root).and_then(|mut p| p.next()) else {
+                continue;
+            };
+            let entry = out.entry(format!("{sub}/{}", first.as_ref())).or_default();
+            entry.0 += m.size;
+            entry.1 += 1;
         }
     }
     Ok(out)

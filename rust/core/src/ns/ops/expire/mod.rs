@@ -53,8 +53,8 @@ pub struct ExpireSummary {
     pub leaf_tables: u64,
     /// Data and deletion files removed.
     pub files: u64,
-    /// Bytes of the leaf files and version manifests removed (`__manifest`'s own files are
-    /// not counted).
+    /// Bytes of the leaf files (data, deletion, transaction and index files) and version
+    /// manifests removed (`__manifest`'s own files are not counted).
     pub bytes: u64,
     /// Whether this was a dry run.
     pub dry_run: bool,
