@@ -7,9 +7,10 @@ each into one existing partition (batch ``i`` into partition ``i % --hot``). Eve
 timed; at each checkpoint the table reports the latency of the last window of commits (p50,
 p99), the fragments of ``__manifest``'s latest version and its bytes (the live data files
 that version reads, and the whole directory with every retained version), the rows and files
-of the hot partitions, and, in fresh processes (the first call: the median over ``--cold``
-processes, since one cold sample is noise; then the best of ``--repeat``), ``open()``, a
-pruned read of one partition the stream does not write, ``stats()`` and ``partitions()``.
+of the hot partitions (and every file their directories hold), and, in fresh processes (the
+first call: the median over ``--cold`` processes, since one cold sample is noise; then the
+best of ``--repeat``), ``open()``, a pruned read of one partition the stream does not write,
+``stats()`` and ``partitions()``.
 
 Flat means: the last window's p50 and p99 within 1.2x of the first window's, and the reads at
 the last checkpoint within 1.2x of those at the first.
@@ -86,10 +87,18 @@ def _live_bytes(manifest: Path) -> int:
     )
 
 
-def _hot_partition(root: str, hot: int) -> tuple[int, int]:
-    """Rows and data files of the hot partitions (their latest versions)."""
-    t = lp.PartitionedNamespace.open(root).stats(f"p < {hot}")
-    return sum(t["rows"].to_pylist()), sum(t["files"].to_pylist())
+def _hot_partition(root: str, hot: int) -> tuple[int, int, int]:
+    """Rows and data files of the hot partitions (their latest versions), and every file in
+    their directories (what their retained history keeps on disk)."""
+    ns = lp.PartitionedNamespace.open(root)
+    t = ns.stats(f"p < {hot}")
+    on_disk = sum(
+        1
+        for location in ns.partitions(f"p < {hot}")["location"].to_pylist()
+        for f in Path(root, location).rglob("*")
+        if f.is_file()
+    )
+    return sum(t["rows"].to_pylist()), sum(t["files"].to_pylist()), on_disk
 
 
 def case_open(root: str) -> Any:
@@ -129,7 +138,7 @@ def checkpoint(root: str, args: argparse.Namespace, done: int, window: list[floa
         name: measure("stream_history", name, {"root": root}, repeat=args.repeat, cold=args.cold)
         for name in CASES
     }
-    rows, files = _hot_partition(root, args.hot)
+    rows, files, on_disk = _hot_partition(root, args.hot)
     live = _live_bytes(Path(root) / "__manifest")
     fragments = len(lance.dataset(str(Path(root) / "__manifest")).get_fragments())
     whole = _tree_bytes(Path(root) / "__manifest")
@@ -138,6 +147,7 @@ def checkpoint(root: str, args: argparse.Namespace, done: int, window: list[floa
         f"| {done:,} | {seconds(statistics.median(window))} | {seconds(quantile(window, 99))} "
         f"| {seconds(max(window))} "
         f"| {fragments} | {live / 1024:,.0f} | {whole / 1024:,.0f} | {rows:,} | {files:,} "
+        f"| {on_disk:,} "
         f"| {cells} |"
     )
 
@@ -174,9 +184,9 @@ def run(args: argparse.Namespace) -> str:
         f"{args.repeat} more):\n\n"
         "| commits | commit p50 | commit p99 | commit max | manifest fragments "
         "| manifest live KiB | manifest dir KiB "
-        "| hot rows | hot files | open() | pruned read (cold partition) | stats() "
-        "| partitions() |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "| hot rows | hot files | hot files on disk | open() | pruned read (cold partition) "
+        "| stats() | partitions() |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     tail = f"\nLast window against the first: p50 {p50:.2f}x, p99 {p99:.2f}x (flat: within 1.2x)."
     return "\n".join([head, *lines, tail])
