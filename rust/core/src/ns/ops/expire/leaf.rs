@@ -9,6 +9,7 @@
 use std::collections::{HashMap, HashSet};
 
 use futures::stream::{self, StreamExt, TryStreamExt};
+use lance::dataset::Dataset;
 use lance::index::DatasetIndexExt;
 use lance::io::ObjectStore;
 use lance_table::io::commit::ManifestNamingScheme;
@@ -68,7 +69,7 @@ async fn version_files(store: &ObjectStore, dir: &Path) -> Result<Vec<VersionFil
 }
 
 /// Removes (unless `dry_run`) the versions `expired` of the leaf at `location`, except its
-/// latest main-line version, and the data and deletion files no other version names.
+/// latest main-line version, and the files no other version names ([`named_files`]).
 pub(super) async fn expire_leaf(
     storage: &Storage,
     location: &str,
@@ -90,40 +91,8 @@ pub(super) async fn expire_leaf(
         return Ok(Removed::default());
     }
     let ds = storage.builder(location)?.load().await?;
-    let named = |vs: Vec<u64>| {
-        let ds = &ds;
-        async move {
-            let mut named: HashSet<String> = HashSet::new();
-            let mut loaded = stream::iter(
-                vs.into_iter()
-                    .map(|v| async move { ds.checkout_version(v).await }),
-            )
-            .buffer_unordered(CONCURRENCY);
-            while let Some(version) = loaded.next().await {
-                let version = version?;
-                if let Some(tx) = &version.manifest().transaction_file {
-                    named.insert(format!("{TRANSACTIONS}/{tx}"));
-                }
-                if version.manifest().index_section.is_some() {
-                    for index in version.load_indices().await?.iter() {
-                        named.insert(format!("{INDICES}/{}", index.uuid));
-                    }
-                }
-                for frag in version.get_fragments() {
-                    let meta = frag.metadata();
-                    for f in &meta.files {
-                        named.insert(format!("data/{}", f.path));
-                    }
-                    if let Some(d) = &meta.deletion_file {
-                        named.insert(relative_deletion_file_path(meta.id, d));
-                    }
-                }
-            }
-            Ok::<_, crate::error::Error>(named)
-        }
-    };
-    let keep = named(kept.iter().map(|v| v.version).collect()).await?;
-    let only_gone: HashSet<String> = named(gone.iter().map(|v| v.version).collect())
+    let keep = named_files(&ds, kept.iter().map(|v| v.version).collect()).await?;
+    let only_gone: HashSet<String> = named_files(&ds, gone.iter().map(|v| v.version).collect())
         .await?
         .into_iter()
         .filter(|f| !keep.contains(f))
@@ -158,6 +127,39 @@ pub(super) async fn expire_leaf(
         }
     }
     Ok(removed)
+}
+
+/// The files and index directories the leaf versions `versions` name (paths relative to the
+/// leaf): their data and deletion files, transaction files and index segments.
+async fn named_files(ds: &Dataset, versions: Vec<u64>) -> Result<HashSet<String>> {
+    let mut named: HashSet<String> = HashSet::new();
+    let mut loaded = stream::iter(
+        versions
+            .into_iter()
+            .map(|v| async move { ds.checkout_version(v).await }),
+    )
+    .buffer_unordered(CONCURRENCY);
+    while let Some(version) = loaded.next().await {
+        let version = version?;
+        if let Some(tx) = &version.manifest().transaction_file {
+            named.insert(format!("{TRANSACTIONS}/{tx}"));
+        }
+        if version.manifest().index_section.is_some() {
+            for index in version.load_indices().await?.iter() {
+                named.insert(format!("{INDICES}/{}", index.uuid));
+            }
+        }
+        for frag in version.get_fragments() {
+            let meta = frag.metadata();
+            for f in &meta.files {
+                named.insert(format!("data/{}", f.path));
+            }
+            if let Some(d) = &meta.deletion_file {
+                named.insert(relative_deletion_file_path(meta.id, d));
+            }
+        }
+    }
+    Ok(named)
 }
 
 /// Where a leaf keeps its transaction files.
