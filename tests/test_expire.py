@@ -215,7 +215,7 @@ def test_expire_removes_the_transaction_and_index_files_only_expired_leaf_versio
     kept_txs, kept_indices = _named_by(leaf, _versions(leaf))
     txs = set(os.listdir(leaf / "_transactions"))
     indices = set(os.listdir(leaf / "_indices"))
-    assert txs == kept_txs & before_txs, "exactly the transaction files kept versions name"
+    assert txs == kept_txs, "exactly the transaction files kept versions name"
     assert len(txs) <= len(_versions(leaf)) < len(before_txs) // 4
     assert indices == kept_indices, "exactly the index segments kept versions have"
     assert indices < before_indices
