@@ -60,10 +60,7 @@ static CACHE: Mutex<VecDeque<(Key, Snapshot, usize)>> = Mutex::new(VecDeque::new
 /// after a writer (a stream's `committed()` check after its plan) does not scan again.
 pub(super) fn get(key: &Key) -> Option<Snapshot> {
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    let i = cache
-        .iter()
-        .position(|(k, _, _)| k == key)
-        .or_else(|| cache.iter().position(|(k, _, _)| k.serves(key)))?;
+    let i = cache.iter().position(|(k, _, _)| k.serves(key))?;
     let entry = cache.remove(i)?;
     let snap = entry.1.clone();
     cache.push_front(entry);

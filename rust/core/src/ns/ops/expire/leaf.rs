@@ -22,6 +22,11 @@ use crate::ns::infra::storage::Storage;
 /// Version manifests loaded at a time.
 const CONCURRENCY: usize = 8;
 
+/// Where a leaf keeps its transaction files.
+const TRANSACTIONS: &str = "_transactions";
+/// Where a leaf keeps its index directories, one per index segment.
+const INDICES: &str = "_indices";
+
 /// What expiring one leaf removed (or would).
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Removed {
@@ -161,11 +166,6 @@ async fn named_files(ds: &Dataset, versions: Vec<u64>) -> Result<HashSet<String>
     }
     Ok(named)
 }
-
-/// Where a leaf keeps its transaction files.
-const TRANSACTIONS: &str = "_transactions";
-/// Where a leaf keeps its index directories, one per index segment.
-const INDICES: &str = "_indices";
 
 /// The leaf's data, deletion and transaction files and its index directories, by path
 /// relative to the leaf: their bytes and how many files each holds.
