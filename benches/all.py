@@ -117,6 +117,13 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         ],
     ),
     (
+        "compaction-tiers",
+        "## Compaction after writes: tiers",
+        "compaction_tiers_model.py",
+        [],
+        ["--commits", "1000"],
+    ),
+    (
         "stats",
         "## Metadata at scale: stats()",
         "stats.py",

@@ -7,10 +7,12 @@ each into one existing partition (batch ``i`` into partition ``i % --hot``). Eve
 timed; at each checkpoint the table reports the latency of the last window of commits (p50,
 p99), the fragments of ``__manifest``'s latest version and its bytes (the live data files
 that version reads, and the whole directory with every retained version), the rows and files
-of the hot partitions (and every file their directories hold), and, in fresh processes (the
-first call: the median over ``--cold`` processes, since one cold sample is noise; then the
-best of ``--repeat``), ``open()``, a pruned read of one partition the stream does not write,
-``stats()`` and ``partitions()``.
+of the hot partitions (and every file their directories hold). A copy of the namespace is
+kept at each checkpoint; after the last commit, the copies are read in turn, ``--cold``
+rounds of them, each read in a fresh process (its first call, then the best of ``--repeat``):
+``open()``, a pruned read of one partition the stream does not write, ``stats()`` and
+``partitions()``. Reading the copies alternately keeps the machine's drift during a long run
+(as large as the 1.2x margin between two runs on one morning) out of the comparison.
 
 Flat means: the last window's p50 and p99 within 1.2x of the first window's, and the reads at
 the last checkpoint within 1.2x of those at the first.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import time
 from pathlib import Path
@@ -30,7 +33,7 @@ from typing import Any
 
 import lance
 import pyarrow as pa
-from cells import Cell, measure
+from cells import measure
 from report import seconds, update_section
 from scratch import discard, scratch
 
@@ -133,23 +136,42 @@ def quantile(xs: list[float], q: float) -> float:
     return statistics.quantiles(xs, n=100, method="inclusive")[int(q) - 1] if len(xs) > 1 else xs[0]
 
 
-def checkpoint(root: str, args: argparse.Namespace, done: int, window: list[float]) -> str:
-    reads: dict[str, Cell] = {
-        name: measure("stream_history", name, {"root": root}, repeat=args.repeat, cold=args.cold)
-        for name in CASES
-    }
+def checkpoint(root: str, args: argparse.Namespace, done: int, window: list[float]) -> list[str]:
+    """The commit latencies of ``window`` and what the namespace holds after ``done`` commits."""
     rows, files, on_disk = _hot_partition(root, args.hot)
     live = _live_bytes(Path(root) / "__manifest")
     fragments = len(lance.dataset(str(Path(root) / "__manifest")).get_fragments())
     whole = _tree_bytes(Path(root) / "__manifest")
-    cells = " | ".join(f"{seconds(c.first)} / {seconds(c.best)}" for c in reads.values())
-    return (
-        f"| {done:,} | {seconds(statistics.median(window))} | {seconds(quantile(window, 99))} "
-        f"| {seconds(max(window))} "
-        f"| {fragments} | {live / 1024:,.0f} | {whole / 1024:,.0f} | {rows:,} | {files:,} "
-        f"| {on_disk:,} "
-        f"| {cells} |"
-    )
+    return [
+        f"{done:,}",
+        seconds(statistics.median(window)),
+        seconds(quantile(window, 99)),
+        seconds(max(window)),
+        f"{fragments}",
+        f"{live / 1024:,.0f}",
+        f"{whole / 1024:,.0f}",
+        f"{rows:,}",
+        f"{files:,}",
+        f"{on_disk:,}",
+    ]
+
+
+def reads(copies: list[str], args: argparse.Namespace) -> list[list[str]]:
+    """The reads of every copy, measured in turn ``--cold`` times (copy after copy, then again),
+    so that a drift of the machine spreads over every checkpoint instead of landing on one:
+    per copy and read, the median first call of the rounds / the best of all repeats."""
+    firsts: dict[tuple[int, str], list[float]] = {}
+    bests: dict[tuple[int, str], float] = {}
+    for _ in range(args.cold):
+        for i, root in enumerate(copies):
+            for name in CASES:
+                cell = measure("stream_history", name, {"root": root}, repeat=args.repeat)
+                firsts.setdefault((i, name), []).append(cell.first)
+                bests[i, name] = min(bests.get((i, name), cell.best), cell.best)
+    return [
+        [f"{seconds(statistics.median(firsts[i, n]))} / {seconds(bests[i, n])}" for n in CASES]
+        for i in range(len(copies))
+    ]
 
 
 def run(args: argparse.Namespace) -> str:
@@ -160,16 +182,18 @@ def run(args: argparse.Namespace) -> str:
         Path(root, "hot.json").write_text(json.dumps(args.hot))
         checkpoints = sorted({c for c in (10, 100, 1_000, 10_000, 100_000) if c <= args.commits})
         checkpoints = sorted({*checkpoints, args.commits})
-        lines, latencies = [], []
+        rows, latencies, copies = [], [], []
         for batch in range(args.commits):
             latencies.append(commit_batch(ns, batch, args.rows, batch % args.hot))
             if batch + 1 in checkpoints:
-                window = latencies[-args.window :]
-                lines.append(checkpoint(root, args, batch + 1, window))
-                print(lines[-1], flush=True)
+                rows.append(checkpoint(root, args, batch + 1, latencies[-args.window :]))
+                print(" | ".join(rows[-1]), flush=True)
+                copies.append(str(work / f"at-{batch + 1}"))
+                shutil.copytree(root, copies[-1])
         first, last = latencies[: args.window], latencies[-args.window :]
         p50 = statistics.median(last) / statistics.median(first)
         p99 = quantile(last, 99) / quantile(first, 99)
+        lines = [f"| {' | '.join(r + m)} |" for r, m in zip(rows, reads(copies, args), strict=True)]
     finally:
         discard(work)
     head = (
@@ -180,8 +204,9 @@ def run(args: argparse.Namespace) -> str:
         f"partitions; latency of the last {args.window} commits before each checkpoint; "
         "manifest fragments: of its latest version (pylance); manifest KiB: the live data of its "
         "latest version, then the whole `__manifest` directory with every retained version; "
-        f"the reads: the first call, the median of {args.cold} fresh processes, / the best of "
-        f"{args.repeat} more):\n\n"
+        "the reads: on a copy of the namespace taken at each checkpoint, all copies measured in "
+        f"turn {args.cold} times after the last commit, each time in a fresh process; the "
+        f"median of the {args.cold} first calls / the best of every {args.repeat} repeats):\n\n"
         "| commits | commit p50 | commit p99 | commit max | manifest fragments "
         "| manifest live KiB | manifest dir KiB "
         "| hot rows | hot files | hot files on disk | open() | pruned read (cold partition) "

@@ -263,6 +263,46 @@ def test_micro_batches_are_compacted_after_the_write(tmp_path: Path) -> None:
         assert leaf_fragments(root, 0) <= 5
 
 
+def leaf_files(root: Path, p: int) -> list[tuple[str, int]]:
+    """(data file path, rows) of each fragment of partition ``p``, as pylance reads them."""
+    row = leaf_row(root, p)
+    ds = lance.dataset(str(root / str(row["location"])), version=row["read_version"])
+    return [(f.data_files()[0].path, f.count_rows()) for f in ds.get_fragments()]
+
+
+def test_the_compaction_after_writes_leaves_a_large_file_until_the_new_rows_are_half_of_it(
+    tmp_path: Path,
+) -> None:
+    """A file of 1,000 rows, then micro-batches of 10 rows with 4 extra fragments allowed: the
+    compactions after the writes merge the micro-batches among themselves, in tiers, and leave
+    the large file's data file as it is while they hold fewer than 500 rows (a compaction of
+    every small file would copy it each time, from the first); it is merged once a run of
+    newer files holds at least half of it, before the new rows pass its size.
+    ``optimize()`` still compacts everything into one file."""
+    root = tmp_path / "ns"
+    ns = make(root, **{EXTRA: "4"})
+    written = [batch(0, 1000)]
+    ns.write(written[0])
+    ((big, _),) = leaf_files(root, 0)
+    compactions, merged_at = 0, None
+    for i in range(100):
+        written.append(batch(10_000 + 10 * i, 10))
+        compactions += ns.write(written[-1]).compacted
+        files = leaf_files(root, 0)
+        assert len(files) <= 6, files
+        new_rows = 10 * (i + 1)
+        if merged_at is None and big not in [path for path, _ in files]:
+            merged_at = new_rows
+        if merged_at is None:
+            assert files[0] == (big, 1000), (new_rows, files)
+    assert compactions >= 20, compactions
+    assert merged_at is not None
+    assert 500 <= merged_at <= 1000, merged_at
+    assert ids(ns.to_table()) == ids(pa.concat_tables(written))
+    ns.optimize()
+    assert [rows for _, rows in leaf_files(root, 0)] == [2000]
+
+
 def test_compaction_after_writes_can_be_turned_off(tmp_path: Path) -> None:
     root = tmp_path / "ns"
     ns = make(root, **{EXTRA: "0"})

@@ -90,9 +90,9 @@ pub fn kept_base(fragments: &[ManifestFragment], limit: usize) -> Option<u64> {
 /// fragment each; without compaction a partition's reads open every one of them.
 ///
 /// After a commit, each partition the write changed whose new version holds more than
-/// `ceil(rows / target) + limit` fragments is compacted, as `optimize()` would (files of
-/// fewer than `target` rows rewritten together; `target`: [`TARGET_ROWS_PER_FILE_KEY`]), in one more manifest
-/// commit named `optimize` in `history()`. The write is committed before: a compaction that
+/// `ceil(rows / target) + limit` fragments is compacted into files of `target` rows
+/// ([`TARGET_ROWS_PER_FILE_KEY`]), size-tiered (only its newest files of similar sizes, see
+/// `txn::compaction_tiers`), in one more manifest commit. The write is committed before: a compaction that
 /// fails or loses a race leaves it as it is, and a later write tries again.
 pub const LEAF_MAX_FRAGMENTS_KEY: &str = "lance_partitioned.partition.max_extra_fragments";
 

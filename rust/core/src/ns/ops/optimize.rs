@@ -123,7 +123,8 @@ pub(crate) async fn optimize(storage: &Storage, opts: &OptimizeOptions) -> Resul
         .iter()
         .map(|&i| snap.leaves[i].object_id.clone())
         .collect();
-    let mut summary = compact_leaves(storage, &snap, selected, opts, started_ms, true).await?;
+    let mut summary =
+        compact_leaves(storage, &snap, selected, opts, started_ms, Policy::Optimize).await?;
     // The declared indexes of the selected partitions, over the rows written since.
     let refreshed = refresh_indexes(
         storage,
@@ -178,22 +179,41 @@ pub(crate) async fn optimize_partitions(
     for oid in object_ids {
         selected.extend(snap.leaf_index(oid)?);
     }
-    compact_leaves(storage, &snap, selected, opts, started_ms, false).await
+    compact_leaves(
+        storage,
+        &snap,
+        selected,
+        opts,
+        started_ms,
+        Policy::AfterWrite,
+    )
+    .await
 }
 
-/// Compacts the leaves `selected` (indices into `snap.leaves`) and commits them at once;
-/// `restore_order`: files out of the sort order are rewritten sorted too.
+/// Which compaction [`compact_leaves`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Policy {
+    /// `optimize()`: every small file, and files out of the sort order rewritten sorted.
+    Optimize,
+    /// After a write: the newest run of files of similar sizes only
+    /// ([`crate::ns::txn::compaction_tiers`]).
+    AfterWrite,
+}
+
+/// Compacts the leaves `selected` (indices into `snap.leaves`) under `policy` and commits
+/// them at once.
 async fn compact_leaves(
     storage: &Storage,
     snap: &Snapshot,
     selected: Vec<usize>,
     opts: &OptimizeOptions,
     started_ms: i64,
-    restore_order: bool,
+    policy: Policy,
 ) -> Result<OptimizeSummary> {
     let strong = snap.strong_mode(opts.strong)?;
     let mut compaction = compaction_of(storage, snap, opts, strong)?;
-    compaction.restore_order = restore_order;
+    compaction.restore_order = policy == Policy::Optimize;
+    compaction.tiered = policy == Policy::AfterWrite;
     let outcomes: Vec<(usize, LeafOutcome)> = stream::iter(selected.into_iter().map(|i| {
         let (leaf, compaction) = (&snap.leaves[i], &compaction);
         async move {
@@ -281,6 +301,7 @@ fn compaction_of(
             .filter(|o| !o.keys.is_empty())
             .map(Arc::new),
         restore_order: false,
+        tiered: false,
         storage: storage.clone(),
     })
 }

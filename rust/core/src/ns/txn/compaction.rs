@@ -25,6 +25,7 @@ use crate::ns::infra::storage::Storage;
 use crate::ns::leaf_io::read_rules::leaf_columns;
 use crate::ns::leaf_io::{op_fragments, write_params};
 use crate::ns::manifest::{LeafVersion, SortOrder};
+use crate::ns::txn::compaction_tiers::{held_back, live_rows};
 use crate::ns::txn::leaf_index::{IndexOutcome, LeafIndexing};
 use crate::ns::txn::retry::is_retryable;
 
@@ -84,6 +85,10 @@ pub(crate) struct LeafCompaction {
     /// rewritten sorted too (`optimize()`; not the compaction that follows a write, whose
     /// files the writer sorted).
     pub(crate) restore_order: bool,
+    /// Whether the fragments before the newest run of similar sizes are left out (the
+    /// compaction after a write; see [`crate::ns::txn::compaction_tiers`]), rather than
+    /// every small fragment compacted (`optimize()`).
+    pub(crate) tiered: bool,
     pub(crate) storage: Storage,
 }
 
@@ -123,7 +128,7 @@ impl LeafCompaction {
         let base = ds.version().version;
         let indexed = !indices.is_empty();
         let ds = self.unsplit(ds, &indices).await?;
-        let plan = plan_compaction(&ds, &self.options).await?;
+        let plan = self.plan(&ds).await?;
         let mut tasks: Vec<_> = plan.compaction_tasks().collect();
         let sources: usize = tasks.iter().map(|t| t.task.fragments.len()).sum();
         if sources < self.min_files {
@@ -187,6 +192,18 @@ impl LeafCompaction {
         rewrite.bytes = written_bytes(&ds, &rewrite.groups).await?;
         let committed = self.commit(ds, &rewrite.groups, indexed).await?;
         Ok(LeafOutcome::Committed { rewrite, committed })
+    }
+
+    /// Lance's compaction plan for `ds`, without the fragments a tiered compaction holds
+    /// back ([`held_back`]).
+    async fn plan(&self, ds: &Dataset) -> Result<lance::dataset::optimize::CompactionPlan> {
+        if !self.tiered {
+            return Ok(plan_compaction(ds, &self.options).await?);
+        }
+        let mut options = self.options.clone();
+        let target = options.target_rows_per_fragment as u64;
+        options.excluded_fragment_ids = held_back(ds.fragments(), target);
+        Ok(plan_compaction(ds, &options).await?)
     }
 
     /// `ds`, or, when one of its indexes (`indices`, all declared) is split into several
@@ -387,21 +404,6 @@ async fn written_bytes(ds: &Dataset, groups: &[RewriteGroup]) -> Result<u64> {
 pub(crate) fn split(indices: &[IndexMetadata]) -> bool {
     let mut seen = std::collections::HashSet::new();
     indices.iter().any(|m| !seen.insert(m.name.as_str()))
-}
-
-/// Rows of `fragments` not deleted.
-fn live_rows(fragments: &[Fragment]) -> u64 {
-    fragments
-        .iter()
-        .map(|f| {
-            let deleted = f
-                .deletion_file
-                .as_ref()
-                .and_then(|d| d.num_deleted_rows)
-                .unwrap_or(0);
-            f.physical_rows.unwrap_or(0).saturating_sub(deleted) as u64
-        })
-        .sum()
 }
 
 /// Commits `groups` as one Lance `Rewrite` on top of `ds` (detached when `strong`); returns

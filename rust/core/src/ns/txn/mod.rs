@@ -10,7 +10,8 @@
 //!
 //! - [`leaf`]: per-leaf checks and commits (a delete's and a compaction's leaf transactions
 //!   too: [`leaf::commit_leaf_transaction`]); [`compaction`]: one leaf's compaction and its
-//!   `Rewrite` commit; [`leaf_index`]: one leaf's declared scalar indexes brought up to
+//!   `Rewrite` commit ([`compaction_tiers`]: the fragments the compaction after a write
+//!   leaves alone); [`leaf_index`]: one leaf's declared scalar indexes brought up to
 //!   date and their `CreateIndex` commit.
 //! - [`conflict`]: the conflict rules: the manifest change of a write, a delete and a
 //!   compaction, planned again against concurrent commits.
@@ -37,6 +38,7 @@
 
 pub(crate) mod cleanup_marks;
 pub(crate) mod compaction;
+pub(crate) mod compaction_tiers;
 pub(crate) mod conflict;
 pub(crate) mod create_namespace;
 pub(crate) mod hooks;

@@ -1,7 +1,9 @@
 //! The compaction a write runs after its commit on the partitions it left fragmented (the
 //! policy: `manifest::LEAF_MAX_FRAGMENTS_KEY`): what keeps a stream's micro-batches, one
 //! small fragment each, from making every read of a partition open thousands of files. It
-//! writes files of the namespace's compaction target (`manifest::TARGET_ROWS_PER_FILE_KEY`).
+//! writes files of the namespace's compaction target (`manifest::TARGET_ROWS_PER_FILE_KEY`),
+//! and rewrites only the newest files of similar sizes (`txn::compaction_tiers`), so that a
+//! stream's growing file is not copied again at every compaction.
 
 use crate::ns::infra::storage::Storage;
 use crate::ns::ops::optimize::{optimize_partitions, OptimizeOptions};
