@@ -97,5 +97,6 @@ def main() -> None:
     if args.write:
         update_section(args.write, "compaction-tiers", text, "## Compaction after writes: tiers")
 
+
 if __name__ == "__main__":
     main()
