@@ -226,6 +226,13 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
         ["--rows", "100000", "--rounds", "1", "--repeat", "1"],
     ),
     (
+        "zorder",
+        "## Sort order: Z-order",
+        "zorder.py",
+        [],
+        ["--rows", "200000", "--repeat", "1", "--cold", "1"],
+    ),
+    (
         "engines-view",
         "## Other engines through the dataset view",
         "engines_view.py",

@@ -5,9 +5,11 @@ of ``--rows`` rows each, the way a stream's driver commits them: one process, ea
 and committed under its stream write id (``stream:<id>:<batch>``, looked up before the commit),
 each into one existing partition (batch ``i`` into partition ``i % --hot``). Every commit is
 timed; at each checkpoint the table reports the latency of the last window of commits (p50,
-p99), the fragments of ``__manifest``'s latest version and its bytes (the live data files
-that version reads, and the whole directory with every retained version), the rows and files
-of the hot partitions (and every file their directories hold). A copy of the namespace is
+p99, and apart the commits that also compacted the hot partition or ran the automatic expiry,
+as their ``WriteResult`` says, against the p99 of the others), the fragments of
+``__manifest``'s latest version and its bytes (the live data files that version reads, and
+the whole directory with every retained version), the rows and files of the hot partitions
+(and every file their directories hold). A copy of the namespace is
 kept at each checkpoint; after the last commit, the copies are read in turn, ``--cold``
 rounds of them, each read in a fresh process (its first call, then the best of ``--repeat``):
 ``open()``, a pruned read of one partition the stream does not write, ``stats()`` and
@@ -64,15 +66,21 @@ def create(
     return ns
 
 
-def commit_batch(ns: lp.PartitionedNamespace, batch: int, rows: int, part: int) -> float:
-    """One micro-batch as the stream sink commits it; returns its latency in seconds."""
+def commit_batch(
+    ns: lp.PartitionedNamespace, batch: int, rows: int, part: int
+) -> tuple[float, str]:
+    """One micro-batch as the stream sink commits it; returns its latency in seconds and what
+    the commit also did: ``"compacted"`` (the hot partition), ``"expired"`` (manifest
+    versions) or ``"plain"``."""
     t0 = time.perf_counter()
     dw = ns.distributed_write()
     write_id = f"stream:bench:{batch}"
+    kind = "plain"
     if dw.committed(write_id) is None:
         msg = dw.stage(_rows(10**9 + batch * rows, rows, part))
-        dw.commit([msg], write_id=write_id)
-    return time.perf_counter() - t0
+        r = dw.commit([msg], write_id=write_id)
+        kind = "expired" if r.expired else "compacted" if r.compacted else "plain"
+    return time.perf_counter() - t0, kind
 
 
 def _tree_bytes(path: Path) -> int:
@@ -136,8 +144,23 @@ def quantile(xs: list[float], q: float) -> float:
     return statistics.quantiles(xs, n=100, method="inclusive")[int(q) - 1] if len(xs) > 1 else xs[0]
 
 
-def checkpoint(root: str, args: argparse.Namespace, done: int, window: list[float]) -> list[str]:
-    """The commit latencies of ``window`` and what the namespace holds after ``done`` commits."""
+def _by_kind(window: list[tuple[float, str]]) -> list[str]:
+    """The p99 of the window's plain commits, then the count and median latency of those
+    that compacted and of those that expired."""
+    plain = [t for t, k in window if k == "plain"]
+    out = [seconds(quantile(plain, 99)) if plain else "-"]
+    for kind in ("compacted", "expired"):
+        ts = [t for t, k in window if k == kind]
+        out.append(f"{len(ts)} / {seconds(statistics.median(ts))}" if ts else "0")
+    return out
+
+
+def checkpoint(
+    root: str, args: argparse.Namespace, done: int, commits: list[tuple[float, str]]
+) -> list[str]:
+    """The commit latencies of ``commits`` (the window) and what the namespace holds after
+    ``done`` commits."""
+    window = [t for t, _ in commits]
     rows, files, on_disk = _hot_partition(root, args.hot)
     live = _live_bytes(Path(root) / "__manifest")
     fragments = len(lance.dataset(str(Path(root) / "__manifest")).get_fragments())
@@ -147,6 +170,7 @@ def checkpoint(root: str, args: argparse.Namespace, done: int, window: list[floa
         seconds(statistics.median(window)),
         seconds(quantile(window, 99)),
         seconds(max(window)),
+        *_by_kind(commits),
         f"{fragments}",
         f"{live / 1024:,.0f}",
         f"{whole / 1024:,.0f}",
@@ -182,14 +206,15 @@ def run(args: argparse.Namespace) -> str:
         Path(root, "hot.json").write_text(json.dumps(args.hot))
         checkpoints = sorted({c for c in (10, 100, 1_000, 10_000, 100_000) if c <= args.commits})
         checkpoints = sorted({*checkpoints, args.commits})
-        rows, latencies, copies = [], [], []
+        rows, commits, copies = [], [], []
         for batch in range(args.commits):
-            latencies.append(commit_batch(ns, batch, args.rows, batch % args.hot))
+            commits.append(commit_batch(ns, batch, args.rows, batch % args.hot))
             if batch + 1 in checkpoints:
-                rows.append(checkpoint(root, args, batch + 1, latencies[-args.window :]))
+                rows.append(checkpoint(root, args, batch + 1, commits[-args.window :]))
                 print(" | ".join(rows[-1]), flush=True)
                 copies.append(str(work / f"at-{batch + 1}"))
                 shutil.copytree(root, copies[-1])
+        latencies = [t for t, _ in commits]
         first, last = latencies[: args.window], latencies[-args.window :]
         p50 = statistics.median(last) / statistics.median(first)
         p99 = quantile(last, 99) / quantile(first, 99)
@@ -202,16 +227,20 @@ def run(args: argparse.Namespace) -> str:
         f"{args.repeat} --retain {args.retain} --cold {args.cold}` (one process commits every "
         f"micro-batch under its stream write id, each into one of {args.hot} existing "
         f"partitions; latency of the last {args.window} commits before each checkpoint; "
-        "manifest fragments: of its latest version (pylance); manifest KiB: the live data of its "
+        "compacting and expiring: the commits of the window that also compacted the hot "
+        "partition or ran the automatic expiry, the others: every other commit of the window "
+        "(a compaction of `__manifest` counts among them); manifest fragments: of its latest "
+        "version (pylance); manifest KiB: the live data of its "
         "latest version, then the whole `__manifest` directory with every retained version; "
         "the reads: on a copy of the namespace taken at each checkpoint, all copies measured in "
         f"turn {args.cold} times after the last commit, each time in a fresh process; the "
         f"median of the {args.cold} first calls / the best of every {args.repeat} repeats):\n\n"
-        "| commits | commit p50 | commit p99 | commit max | manifest fragments "
+        "| commits | commit p50 | commit p99 | commit max | p99 of the others "
+        "| compacting: n / median | expiring: n / median | manifest fragments "
         "| manifest live KiB | manifest dir KiB "
         "| hot rows | hot files | hot files on disk | open() | pruned read (cold partition) "
         "| stats() | partitions() |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     tail = f"\nLast window against the first: p50 {p50:.2f}x, p99 {p99:.2f}x (flat: within 1.2x)."
     return "\n".join([head, *lines, tail])

@@ -38,7 +38,9 @@ class Sorting:
 
         Each item is ``"column [ASC|DESC] [NULLS FIRST|NULLS LAST]"`` (ascending by default;
         NULLs last when ascending, first when descending, as SQL) on a top-level column; an
-        empty list removes the order. The order names columns by field id, so a rename keeps
+        empty list removes the order. One item ``"zorder(a, b)"`` (two to four columns)
+        orders the rows along a Z-curve of those columns instead, so that zone maps and file
+        statistics bound each of them. The order names columns by field id, so a rename keeps
         it. Rows written before keep their order until :meth:`optimize` compacts their
         files.
         """

@@ -64,6 +64,7 @@ mod sort_order;
 mod stats;
 mod versions;
 mod write_ids;
+mod zorder;
 
 pub use auto_expire::{
     auto_expire, AutoExpire, DEFAULT_EXPIRE_INTERVAL, DEFAULT_EXPIRE_OLDER_THAN,
@@ -100,7 +101,7 @@ pub use retention::{
     VERSIONS_KEPT_KEY,
 };
 pub use root::Root;
-pub use sort_order::{SortKey, SortOrder, SORT_ORDER_KEY};
+pub use sort_order::{SortKey, SortOrder, SORT_CURVE_KEY, SORT_ORDER_KEY};
 pub use stats::{
     leaf_column_stats, leaf_fragment_stats, leaf_stats, recorded_totals, LeafStats, LeafTotals,
     LeafVersion,

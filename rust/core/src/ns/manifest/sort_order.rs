@@ -4,6 +4,12 @@
 //! `lance_partitioned.sort_order` = `[{"field_id": 3, "descending": false, "nulls_first":
 //! false}, ...]`: columns named by field id (a rename keeps the order), as Iceberg's table
 //! sort order does. No property, or an empty list: no order.
+//!
+//! With `lance_partitioned.sort_order.curve` = `"z-order"` beside it, the columns (two to four,
+//! ascending, NULLs last) are not compared one after the other but along a Z-curve
+//! ([`super::zorder`]), so that every one of them is bounded by zone maps and file statistics.
+//! A reader that does not know the curve property sorts by the same columns lexicographically:
+//! another layout, never another answer.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,9 +22,17 @@ use crate::arrow::datatypes::Schema;
 use crate::arrow::row::{OwnedRow, RowConverter, SortField};
 use crate::error::{Error, Result};
 use crate::field_ids::field_id;
+use crate::ns::manifest::zorder;
 
 /// The root property holding the sort order.
 pub const SORT_ORDER_KEY: &str = "lance_partitioned.sort_order";
+
+/// The root property naming the curve that combines the sort columns (absent: one after the
+/// other).
+pub const SORT_CURVE_KEY: &str = "lance_partitioned.sort_order.curve";
+
+/// The value of [`SORT_CURVE_KEY`] for a Z-order.
+const Z_ORDER: &str = "z-order";
 
 /// One sort column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +49,8 @@ pub struct SortKey {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SortOrder {
     pub keys: Vec<SortKey>,
+    /// The keys (each ascending, NULLs last) combined along a Z-curve.
+    pub zorder: bool,
 }
 
 impl SortOrder {
@@ -48,7 +64,16 @@ impl SortOrder {
         };
         let keys = serde_json::from_str(text)
             .map_err(|e| Error::Corrupt(format!("malformed {SORT_ORDER_KEY}: {e}")))?;
-        Ok(Self { keys })
+        let zorder = match props.get(SORT_CURVE_KEY).map(String::as_str) {
+            None => false,
+            Some(Z_ORDER) => true,
+            Some(other) => {
+                return Err(Error::Corrupt(format!(
+                    "{SORT_CURVE_KEY} = {other:?}: this version knows only {Z_ORDER:?}"
+                )))
+            }
+        };
+        Ok(Self { keys, zorder })
     }
 
     /// Parses `items`, each `column [ASC|DESC] [NULLS FIRST|NULLS LAST]` (case-insensitive;
@@ -58,7 +83,12 @@ impl SortOrder {
     /// # Errors
     /// `InvalidArgument` naming the item: an unknown or repeated column, a column of a type
     /// that does not sort (lists, structs, maps), words other than those above.
+    ///
+    /// One item `zorder(a, b[, c[, d]])` is a Z-order of those columns.
     pub fn parse(items: &[String], schema: &Schema) -> Result<Self> {
+        if let Some(columns) = items.first().and_then(|i| zorder_columns(i)) {
+            return Self::parse_zorder(items, &columns, schema);
+        }
         let mut keys: Vec<SortKey> = Vec::with_capacity(items.len());
         for item in items {
             let words: Vec<String> = item.split_whitespace().map(str::to_uppercase).collect();
@@ -84,60 +114,85 @@ impl SortOrder {
                 Some("LAST") => false,
                 Some(_) => return Err(bad()),
             };
-            let field = schema.field_with_name(name).map_err(|_| {
-                Error::InvalidArgument(format!(
-                    "sort column {name:?} is not a top-level column of the namespace schema"
-                ))
-            })?;
-            let dt = field.data_type();
-            if dt.is_nested() {
-                return Err(Error::InvalidArgument(format!(
-                    "sort column {name:?} is {dt}, which has no order"
-                )));
-            }
-            let id = field_id(field)
-                .ok_or_else(|| Error::Corrupt(format!("column {name:?} carries no field id")))?;
-            if keys.iter().any(|k| k.field_id == id) {
-                return Err(Error::InvalidArgument(format!(
-                    "sort column {name:?} appears twice"
-                )));
-            }
             keys.push(SortKey {
-                field_id: id,
+                field_id: sort_column(name, schema, &keys)?,
                 descending,
                 nulls_first,
             });
         }
-        Ok(Self { keys })
+        Ok(Self {
+            keys,
+            zorder: false,
+        })
     }
 
-    /// The property value (`None` for no order: the property is removed).
+    /// The Z-order of `columns`, the one item of `items`.
+    fn parse_zorder(items: &[String], columns: &[&str], schema: &Schema) -> Result<Self> {
+        if items.len() > 1 {
+            return Err(Error::InvalidArgument(format!(
+                "{:?} is the whole sort order: a Z-order takes no other items",
+                items[0]
+            )));
+        }
+        if !(zorder::MIN_COLUMNS..=zorder::MAX_COLUMNS).contains(&columns.len()) {
+            return Err(Error::InvalidArgument(format!(
+                "{:?}: a Z-order takes {} to {} columns",
+                items[0],
+                zorder::MIN_COLUMNS,
+                zorder::MAX_COLUMNS
+            )));
+        }
+        let mut keys: Vec<SortKey> = Vec::with_capacity(columns.len());
+        for name in columns {
+            keys.push(SortKey {
+                field_id: sort_column(name, schema, &keys)?,
+                descending: false,
+                nulls_first: false,
+            });
+        }
+        Ok(Self { keys, zorder: true })
+    }
+
+    /// The root properties holding this order (`None`: the property is removed).
     ///
     /// # Errors
     /// `Internal` if it does not serialize (it always does).
-    pub fn to_prop(&self) -> Result<Option<String>> {
-        if self.keys.is_empty() {
-            return Ok(None);
-        }
-        serde_json::to_string(&self.keys)
-            .map(Some)
-            .map_err(|e| Error::Internal(format!("sort order: {e}")))
+    pub fn to_props(&self) -> Result<[(String, Option<String>); 2]> {
+        let keys = if self.keys.is_empty() {
+            None
+        } else {
+            Some(
+                serde_json::to_string(&self.keys)
+                    .map_err(|e| Error::Internal(format!("sort order: {e}")))?,
+            )
+        };
+        let curve = (self.zorder && keys.is_some()).then(|| Z_ORDER.to_string());
+        Ok([
+            (SORT_ORDER_KEY.to_string(), keys),
+            (SORT_CURVE_KEY.to_string(), curve),
+        ])
     }
 
     /// The order as text, one item per column, with the columns' names in `schema` (a column
     /// dropped since shows as `#<field id>`).
     pub fn describe(&self, schema: &Schema) -> Vec<String> {
+        let name = |k: &SortKey| {
+            schema
+                .fields()
+                .iter()
+                .find(|f| field_id(f) == Some(k.field_id))
+                .map_or_else(|| format!("#{}", k.field_id), |f| f.name().clone())
+        };
+        if self.zorder {
+            let names: Vec<String> = self.keys.iter().map(name).collect();
+            return vec![format!("zorder({})", names.join(", "))];
+        }
         self.keys
             .iter()
             .map(|k| {
-                let name = schema
-                    .fields()
-                    .iter()
-                    .find(|f| field_id(f) == Some(k.field_id))
-                    .map_or_else(|| format!("#{}", k.field_id), |f| f.name().clone());
                 let dir = if k.descending { "DESC" } else { "ASC" };
                 let nulls = if k.nulls_first { "FIRST" } else { "LAST" };
-                format!("{name} {dir} NULLS {nulls}")
+                format!("{} {dir} NULLS {nulls}", name(k))
             })
             .collect()
     }
@@ -149,12 +204,7 @@ impl SortOrder {
     /// # Errors
     /// `Arrow` for a column that does not sort.
     pub fn sort(&self, batch: &RecordBatch, ns: &Schema) -> Result<RecordBatch> {
-        self.sort_named(batch, |id| {
-            ns.fields()
-                .iter()
-                .find(|f| field_id(f) == Some(id))
-                .map(|f| f.name().clone())
-        })
+        self.sort_named(batch, |id| name_in(ns, id))
     }
 
     /// `batch` in this order, its sort columns found by `name_of(field id)` (a leaf written
@@ -184,8 +234,40 @@ impl SortOrder {
         if columns.is_empty() || batch.num_rows() < 2 {
             return Ok(batch.clone());
         }
-        let indices = lexsort_to_indices(&columns, None)?;
+        let indices = if self.zorder {
+            let values: Vec<ArrayRef> = columns.into_iter().map(|c| c.values).collect();
+            zorder::z_order_indices(&values)?
+        } else {
+            lexsort_to_indices(&columns, None)?
+        };
         Ok(take_record_batch(batch, &indices)?)
+    }
+
+    /// `batch` in this order (sort columns found as [`Self::sort_named`]), cut into the files
+    /// of up to `max_rows` rows a writer makes of it. For a Z-order, each file's rows are then
+    /// put in the Z-order of that file's own rows, so that the file alone is found in order
+    /// ([`Self::check`]) while the files still cover consecutive stretches of the curve.
+    ///
+    /// # Errors
+    /// `Arrow` for a column that does not sort.
+    pub fn sort_files(
+        &self,
+        batch: &RecordBatch,
+        name_of: impl Fn(i32) -> Option<String>,
+        max_rows: usize,
+    ) -> Result<Vec<RecordBatch>> {
+        let sorted = self.sort_named(batch, &name_of)?;
+        if !self.zorder || sorted.num_rows() <= max_rows {
+            return Ok(vec![sorted]);
+        }
+        let max_rows = max_rows.max(1);
+        (0..sorted.num_rows())
+            .step_by(max_rows)
+            .map(|start| {
+                let len = max_rows.min(sorted.num_rows() - start);
+                self.sort_named(&sorted.slice(start, len), &name_of)
+            })
+            .collect()
     }
 
     /// A check of whether the batches of one file are in this order, its sort columns found
@@ -206,8 +288,55 @@ impl SortOrder {
             keys,
             converter: None,
             last: None,
+            zorder: self.zorder.then(Vec::new),
         }
     }
+}
+
+/// The name in `ns` of the top-level column with field id `id`.
+fn name_in(ns: &Schema, id: i32) -> Option<String> {
+    ns.fields()
+        .iter()
+        .find(|f| field_id(f) == Some(id))
+        .map(|f| f.name().clone())
+}
+
+/// `item`'s column names if it is `zorder(a, b, ...)` (case-insensitive keyword).
+fn zorder_columns(item: &str) -> Option<Vec<&str>> {
+    let item = item.trim();
+    let open = item.find('(')?;
+    if !item[..open].trim().eq_ignore_ascii_case("zorder") || !item.ends_with(')') {
+        return None;
+    }
+    Some(
+        item[open + 1..item.len() - 1]
+            .split(',')
+            .map(str::trim)
+            .collect(),
+    )
+}
+
+/// The field id of the sort column `name` of `schema`, not yet among `keys`.
+fn sort_column(name: &str, schema: &Schema, keys: &[SortKey]) -> Result<i32> {
+    let field = schema.field_with_name(name).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "sort column {name:?} is not a top-level column of the namespace schema"
+        ))
+    })?;
+    let dt = field.data_type();
+    if dt.is_nested() {
+        return Err(Error::InvalidArgument(format!(
+            "sort column {name:?} is {dt}, which has no order"
+        )));
+    }
+    let id = field_id(field)
+        .ok_or_else(|| Error::Corrupt(format!("column {name:?} carries no field id")))?;
+    if keys.iter().any(|k| k.field_id == id) {
+        return Err(Error::InvalidArgument(format!(
+            "sort column {name:?} appears twice"
+        )));
+    }
+    Ok(id)
 }
 
 /// Whether rows arrive in a [`SortOrder`]: fed the batches of one file in their order, it
@@ -218,6 +347,9 @@ pub struct OrderCheck {
     converter: Option<RowConverter>,
     /// The last row of the batches seen so far.
     last: Option<OwnedRow>,
+    /// For a Z-order: the sort columns of every batch so far, checked by [`Self::finish`]
+    /// (a Z-value depends on all the file's rows).
+    zorder: Option<Vec<Vec<ArrayRef>>>,
 }
 
 impl OrderCheck {
@@ -227,6 +359,7 @@ impl OrderCheck {
     ///
     /// # Errors
     /// `Arrow` for a column that does not sort.
+    /// For a Z-order the batches are only kept: [`Self::finish`] answers.
     pub fn in_order(&mut self, batch: &RecordBatch) -> Result<bool> {
         if batch.num_rows() == 0 {
             return Ok(true);
@@ -242,6 +375,10 @@ impl OrderCheck {
         if columns.is_empty() {
             return Ok(true);
         }
+        if let Some(seen) = &mut self.zorder {
+            seen.push(columns);
+            return Ok(true);
+        }
         let converter = match &self.converter {
             Some(c) => c,
             None => self.converter.insert(RowConverter::new(fields)?),
@@ -255,6 +392,25 @@ impl OrderCheck {
         let sorted = (1..rows.num_rows()).all(|i| rows.row(i - 1) <= rows.row(i));
         self.last = Some(rows.row(rows.num_rows() - 1).owned());
         Ok(sorted)
+    }
+
+    /// Whether all the rows fed to [`Self::in_order`] are in order: for a Z-order, whether
+    /// their Z-values (over all of them) never decrease; otherwise what `in_order` said.
+    ///
+    /// # Errors
+    /// `Arrow` for a column that does not sort.
+    pub fn finish(&mut self) -> Result<bool> {
+        let Some(seen) = self.zorder.take().filter(|s| !s.is_empty()) else {
+            return Ok(true);
+        };
+        let columns = (0..seen[0].len())
+            .map(|j| {
+                let parts: Vec<&dyn crate::arrow::array::Array> =
+                    seen.iter().map(|b| b[j].as_ref()).collect();
+                crate::arrow::compute::concat(&parts)
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        zorder::is_z_ordered(&columns)
     }
 }
 
@@ -286,12 +442,33 @@ mod tests {
             order.describe(&schema()),
             ["s DESC NULLS FIRST", "a ASC NULLS FIRST"]
         );
-        let props = HashMap::from([(
-            SORT_ORDER_KEY.to_string(),
-            order.to_prop().unwrap().unwrap(),
-        )]);
-        assert_eq!(SortOrder::of(&props).unwrap(), order);
-        assert_eq!(SortOrder::default().to_prop().unwrap(), None);
+        let props = |o: &SortOrder| -> HashMap<String, String> {
+            o.to_props()
+                .unwrap()
+                .into_iter()
+                .filter_map(|(k, v)| Some((k, v?)))
+                .collect()
+        };
+        assert_eq!(SortOrder::of(&props(&order)).unwrap(), order);
+        assert!(props(&SortOrder::default()).is_empty());
+        let z = SortOrder::parse(&["ZOrder(s, a)".to_string()], &schema()).unwrap();
+        assert!(z.zorder);
+        assert_eq!(z.describe(&schema()), ["zorder(s, a)"]);
+        assert_eq!(SortOrder::of(&props(&z)).unwrap(), z);
+        let mut unknown = props(&z);
+        unknown.insert(SORT_CURVE_KEY.to_string(), "hilbert".to_string());
+        assert!(matches!(SortOrder::of(&unknown), Err(Error::Corrupt(_))));
+        for bad in [
+            "zorder(a)",
+            "zorder(a, a)",
+            "zorder(a, l)",
+            "zorder(a, s, a, s, a)",
+        ] {
+            let got = SortOrder::parse(&[bad.to_string()], &schema());
+            assert!(matches!(got, Err(Error::InvalidArgument(_))), "{bad}");
+        }
+        let more = SortOrder::parse(&["zorder(a, s)".into(), "a".into()], &schema());
+        assert!(matches!(more, Err(Error::InvalidArgument(m)) if m.contains("whole")));
         for bad in ["x", "l", "a sideways", "a NULLS MAYBE", "a DESC NULLS"] {
             let got = SortOrder::parse(&[bad.to_string()], &schema());
             assert!(matches!(got, Err(Error::InvalidArgument(_))), "{bad}");

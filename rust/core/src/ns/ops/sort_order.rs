@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 
 use crate::error::Result;
 use crate::ns::infra::storage::Storage;
-use crate::ns::manifest::{Snapshot, SortOrder, SORT_ORDER_KEY};
+use crate::ns::manifest::{Snapshot, SortOrder};
 use crate::ns::txn::root_commit::{
     commit_root, schema_unchanged, RootChange, RootUpdate, ROOT_ATTEMPTS,
 };
@@ -35,10 +35,9 @@ impl RootUpdate for SetOrder<'_> {
             if order == SortOrder::of(&latest.root_props.props)? {
                 return Ok(None);
             }
-            Ok(Some(vec![
-                (SORT_ORDER_KEY.to_string(), order.to_prop()?),
-                schema_unchanged(latest)?,
-            ]))
+            let mut change: RootChange = order.to_props()?.into();
+            change.push(schema_unchanged(latest)?);
+            Ok(Some(change))
         })
     }
 }

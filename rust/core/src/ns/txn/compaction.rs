@@ -270,11 +270,15 @@ impl LeafCompaction {
             scan.with_fragments(vec![f.clone()]).project(&columns)?;
             let mut stream = scan.try_into_stream().await?;
             let mut check = order.check(name_of);
+            let mut in_order = true;
             while let Some(batch) = stream.try_next().await? {
                 if !check.in_order(&batch)? {
-                    unsorted.push(f.clone());
+                    in_order = false;
                     break;
                 }
+            }
+            if !in_order || !check.finish()? {
+                unsorted.push(f.clone());
             }
         }
         Ok(unsorted)
@@ -309,7 +313,7 @@ impl LeafCompaction {
         let order = Arc::clone(order);
         let sorted = tokio::task::spawn_blocking(move || {
             let all = concat_batches(&leaf, &batches)?;
-            order.sort_named(&all, |id| names.get(&id).cloned())
+            order.sort_files(&all, |id| names.get(&id).cloned(), max_rows.max(1))
         })
         .await
         .map_err(|e| crate::error::Error::Internal(format!("sorting task: {e}")))??;
@@ -317,7 +321,7 @@ impl LeafCompaction {
         params.max_rows_per_file = max_rows.max(1);
         let txn = InsertBuilder::new(Arc::clone(ds))
             .with_params(&params)
-            .execute_uncommitted(vec![sorted])
+            .execute_uncommitted(sorted)
             .await?;
         Ok(RewriteGroup {
             old_fragments: fragments.to_vec(),
