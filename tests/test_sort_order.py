@@ -8,12 +8,11 @@ against the input with pyarrow.
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
-import lance
 import pyarrow as pa
 import pytest
+from leaf_files import content, files, shuffled
 
 import lance_partitioned as lp
 
@@ -40,29 +39,10 @@ def rows(ids: list[int]) -> pa.Table:
     )
 
 
-def shuffled(start: int, n: int, seed: int = 1) -> list[int]:
-    ids = list(range(start, start + n))
-    random.Random(seed).shuffle(ids)
-    return ids
-
-
-def files(ns: lp.PartitionedNamespace) -> list[pa.Table]:
-    """Every data file's rows, as pylance reads each fragment at the manifest's version."""
-    out = []
-    for p in ns.partitions(with_rows=False).to_pylist():
-        ds = lance.dataset(f"{ns.root}/{p['location']}", version=p["read_version"])
-        out += [f.to_table() for f in ds.get_fragments()]
-    return out
-
-
 def in_order(t: pa.Table, keys: list[tuple[str, str]], nulls: str) -> bool:
     """Whether ``t``'s sort columns are as pyarrow sorts them (ties in any order)."""
     want = t.sort_by([(k, order, nulls) for k, order in keys])
     return all(t[k].equals(want[k]) for k, _ in keys)
-
-
-def content(ns: lp.PartitionedNamespace) -> list[int]:
-    return sorted(ns.to_table(columns=["id"])["id"].to_pylist())
 
 
 def make(tmp_path: Path) -> lp.PartitionedNamespace:

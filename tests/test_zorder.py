@@ -12,10 +12,10 @@ import itertools
 import random
 from pathlib import Path
 
-import lance
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from leaf_files import content, files, shuffled
 
 import lance_partitioned as lp
 
@@ -66,26 +66,8 @@ def z_ordered(t: pa.Table, columns: list[str]) -> bool:
     return all(a <= b for a, b in itertools.pairwise(z))
 
 
-def files(ns: lp.PartitionedNamespace) -> list[pa.Table]:
-    out = []
-    for p in ns.partitions(with_rows=False).to_pylist():
-        ds = lance.dataset(f"{ns.root}/{p['location']}", version=p["read_version"])
-        out += [f.to_table() for f in ds.get_fragments()]
-    return out
-
-
-def content(ns: lp.PartitionedNamespace) -> list[int]:
-    return sorted(ns.to_table(columns=["id"])["id"].to_pylist())
-
-
 def make(tmp_path: Path) -> lp.PartitionedNamespace:
     return lp.PartitionedNamespace.create(str(tmp_path / "ns"), SCHEMA, SPEC)
-
-
-def shuffled(start: int, n: int, seed: int) -> list[int]:
-    ids = list(range(start, start + n))
-    random.Random(seed).shuffle(ids)
-    return ids
 
 
 def test_the_oracle_tells_a_z_order_from_a_lexicographic_one() -> None:
