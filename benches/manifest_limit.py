@@ -30,9 +30,9 @@ def run_limit(args: argparse.Namespace, limit: int) -> str:
     root = str(work / "ns")
     try:
         ns = create(root, args.partitions, 100, {KEY: str(limit)})
-        latencies, most = [], 0
+        latencies, most, errors = [], 0, []
         for batch in range(args.commits):
-            latencies.append(commit_batch(ns, batch, args.rows, 0))
+            latencies.append(commit_batch(ns, batch, args.rows, 0, errors)[0])
             if batch >= args.commits - args.window:
                 frags = lance.dataset(str(Path(root) / "__manifest")).get_fragments()
                 most = max(most, len(frags))

@@ -67,11 +67,11 @@ def create(
 
 
 def commit_batch(
-    ns: lp.PartitionedNamespace, batch: int, rows: int, part: int
+    ns: lp.PartitionedNamespace, batch: int, rows: int, part: int, errors: list[str]
 ) -> tuple[float, str]:
     """One micro-batch as the stream sink commits it; returns its latency in seconds and what
     the commit also did: ``"compacted"`` (the hot partition), ``"expired"`` (manifest
-    versions) or ``"plain"``."""
+    versions) or ``"plain"``. The maintenance steps that failed go to ``errors``."""
     t0 = time.perf_counter()
     dw = ns.distributed_write()
     write_id = f"stream:bench:{batch}"
@@ -80,6 +80,7 @@ def commit_batch(
         msg = dw.stage(_rows(10**9 + batch * rows, rows, part))
         r = dw.commit([msg], write_id=write_id)
         kind = "expired" if r.expired else "compacted" if r.compacted else "plain"
+        errors.extend(f"commit {batch}: {e}" for e in r.maintenance_errors)
     return time.perf_counter() - t0, kind
 
 
@@ -206,9 +207,9 @@ def run(args: argparse.Namespace) -> str:
         Path(root, "hot.json").write_text(json.dumps(args.hot))
         checkpoints = sorted({c for c in (10, 100, 1_000, 10_000, 100_000) if c <= args.commits})
         checkpoints = sorted({*checkpoints, args.commits})
-        rows, commits, copies = [], [], []
+        rows, commits, copies, errors = [], [], [], []
         for batch in range(args.commits):
-            commits.append(commit_batch(ns, batch, args.rows, batch % args.hot))
+            commits.append(commit_batch(ns, batch, args.rows, batch % args.hot, errors))
             if batch + 1 in checkpoints:
                 rows.append(checkpoint(root, args, batch + 1, commits[-args.window :]))
                 print(" | ".join(rows[-1]), flush=True)
@@ -242,7 +243,11 @@ def run(args: argparse.Namespace) -> str:
         "| stats() | partitions() |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
-    tail = f"\nLast window against the first: p50 {p50:.2f}x, p99 {p99:.2f}x (flat: within 1.2x)."
+    tail = (
+        f"\nLast window against the first: p50 {p50:.2f}x, p99 {p99:.2f}x (flat: within 1.2x). "
+        f"Maintenance steps that failed after a commit: {len(errors)}"
+        + (f" (the first: {errors[0]})." if errors else ".")
+    )
     return "\n".join([head, *lines, tail])
 
 

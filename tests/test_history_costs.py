@@ -351,6 +351,7 @@ def test_old_manifest_versions_expire_automatically(tmp_path: Path) -> None:
         res = ns.write(written[-1])
         expected[res.manifest_version] = ids(pa.concat_tables(written))
         expired += res.expired
+        assert res.maintenance_errors == [], res.maintenance_errors
         if i == 4:
             pinned = ns.tag("pinned", res.manifest_version)
         counts.append(len(manifest_versions(root)))
@@ -384,3 +385,68 @@ def test_row_changes_expire_too_and_zero_turns_it_off(tmp_path: Path) -> None:
     assert len(manifest_versions(tmp_path / "on")) <= 2 + 4 + 2
     assert len(manifest_versions(tmp_path / "off")) >= 14
     assert ids(on.to_table()) == ids(off.to_table())
+
+
+def _version_manifest(leaf: Path, version: int) -> Path:
+    """The file of the leaf's main-line version ``version`` (Lance's V1 or V2 naming)."""
+    for f in (leaf / "_versions").glob("*.manifest"):
+        if not f.stem.isdigit():
+            continue  # a detached version
+        stem = int(f.stem)
+        if (2**64 - 1 - stem if stem > 2**63 else stem) == version:
+            return f
+    raise AssertionError(f"no manifest of version {version} in {leaf}")
+
+
+def test_a_failed_expiry_after_a_commit_is_reported_and_the_commit_stands(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ns"
+    ns = make(root, **{INTERVAL: "4", OLDER: "0", RETAIN: "2", EXTRA: "0"})
+    written = [batch(10 * i, 10) for i in range(2)]
+    for t in written:
+        assert ns.write(t).maintenance_errors == []
+    # Another tool garbles the leaf's first version, which only versions the expiry removes
+    # read: the expiry cannot tell which files that version names.
+    _version_manifest(root / str(leaf_row(root, 0)["location"]), 1).write_bytes(b"garbled")
+    failed = []
+    for i in range(2, 10):
+        written.append(batch(10 * i, 10))
+        res = ns.write(written[-1])
+        assert res.expired == 0, res
+        failed += res.maintenance_errors
+    assert failed, "the due expiries reported nothing"
+    assert all(e.startswith("expiry: ") for e in failed), failed
+    # Every commit stands, and so does every manifest version: the expiry removed nothing.
+    assert ids(ns.to_table()) == ids(pa.concat_tables(written))
+    assert len(manifest_versions(root)) >= 1 + len(written)
+    with pytest.raises(lp.LancePartitionedError):
+        ns.expire(retain_versions=2)
+
+
+def test_the_expiry_is_not_missed_when_a_manifest_compaction_reaches_the_interval(
+    tmp_path: Path,
+) -> None:
+    # Every few commits compact `__manifest` (two versions no write reports): some land on a
+    # multiple of the interval, which the commit after them must not step over.
+    root = tmp_path / "ns"
+    props = {
+        INTERVAL: "4",
+        OLDER: "0",
+        RETAIN: "2",
+        "lance_partitioned.manifest.max_fragments": "3",
+    }
+    ns = make(root, **props)
+    written, counts, compactions = [], [], 0
+    for i in range(60):
+        written.append(batch(10 * i, 10, p=i % 2))
+        before = ns.version
+        res = ns.write(written[-1])
+        assert res.maintenance_errors == [], res.maintenance_errors
+        counts.append(len(manifest_versions(root)))
+        compactions += ns.version > res.manifest_version or res.manifest_version > before + 1
+    assert compactions >= 10, compactions
+    # Kept: the last 2 versions, what the commits since the last expiry added (up to 4, and the
+    # 2 of a compaction after the one that reached the interval).
+    assert max(counts[10:]) <= 2 + 4 + 2, counts
+    assert ids(ns.to_table()) == ids(pa.concat_tables(written))

@@ -185,6 +185,13 @@ pub struct MergeResult {
     pub attempts: u32,
     /// The manifest already recorded the merge's write id: nothing was done.
     pub already_committed: bool,
+    /// Partitions whose declared indexes were built again after the merge.
+    pub indexed: u64,
+    /// Old manifest versions the namespace's automatic expiry removed after the merge.
+    pub expired: u64,
+    /// The maintenance steps after the merge's commit that failed, each
+    /// `"<step>: <error>"`; the merge is committed whatever they say.
+    pub maintenance_errors: Vec<String>,
 }
 
 #[pymethods]
@@ -229,6 +236,9 @@ impl From<&MergeSummary> for MergeResult {
             manifest_version: s.manifest_version,
             attempts: s.attempts,
             already_committed: s.already_committed,
+            indexed: s.indexed,
+            expired: s.expired,
+            maintenance_errors: s.maintenance_errors.clone(),
         }
     }
 }

@@ -93,6 +93,9 @@ pub struct WriteResult {
     pub expired: u64,
     /// Partitions whose declared indexes were built again after the commit.
     pub indexed: u64,
+    /// The maintenance steps after the commit that failed (compaction, indexes, expiry),
+    /// each `"<step>: <error>"`; the write is committed whatever they say.
+    pub maintenance_errors: Vec<String>,
 }
 
 #[pymethods]
@@ -130,6 +133,7 @@ impl WriteResult {
             compacted: 0,
             expired: 0,
             indexed: 0,
+            maintenance_errors: Vec::new(),
         }
     }
 
@@ -180,6 +184,7 @@ impl From<&WriteSummary> for WriteResult {
             compacted: s.compacted,
             expired: s.expired,
             indexed: s.indexed,
+            maintenance_errors: s.maintenance_errors.clone(),
         }
     }
 }

@@ -22,9 +22,12 @@
 //!   atomic commit.
 //! - [`join`]: storage-partitioned joins of two namespaces (`docs/join.md`).
 //!
+//! - [`after_commit`]: the maintenance a write or a merge runs after its commit.
+//!
 //! Every change commits through the transaction layer ([`crate::ns::txn`]), where the
 //! conflict rules of writes, deletes and compactions live too ([`crate::ns::txn::conflict`]).
 
+pub(crate) mod after_commit;
 pub(crate) mod cleanup;
 pub(crate) mod delete;
 pub(crate) mod evolve;
@@ -40,6 +43,7 @@ pub(crate) mod tags;
 pub(crate) mod update_schema;
 pub(crate) mod write;
 
+pub use after_commit::Maintenance;
 pub use cleanup::{CleanupSummary, RETENTION_FLOOR};
 pub use delete::DeleteSummary;
 pub use expire::{ExpireOptions, ExpireSummary};

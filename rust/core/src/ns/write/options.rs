@@ -171,4 +171,8 @@ pub struct WriteSummary {
     /// Old manifest versions the namespace's automatic expiry removed after the commit
     /// (see `manifest::auto_expire`).
     pub expired: u64,
+    /// The maintenance steps after the commit that failed, each `"<step>: <error>"`
+    /// (`compaction`, `indexes`, `expiry`; see `ops::after_commit`). The write is committed
+    /// whatever they say.
+    pub maintenance_errors: Vec<String>,
 }

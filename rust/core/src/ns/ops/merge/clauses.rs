@@ -176,6 +176,13 @@ pub struct MergeSummary {
     /// The manifest already recorded the change's write id (a repeated change, such as a
     /// stream's micro-batch run again): nothing was done.
     pub already_committed: bool,
+    /// Partitions whose declared indexes were built again after the commit.
+    pub indexed: u64,
+    /// Old manifest versions the namespace's automatic expiry removed after the commit.
+    pub expired: u64,
+    /// The maintenance steps after the commit that failed (see `ops::after_commit`); the
+    /// merge is committed whatever they say.
+    pub maintenance_errors: Vec<String>,
 }
 
 impl MergeSummary {

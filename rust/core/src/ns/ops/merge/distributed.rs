@@ -30,8 +30,6 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{check_repeatable, Snapshot};
-use crate::ns::ops::expire::after_commit::expire_if_due;
-use crate::ns::ops::index::after_commit::index_after_commit;
 use crate::ns::ops::write::distributed::{base_snapshot, merge_messages, WritePlan};
 use crate::ns::txn::cleanup_marks::now_ms;
 use crate::ns::txn::row_change::{Deletions, RowChange};
@@ -263,12 +261,15 @@ pub(crate) async fn commit_merge(
         opts,
         started_ms,
     };
-    let done = commit.run(change, &tally, summary).await?;
-    let props = &snap.root_props.props;
-    let (conc, attempts) = (opts.concurrency, opts.max_attempts);
-    let indexed = index_after_commit(storage, props, done.touched_ids(), conc, attempts).await;
-    let to = indexed.map_or(0, |r| r.manifest_version);
-    expire_if_due(storage, props, snap.version, to.max(done.manifest_version)).await;
+    let mut done = commit.run(change, &tally, summary).await?;
+    super::maintain_after(
+        storage,
+        opts,
+        &snap.root_props.props,
+        snap.version,
+        &mut done,
+    )
+    .await;
     Ok(done)
 }
 

@@ -43,8 +43,7 @@ use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::infra::touched::TouchedPartition;
 use crate::ns::manifest::{check_repeatable, Snapshot};
-use crate::ns::ops::expire::after_commit::expire_if_due;
-use crate::ns::ops::index::after_commit::index_after_commit;
+use crate::ns::ops::after_commit::AfterCommit;
 use crate::ns::txn::cleanup_marks::now_ms;
 use crate::ns::txn::retry::backoff;
 use crate::ns::txn::row_change::{commit_row_change, Deletions, RowChange};
@@ -123,12 +122,7 @@ where
         match run(snap, strong).await {
             Ok(mut summary) => {
                 summary.attempts = attempt;
-                let (conc, attempts) = (opts.concurrency, opts.max_attempts);
-                let ids = summary.touched_ids();
-                let indexed = index_after_commit(storage, &props, ids, conc, attempts).await;
-                let to = indexed.map_or(0, |r| r.manifest_version);
-                let to = to.max(summary.manifest_version);
-                expire_if_due(storage, &props, from, to).await;
+                maintain_after(storage, opts, &props, from, &mut summary).await;
                 return Ok(summary);
             }
             Err(Error::CommitConflict(_)) if attempt < opts.max_attempts.max(1) => {
@@ -353,6 +347,33 @@ pub(crate) async fn commit_changes(
 }
 
 /// The summary of a change whose write id the manifest at `version` records already.
+/// The maintenance after a merge's commit (from manifest version `from`, see
+/// `ops::after_commit`), counted in `summary`.
+pub(crate) async fn maintain_after(
+    storage: &Storage,
+    opts: &WriteOptions,
+    props: &HashMap<String, String>,
+    from: u64,
+    summary: &mut MergeSummary,
+) {
+    if summary.already_committed {
+        return;
+    }
+    let after = AfterCommit {
+        storage,
+        props,
+        from,
+        to: summary.manifest_version,
+        strong: opts.strong,
+        concurrency: opts.concurrency,
+        max_attempts: opts.max_attempts,
+    };
+    let done = after.run(&[], summary.touched_ids()).await;
+    summary.indexed = done.indexed;
+    summary.expired = done.expired;
+    summary.maintenance_errors = done.errors;
+}
+
 pub(crate) fn already_committed(version: u64, attempts: u32) -> MergeSummary {
     MergeSummary {
         manifest_version: version,

@@ -5,34 +5,37 @@
 //! and rewrites only the newest files of similar sizes (`txn::compaction_tiers`), so that a
 //! stream's growing file is not copied again at every compaction.
 
+use crate::error::Result;
 use crate::ns::infra::storage::Storage;
-use crate::ns::ops::optimize::{optimize_partitions, OptimizeOptions};
-use crate::ns::write::options::{WriteOptions, WriteSummary};
+use crate::ns::ops::optimize::{optimize_partitions, OptimizeOptions, OptimizeSummary};
 
-/// Compacts `summary.fragmented` and counts them in `summary.compacted`; returns the
-/// manifest version of the compaction's commit. Maintenance after the commit point: the
-/// write is visible whatever happens here, so an error (a lost race, a cleanup running)
-/// leaves the partitions as they are, for a later write to compact.
+/// Compacts the partitions `fragmented` (object ids) in one commit of mode `strong`; `None`
+/// when there are none. Maintenance after the commit point (`ops::after_commit`): the write
+/// is visible whatever happens here, so an error (a lost race, a cleanup running) leaves the
+/// partitions as they are, for a later write to compact, and is reported.
+///
+/// # Errors
+/// `optimize()`'s errors.
 pub(crate) async fn compact_fragmented(
     storage: &Storage,
-    summary: &mut WriteSummary,
-    opts: &WriteOptions,
-) -> Option<u64> {
-    if summary.fragmented.is_empty() || summary.already_committed {
-        return None;
+    fragmented: &[String],
+    strong: Option<bool>,
+    concurrency: usize,
+    max_attempts: u32,
+) -> Result<Option<OptimizeSummary>> {
+    if fragmented.is_empty() {
+        return Ok(None);
     }
     let options = OptimizeOptions {
         filter: None,
         target_rows_per_file: None,
         min_files: 2,
         dry_run: false,
-        strong: opts.strong,
-        concurrency: opts.concurrency.max(1),
-        max_attempts: opts.max_attempts,
+        strong,
+        concurrency: concurrency.max(1),
+        max_attempts,
     };
-    let done = optimize_partitions(storage, &summary.fragmented, &options)
-        .await
-        .ok()?;
-    summary.compacted = done.partitions;
-    Some(done.manifest_version)
+    Ok(Some(
+        optimize_partitions(storage, fragmented, &options).await?,
+    ))
 }

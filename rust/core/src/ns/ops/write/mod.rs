@@ -1,10 +1,10 @@
 //! `write()`: a [`PartitionWriter`] stages the input in this process, a [`WriteTransaction`]
 //! commits it; and the commit of a distributed write's staged messages ([`commit_staged`];
-//! [`distributed`]: plan and stage). Both then compact the partitions they left fragmented
-//! (`compact_after`) and bring the declared indexes of the partitions they wrote up to date
-//! (`ops::index::after_commit`).
+//! [`distributed`]: plan and stage). Both then run the maintenance after a commit
+//! (`ops::after_commit`): compact the partitions they left fragmented (`compact_after`), bring
+//! the declared indexes of the partitions they wrote up to date, expire when due.
 
-mod compact_after;
+pub(crate) mod compact_after;
 pub(crate) mod distributed;
 pub(crate) mod shared_plan;
 
@@ -15,8 +15,7 @@ use crate::arrow::array::RecordBatch;
 use crate::error::{Error, Result};
 use crate::ns::infra::storage::Storage;
 use crate::ns::manifest::{check_repeatable, Snapshot};
-use crate::ns::ops::expire::after_commit::expire_if_due;
-use crate::ns::ops::index::after_commit::index_after_commit;
+use crate::ns::ops::after_commit::AfterCommit;
 use crate::ns::txn::{cleanup_marks, hooks, WriteTransaction};
 use crate::ns::write::{
     stage_all, IdPlan, PartitionWriter, StagedMessage, WriteOptions, WriteSummary,
@@ -110,10 +109,8 @@ pub(crate) async fn commit_staged(
     Ok(summary)
 }
 
-/// The maintenance after a write's commit (from manifest version `from`): compacting the
-/// partitions it left fragmented, building their declared indexes again, then the automatic
-/// expiry when the commits reached its
-/// interval. Neither can undo the write: it is visible already.
+/// The maintenance after a write's commit (from manifest version `from`, see
+/// `ops::after_commit`), counted in `summary`.
 async fn maintain_after(
     storage: &Storage,
     summary: &mut WriteSummary,
@@ -124,22 +121,25 @@ async fn maintain_after(
     if summary.already_committed {
         return;
     }
-    let mut to = compact_after::compact_fragmented(storage, summary, opts)
-        .await
-        .map_or(summary.manifest_version, |v| {
-            v.max(summary.manifest_version)
-        });
+    let after = AfterCommit {
+        storage,
+        props,
+        from,
+        to: summary.manifest_version,
+        strong: opts.strong,
+        concurrency: opts.concurrency,
+        max_attempts: opts.max_attempts,
+    };
     let touched = summary
         .touched
         .iter()
         .map(|t| t.object_id.clone())
         .collect();
-    let (conc, attempts) = (opts.concurrency, opts.max_attempts);
-    if let Some(r) = index_after_commit(storage, props, touched, conc, attempts).await {
-        summary.indexed = r.partitions;
-        to = to.max(r.manifest_version);
-    }
-    summary.expired = expire_if_due(storage, props, from, to).await;
+    let done = after.run(&summary.fragmented, touched).await;
+    summary.compacted = done.compacted;
+    summary.indexed = done.indexed;
+    summary.expired = done.expired;
+    summary.maintenance_errors = done.errors;
 }
 
 /// A distributed write whose base manifest version is gone (`error`): when a strong-mode
