@@ -15,6 +15,7 @@ use crate::ns::infra::storage::Storage;
 use crate::ns::ops::expire::after_commit::expire_if_due;
 use crate::ns::ops::index::after_commit::index_after_commit;
 use crate::ns::ops::write::compact_after::compact_fragmented;
+use crate::ns::write::WriteOptions;
 
 /// What the maintenance after a commit did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -38,10 +39,8 @@ pub(crate) struct AfterCommit<'a> {
     pub(crate) from: u64,
     /// The manifest version of the change's commit.
     pub(crate) to: u64,
-    /// The change's commit mode (`None`: the namespace's).
-    pub(crate) strong: Option<bool>,
-    pub(crate) concurrency: usize,
-    pub(crate) max_attempts: u32,
+    /// The change's options: its commit mode, concurrency and commit attempts.
+    pub(crate) opts: &'a WriteOptions,
 }
 
 impl AfterCommit<'_> {
@@ -52,8 +51,9 @@ impl AfterCommit<'_> {
         let mut to = self.to;
         // The manifest commits from `from` to `to`: the change's, then each step's.
         let mut commits = 1;
-        let (conc, attempts) = (self.concurrency.max(1), self.max_attempts);
-        match compact_fragmented(self.storage, fragmented, self.strong, conc, attempts).await {
+        let (conc, attempts) = (self.opts.concurrency.max(1), self.opts.max_attempts);
+        let strong = self.opts.strong;
+        match compact_fragmented(self.storage, fragmented, strong, conc, attempts).await {
             Ok(Some(c)) => {
                 done.compacted = c.partitions;
                 commits += u64::from(c.manifest_version > to);

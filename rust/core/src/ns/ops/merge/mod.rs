@@ -364,9 +364,7 @@ pub(crate) async fn maintain_after(
         props,
         from,
         to: summary.manifest_version,
-        strong: opts.strong,
-        concurrency: opts.concurrency,
-        max_attempts: opts.max_attempts,
+        opts,
     };
     let done = after.run(&[], summary.touched_ids()).await;
     summary.indexed = done.indexed;

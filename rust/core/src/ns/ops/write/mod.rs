@@ -126,9 +126,7 @@ async fn maintain_after(
         props,
         from,
         to: summary.manifest_version,
-        strong: opts.strong,
-        concurrency: opts.concurrency,
-        max_attempts: opts.max_attempts,
+        opts,
     };
     let touched = summary
         .touched
